@@ -1,0 +1,404 @@
+//! Synthesis: runs a bellpepper-core circuit into our own buffers.
+//!
+//! [`Synthesizer`] implements bellpepper-core's `ConstraintSystem` with exactly the semantics of
+//! bellperson 0.27's private `ProvingAssignment`, so that proofs made from its output verify
+//! against parameters that bellperson generated:
+//!
+//! * input 0 is the constant ONE, allocated before the circuit runs;
+//! * each constraint records the evaluations of its A, B and C linear combinations;
+//! * a variable counts towards the density of A (aux only: inputs are dense in A) and of B
+//!   (inputs and aux) when it appears there with a non-zero coefficient;
+//! * after the circuit, one constraint `input_i * 0 = 0` per public input (ONE included) makes
+//!   every input appear in A, which is why the A query is dense over inputs.
+//!
+//! The result, [`SynthesizedPartition`], is plain vectors that later stages take by move.
+
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::Scalar;
+use ff::Field;
+
+/// A growable bit vector that records which variables a query touches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Density {
+    words: Vec<u64>,
+    len: usize,
+    ones: usize,
+}
+
+impl Density {
+    /// An empty density over zero variables.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A density of `len` variables, all set (a dense query).
+    pub fn full(len: usize) -> Self {
+        let mut d = Self::new();
+        for _ in 0..len {
+            d.push(true);
+        }
+        d
+    }
+
+    /// Appends one variable, set or not.
+    pub fn push(&mut self, set: bool) {
+        if self.len % 64 == 0 {
+            self.words.push(0);
+        }
+        self.len += 1;
+        if set {
+            self.set(self.len - 1);
+        }
+    }
+
+    /// Marks variable `i` as used.
+    #[inline]
+    pub fn set(&mut self, i: usize) {
+        let (w, b) = (i / 64, i % 64);
+        let mask = 1u64 << b;
+        if self.words[w] & mask == 0 {
+            self.words[w] |= mask;
+            self.ones += 1;
+        }
+    }
+
+    /// Whether variable `i` is used.
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        (self.words[i / 64] >> (i % 64)) & 1 == 1
+    }
+
+    /// Number of variables tracked.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no variable is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of variables used (the number of query points for this range).
+    pub fn count_ones(&self) -> usize {
+        self.ones
+    }
+
+    /// Appends `other`, optionally skipping its first variable (the ONE input of a child system).
+    fn extend(&mut self, other: &Density, skip_first: bool) {
+        let start = usize::from(skip_first && !other.is_empty());
+        for i in start..other.len {
+            self.push(other.get(i));
+        }
+    }
+}
+
+/// What synthesis produces for one partition: evaluations and assignments, by value.
+#[derive(Clone, Debug, Default)]
+pub struct SynthesizedPartition {
+    /// Evaluations of the A linear combinations, one per constraint.
+    pub a: Vec<Scalar>,
+    /// Evaluations of the B linear combinations, one per constraint.
+    pub b: Vec<Scalar>,
+    /// Evaluations of the C linear combinations, one per constraint.
+    pub c: Vec<Scalar>,
+    /// The assignment of the witness.
+    pub assignment: Assignment,
+}
+
+/// The variable assignment and query densities, shared read-only by the MSM stages.
+#[derive(Clone, Debug, Default)]
+pub struct Assignment {
+    /// Public inputs; index 0 is ONE.
+    pub input: Vec<Scalar>,
+    /// Auxiliary (private) variables.
+    pub aux: Vec<Scalar>,
+    /// Which aux variables appear in A.
+    pub a_aux_density: Density,
+    /// Which inputs appear in B.
+    pub b_input_density: Density,
+    /// Which aux variables appear in B.
+    pub b_aux_density: Density,
+}
+
+impl SynthesizedPartition {
+    /// Number of constraints, including the one per public input.
+    pub fn num_constraints(&self) -> usize {
+        self.a.len()
+    }
+}
+
+/// Our `ConstraintSystem`: writes evaluations and assignments straight into plain vectors.
+#[derive(Debug, Default)]
+pub struct Synthesizer {
+    out: SynthesizedPartition,
+}
+
+impl Synthesizer {
+    /// A system with the ONE input already allocated, sized for about `constraints` constraints.
+    pub fn with_capacity(constraints: usize, aux: usize) -> Self {
+        let mut s = Synthesizer::default();
+        s.out.a.reserve(constraints);
+        s.out.b.reserve(constraints);
+        s.out.c.reserve(constraints);
+        s.out.assignment.aux.reserve(aux);
+        s.push_input(Scalar::ONE);
+        s
+    }
+
+    fn push_input(&mut self, value: Scalar) -> Variable {
+        self.out.assignment.input.push(value);
+        self.out.assignment.b_input_density.push(false);
+        Variable(Index::Input(self.out.assignment.input.len() - 1))
+    }
+
+    /// Adds the `input_i * 0 = 0` constraints and returns the buffers.
+    pub fn finish(mut self) -> SynthesizedPartition {
+        for i in 0..self.out.assignment.input.len() {
+            self.enforce(
+                || "",
+                |lc| lc + Variable(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
+        }
+        self.out
+    }
+}
+
+/// Evaluates `lc`, marking the variables it uses with a non-zero coefficient.
+#[inline]
+fn eval(
+    lc: &LinearCombination<Scalar>,
+    input_density: Option<&mut Density>,
+    aux_density: Option<&mut Density>,
+    input: &[Scalar],
+    aux: &[Scalar],
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    let one = Scalar::ONE;
+    let mut input_density = input_density;
+    for (&i, coeff) in lc.iter_inputs() {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        let mut tmp = input[i];
+        if *coeff != one {
+            tmp *= coeff;
+        }
+        acc += tmp;
+        if let Some(d) = input_density.as_deref_mut() {
+            d.set(i);
+        }
+    }
+    let mut aux_density = aux_density;
+    for (&i, coeff) in lc.iter_aux() {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        let mut tmp = aux[i];
+        if *coeff != one {
+            tmp *= coeff;
+        }
+        acc += tmp;
+        if let Some(d) = aux_density.as_deref_mut() {
+            d.set(i);
+        }
+    }
+    acc
+}
+
+impl ConstraintSystem<Scalar> for Synthesizer {
+    type Root = Self;
+
+    /// An empty system, as bellperson's: a child system used with `extend` allocates its own
+    /// temporary ONE input first, which `extend` then skips.
+    fn new() -> Self {
+        Synthesizer::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let value = f()?;
+        let asg = &mut self.out.assignment;
+        asg.aux.push(value);
+        asg.a_aux_density.push(false);
+        asg.b_aux_density.push(false);
+        Ok(Variable(Index::Aux(asg.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let value = f()?;
+        Ok(self.push_input(value))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        let asg = &mut self.out.assignment;
+        let a_res = eval(
+            &a,
+            None,
+            Some(&mut asg.a_aux_density),
+            &asg.input,
+            &asg.aux,
+        );
+        let b_res = eval(
+            &b,
+            Some(&mut asg.b_input_density),
+            Some(&mut asg.b_aux_density),
+            &asg.input,
+            &asg.aux,
+        );
+        let c_res = eval(&c, None, None, &asg.input, &asg.aux);
+        self.out.a.push(a_res);
+        self.out.b.push(b_res);
+        self.out.c.push(c_res);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    fn extend(&mut self, other: &Self) {
+        let (me, ot) = (&mut self.out, &other.out);
+        me.assignment
+            .a_aux_density
+            .extend(&ot.assignment.a_aux_density, false);
+        me.assignment
+            .b_input_density
+            .extend(&ot.assignment.b_input_density, true);
+        me.assignment
+            .b_aux_density
+            .extend(&ot.assignment.b_aux_density, false);
+        me.a.extend_from_slice(&ot.a);
+        me.b.extend_from_slice(&ot.b);
+        me.c.extend_from_slice(&ot.c);
+        // A child system starts with its own ONE input: skip it.
+        me.assignment
+            .input
+            .extend_from_slice(ot.assignment.input.get(1..).unwrap_or(&[]));
+        me.assignment.aux.extend_from_slice(&ot.assignment.aux);
+    }
+}
+
+/// Runs `circuit` into a fresh [`Synthesizer`] and returns the finished buffers.
+pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedPartition, SynthesisError> {
+    let mut cs = Synthesizer::with_capacity(0, 0);
+    circuit.synthesize(&mut cs)?;
+    Ok(cs.finish())
+}
+
+/// A partition's circuit, boxed so that different circuit types travel in one message.
+pub trait PartitionCircuit: Send {
+    /// Synthesizes the circuit into `cs`.
+    fn synthesize_into(self: Box<Self>, cs: &mut Synthesizer) -> Result<(), SynthesisError>;
+}
+
+impl<C: Circuit<Scalar> + Send> PartitionCircuit for C {
+    fn synthesize_into(self: Box<Self>, cs: &mut Synthesizer) -> Result<(), SynthesisError> {
+        (*self).synthesize(cs)
+    }
+}
+
+/// Runs a boxed partition circuit into fresh buffers.
+pub fn synthesize_boxed(
+    circuit: Box<dyn PartitionCircuit>,
+) -> Result<SynthesizedPartition, SynthesisError> {
+    let mut cs = Synthesizer::with_capacity(0, 0);
+    circuit.synthesize_into(&mut cs)?;
+    Ok(cs.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// x * y = z with x public, y and z private; checks evaluations and densities by hand.
+    struct Mul;
+    impl Circuit<Scalar> for Mul {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = cs.alloc_input(|| "x", || Ok(Scalar::from(3u64)))?;
+            let y = cs.alloc(|| "y", || Ok(Scalar::from(5u64)))?;
+            let z = cs.alloc(|| "z", || Ok(Scalar::from(15u64)))?;
+            let unused = cs.alloc(|| "unused", || Ok(Scalar::from(9u64)))?;
+            cs.enforce(|| "mul", |lc| lc + x, |lc| lc + y, |lc| lc + z);
+            // A zero coefficient does not count towards density.
+            cs.enforce(
+                || "zero coeff",
+                |lc| lc + (Scalar::ZERO, unused),
+                |lc| lc + CS::one(),
+                |lc| lc,
+            );
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn evaluations_and_densities_follow_bellperson() {
+        let p = synthesize(Mul).unwrap();
+        // 2 circuit constraints + 2 input constraints (ONE and x).
+        assert_eq!(p.num_constraints(), 4);
+        assert_eq!(p.a[0], Scalar::from(3u64));
+        assert_eq!(p.b[0], Scalar::from(5u64));
+        assert_eq!(p.c[0], Scalar::from(15u64));
+        assert_eq!(p.a[1], Scalar::ZERO);
+        assert_eq!(p.b[1], Scalar::ONE);
+        // input constraints: a = input_i, b = c = 0
+        assert_eq!(p.a[2], Scalar::ONE);
+        assert_eq!(p.a[3], Scalar::from(3u64));
+        assert_eq!(p.b[3], Scalar::ZERO);
+        let asg = &p.assignment;
+        assert_eq!(asg.input, vec![Scalar::ONE, Scalar::from(3u64)]);
+        assert_eq!(asg.aux.len(), 3);
+        assert_eq!(asg.a_aux_density.count_ones(), 0);
+        assert!(asg.b_aux_density.get(0) && !asg.b_aux_density.get(1));
+        assert!(asg.b_input_density.get(0) && !asg.b_input_density.get(1));
+        assert!(!asg.a_aux_density.get(2), "zero coefficient must not mark density");
+    }
+
+    #[test]
+    fn density_bits() {
+        let mut d = Density::new();
+        for i in 0..130 {
+            d.push(i % 3 == 0);
+        }
+        assert_eq!(d.len(), 130);
+        assert_eq!(d.count_ones(), 44);
+        d.set(1);
+        d.set(1);
+        assert_eq!(d.count_ones(), 45);
+        assert!(d.get(129) && !d.get(128));
+    }
+}
