@@ -1,0 +1,711 @@
+//! The job coordinator: accepts planned jobs, admits their partitions into the pipeline by
+//! priority, drives each partition through the stage actors, assembles results, handles
+//! cancellation, and journals job state.
+//!
+//! Each admitted partition runs as one future on the coordinator's context
+//! ([`drive_partition`]): it sends typed messages to the stage actors and awaits their replies;
+//! the coordinator's own state changes only in its handlers and in the completion callback of
+//! that future, so no lock guards it.
+//!
+//! Ownership along a partition: the circuit thunk moves into `Synthesize`; the synthesized a, b,
+//! c move into `ComputeH` (with their memory lease) and are freed there; the assignment is
+//! wrapped in an `Arc` read by `PlanMsm`; the MSM plan is an `Arc` read concurrently by
+//! `ComputeSparseG1` and `MsmG2`; the proof comes back by value.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use blstrs::{Bls12, Scalar};
+use metrics::{counter, gauge};
+use proofline_groth16::{proof_to_bytes, MsmResults, Proof, SynthesizedPartition};
+use proofline_jobs::{scalar_to_hex, CircuitThunk, JobPlan, JobRequest, ParamsSpec};
+use tokio::sync::oneshot;
+use tracing::Instrument;
+
+use crate::allocator::VramAllocator;
+use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
+use crate::journal::{FinishedRecord, Journal};
+use crate::messages::*;
+use crate::telemetry::{self, actor, Busy, Secs};
+use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
+
+/// Addresses of the stage actors.
+#[derive(Clone)]
+pub struct Stages {
+    /// Parameter loader.
+    pub params: Addr<ParamsLoader>,
+    /// Synthesis pool.
+    pub synthesis: Addr<SynthesisActor>,
+    /// CPU-MSM pool.
+    pub cpu_msm: Addr<CpuMsmActor>,
+    /// Memory allocator of the compute device.
+    pub allocator: Addr<VramAllocator>,
+    /// Compute actors of the device.
+    pub compute: Addr<ComputeActor>,
+}
+
+/// Coordinator limits.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Partitions admitted at once.
+    pub max_in_flight: usize,
+    /// Unfinished jobs at most.
+    pub max_queued: usize,
+    /// Finished jobs kept.
+    pub retain_finished: usize,
+}
+
+struct JobEntry {
+    status: JobStatus,
+    seq: u64,
+    params: ParamsSpec,
+    pending: VecDeque<(usize, CircuitThunk)>,
+    expected: Vec<Vec<Scalar>>,
+    proofs: Vec<Option<Proof<Bls12>>>,
+    running: HashMap<usize, SpawnHandle>,
+    submitted: Instant,
+    cancel: CancelToken,
+    waiters: Vec<oneshot::Sender<JobStatus>>,
+    result: Option<Arc<JobResult>>,
+}
+
+/// Why a submission was refused.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum SubmitError {
+    /// Too many unfinished jobs.
+    #[error("queue full: {0} unfinished jobs (pipeline.max_queued_jobs)")]
+    QueueFull(usize),
+    /// A job with this id exists.
+    #[error("job id {0} already exists")]
+    Duplicate(String),
+}
+
+/// The coordinator actor.
+pub struct JobCoordinator {
+    stages: Stages,
+    limits: Limits,
+    jobs: HashMap<JobId, JobEntry>,
+    finished_order: VecDeque<JobId>,
+    seq: u64,
+    in_flight: usize,
+    journal: Option<Journal>,
+}
+
+impl JobCoordinator {
+    /// A coordinator over the stage actors.
+    pub fn new(stages: Stages, limits: Limits, journal: Option<Journal>) -> Self {
+        JobCoordinator {
+            stages,
+            limits,
+            jobs: HashMap::new(),
+            finished_order: VecDeque::new(),
+            seq: 0,
+            in_flight: 0,
+            journal,
+        }
+    }
+
+    fn unfinished(&self) -> usize {
+        self.jobs
+            .values()
+            .filter(|j| !j.status.state.is_terminal())
+            .count()
+    }
+
+    fn publish(&self) {
+        gauge!("proofline_partitions_in_flight").set(self.in_flight as f64);
+        for state in [JobState::Queued, JobState::Running] {
+            let n = self.jobs.values().filter(|j| j.status.state == state).count();
+            let label = match state {
+                JobState::Queued => "queued",
+                _ => "running",
+            };
+            gauge!("proofline_jobs", "state" => label).set(n as f64);
+        }
+    }
+
+    /// Admits partitions while there is room, highest priority first, then oldest.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        while self.in_flight < self.limits.max_in_flight {
+            let next = self
+                .jobs
+                .iter()
+                .filter(|(_, j)| !j.status.state.is_terminal() && !j.pending.is_empty())
+                .max_by_key(|(_, j)| (j.status.priority, std::cmp::Reverse(j.seq)))
+                .map(|(id, _)| id.clone());
+            let Some(id) = next else { break };
+            let Some(job) = self.jobs.get_mut(&id) else {
+                break;
+            };
+            let Some((k, thunk)) = job.pending.pop_front() else {
+                break;
+            };
+            if job.status.state == JobState::Queued {
+                job.status.state = JobState::Running;
+                job.status.started_at_ms = Some(now_ms());
+            }
+            let queued_s = job.submitted.secs();
+            let fut = drive_partition(
+                self.stages.clone(),
+                id.clone(),
+                k,
+                job.params.clone(),
+                thunk,
+                job.expected[k].clone(),
+                job.cancel.clone(),
+            )
+            .instrument(tracing::info_span!("partition", job = %id, partition = k));
+            let job_id = id.clone();
+            let handle = ctx.spawn(actix::fut::wrap_future::<_, Self>(fut).map(
+                move |(res, mut t), act, ctx| {
+                    t.queued_s = queued_s;
+                    act.partition_done(&job_id, k, res, t, ctx)
+                },
+            ));
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.running.insert(k, handle);
+            }
+            self.in_flight += 1;
+        }
+        self.publish();
+    }
+
+    fn partition_done(
+        &mut self,
+        id: &JobId,
+        k: usize,
+        res: Result<Proof<Bls12>, StageError>,
+        timings: StageTimings,
+        ctx: &mut Context<Self>,
+    ) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let Some(job) = self.jobs.get_mut(id) else {
+            self.pump(ctx);
+            return;
+        };
+        job.running.remove(&k);
+        if job.status.state.is_terminal() {
+            self.pump(ctx);
+            return;
+        }
+        job.status.partition_timings[k] = timings;
+        job.status.timings.add(&timings);
+        match res {
+            Ok(proof) => {
+                job.proofs[k] = Some(proof);
+                job.status.partitions_done += 1;
+                tracing::info!(job = %id, partition = k, secs = timings.total_s, "partition proved and verified");
+                if job.status.partitions_done == job.status.partitions {
+                    let mut bytes = Vec::with_capacity(job.proofs.len() * proofline_groth16::PROOF_BYTES);
+                    for p in job.proofs.iter().flatten() {
+                        bytes.extend_from_slice(&proof_to_bytes(p));
+                    }
+                    let result = JobResult {
+                        proof: bytes,
+                        public_inputs: job
+                            .expected
+                            .iter()
+                            .map(|v| v.iter().map(scalar_to_hex).collect())
+                            .collect(),
+                    };
+                    job.result = Some(Arc::new(result));
+                    self.finish(id, JobState::Succeeded, None);
+                }
+            }
+            Err(StageError::Cancelled) => {}
+            Err(e) => {
+                if matches!(e, StageError::Prover(proofline_groth16::ProverError::VerificationFailed)) {
+                    counter!("proofline_verification_failures_total").increment(1);
+                    tracing::error!(job = %id, partition = k, "PROOF FAILED VERIFICATION: job failed, no proof returned");
+                } else {
+                    tracing::error!(job = %id, partition = k, error = %e, "partition failed");
+                }
+                let failure = JobFailure {
+                    code: e.code().to_string(),
+                    message: e.to_string(),
+                    partition: Some(k),
+                };
+                self.stop_running(id, ctx);
+                self.finish(id, JobState::Failed, Some(failure));
+            }
+        }
+        self.pump(ctx);
+    }
+
+    /// Cancels the futures of a job's running partitions and marks the job cancelled for the
+    /// stages that already hold its messages.
+    fn stop_running(&mut self, id: &JobId, ctx: &mut Context<Self>) {
+        if let Some(job) = self.jobs.get_mut(id) {
+            job.cancel.cancel();
+            job.pending.clear();
+            for (_, h) in job.running.drain() {
+                ctx.cancel_future(h);
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+        }
+    }
+
+    fn finish(&mut self, id: &JobId, state: JobState, error: Option<JobFailure>) {
+        let Some(job) = self.jobs.get_mut(id) else {
+            return;
+        };
+        job.status.state = state;
+        job.status.error = error;
+        job.status.finished_at_ms = Some(now_ms());
+        job.proofs.clear();
+        let label = match state {
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            _ => "cancelled",
+        };
+        counter!("proofline_jobs_finished_total", "state" => label).increment(1);
+        tracing::info!(job = %id, state = label, secs = job.submitted.secs(), "job finished");
+        if let Some(journal) = &self.journal {
+            let record = FinishedRecord {
+                status: job.status.clone(),
+                result: job.result.as_deref().cloned(),
+            };
+            if let Err(e) = journal.finished(id, &record) {
+                tracing::error!(job = %id, error = %e, "cannot journal the finished job");
+            }
+        }
+        for w in job.waiters.drain(..) {
+            let _ = w.send(job.status.clone());
+        }
+        self.finished_order.push_back(id.clone());
+        while self.finished_order.len() > self.limits.retain_finished {
+            if let Some(old) = self.finished_order.pop_front() {
+                self.jobs.remove(&old);
+            }
+        }
+    }
+}
+
+impl Actor for JobCoordinator {
+    type Context = Context<Self>;
+}
+
+/// Accept a planned job.
+#[derive(Message)]
+#[rtype(result = "Result<JobStatus, SubmitError>")]
+pub struct SubmitPlanned {
+    /// Id (fresh, or the journaled one after a restart).
+    pub id: JobId,
+    /// The request, journaled so the job survives a restart.
+    pub request: JobRequest,
+    /// The adapter's plan.
+    pub plan: JobPlan,
+    /// Whether to journal the request (false when it is being replayed from the journal).
+    pub journal: bool,
+}
+
+impl Handler<SubmitPlanned> for JobCoordinator {
+    type Result = Result<JobStatus, SubmitError>;
+
+    fn handle(&mut self, msg: SubmitPlanned, ctx: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::COORDINATOR);
+        let unfinished = self.unfinished();
+        if unfinished >= self.limits.max_queued {
+            return Err(SubmitError::QueueFull(unfinished));
+        }
+        if self.jobs.contains_key(&msg.id) {
+            return Err(SubmitError::Duplicate(msg.id));
+        }
+        let SubmitPlanned {
+            id,
+            request,
+            plan,
+            journal,
+        } = msg;
+        let n = plan.partitions.len();
+        let mut expected = Vec::with_capacity(n);
+        let mut pending = VecDeque::with_capacity(n);
+        for (k, p) in plan.partitions.into_iter().enumerate() {
+            expected.push(p.public_inputs);
+            pending.push_back((k, p.circuit));
+        }
+        let status = JobStatus {
+            id: id.clone(),
+            kind: request.kind.clone(),
+            label: plan.label,
+            state: JobState::Queued,
+            priority: request.priority,
+            partitions: n,
+            partitions_done: 0,
+            submitted_at_ms: now_ms(),
+            started_at_ms: None,
+            finished_at_ms: None,
+            timings: StageTimings::default(),
+            partition_timings: vec![StageTimings::default(); n],
+            error: None,
+        };
+        if journal {
+            if let Some(j) = &self.journal {
+                if let Err(e) = j.accepted(&id, &request) {
+                    // Accepting a job we could lose on restart would break our promise.
+                    tracing::error!(job = %id, error = %e, "cannot journal the job; refusing it");
+                    return Err(SubmitError::Duplicate(format!("{id} (journal write failed: {e})")));
+                }
+            }
+        }
+        self.seq += 1;
+        tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, "job accepted");
+        counter!("proofline_jobs_accepted_total").increment(1);
+        self.jobs.insert(
+            id.clone(),
+            JobEntry {
+                status: status.clone(),
+                seq: self.seq,
+                params: plan.params,
+                pending,
+                expected,
+                proofs: vec![None; n],
+                running: HashMap::new(),
+                submitted: Instant::now(),
+                cancel: CancelToken::default(),
+                waiters: Vec::new(),
+                result: None,
+            },
+        );
+        self.pump(ctx);
+        Ok(self.jobs.get(&id).map(|j| j.status.clone()).unwrap_or(status))
+    }
+}
+
+/// Restore a finished job from the journal.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RestoreFinished(pub FinishedRecord);
+
+impl Handler<RestoreFinished> for JobCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: RestoreFinished, _: &mut Context<Self>) {
+        let _busy = Busy::start(actor::COORDINATOR);
+        let FinishedRecord { status, result } = msg.0;
+        let id = status.id.clone();
+        self.seq += 1;
+        self.jobs.insert(
+            id.clone(),
+            JobEntry {
+                status,
+                seq: self.seq,
+                params: ParamsSpec {
+                    id: String::new(),
+                    path: Default::default(),
+                    check: None,
+                    hint: String::new(),
+                },
+                pending: VecDeque::new(),
+                expected: Vec::new(),
+                proofs: Vec::new(),
+                running: HashMap::new(),
+                submitted: Instant::now(),
+                cancel: CancelToken::default(),
+                waiters: Vec::new(),
+                result: result.map(Arc::new),
+            },
+        );
+        self.finished_order.push_back(id);
+    }
+}
+
+/// Status of one job.
+#[derive(Message)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct GetStatus(pub JobId);
+
+impl Handler<GetStatus> for JobCoordinator {
+    type Result = Option<JobStatus>;
+
+    fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::COORDINATOR);
+        self.jobs.get(&msg.0).map(|j| j.status.clone())
+    }
+}
+
+/// Status and, when succeeded, result of one job.
+#[derive(Message)]
+#[rtype(result = "Option<(JobStatus, Option<Arc<JobResult>>)>")]
+pub struct GetResult(pub JobId);
+
+impl Handler<GetResult> for JobCoordinator {
+    type Result = Option<(JobStatus, Option<Arc<JobResult>>)>;
+
+    fn handle(&mut self, msg: GetResult, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::COORDINATOR);
+        self.jobs
+            .get(&msg.0)
+            .map(|j| (j.status.clone(), j.result.clone()))
+    }
+}
+
+/// All known jobs, newest first.
+#[derive(Message)]
+#[rtype(result = "Vec<JobStatus>")]
+pub struct ListJobs;
+
+impl Handler<ListJobs> for JobCoordinator {
+    type Result = MessageResult<ListJobs>;
+
+    fn handle(&mut self, _: ListJobs, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::COORDINATOR);
+        let mut v: Vec<(u64, JobStatus)> = self
+            .jobs
+            .values()
+            .map(|j| (j.seq, j.status.clone()))
+            .collect();
+        v.sort_by(|a, b| b.0.cmp(&a.0));
+        MessageResult(v.into_iter().map(|(_, s)| s).collect())
+    }
+}
+
+/// Cancel a job (no effect on a finished one).
+#[derive(Message)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct CancelJob(pub JobId);
+
+impl Handler<CancelJob> for JobCoordinator {
+    type Result = Option<JobStatus>;
+
+    fn handle(&mut self, msg: CancelJob, ctx: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::COORDINATOR);
+        let state = self.jobs.get(&msg.0)?.status.state;
+        if !state.is_terminal() {
+            self.stop_running(&msg.0, ctx);
+            self.finish(
+                &msg.0,
+                JobState::Cancelled,
+                Some(JobFailure {
+                    code: "cancelled".into(),
+                    message: "cancelled by a client".into(),
+                    partition: None,
+                }),
+            );
+            self.pump(ctx);
+        }
+        self.jobs.get(&msg.0).map(|j| j.status.clone())
+    }
+}
+
+/// Resolves when the job reaches a terminal state (None: unknown job or shutdown).
+#[derive(Message)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct AwaitJob(pub JobId);
+
+impl Handler<AwaitJob> for JobCoordinator {
+    type Result = ResponseFuture<Option<JobStatus>>;
+
+    fn handle(&mut self, msg: AwaitJob, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::COORDINATOR);
+        match self.jobs.get_mut(&msg.0) {
+            None => Box::pin(async { None }),
+            Some(j) if j.status.state.is_terminal() => {
+                let s = j.status.clone();
+                Box::pin(async move { Some(s) })
+            }
+            Some(j) => {
+                let (tx, rx) = oneshot::channel();
+                j.waiters.push(tx);
+                Box::pin(async move { rx.await.ok() })
+            }
+        }
+    }
+}
+
+/// Counts for health checks.
+#[derive(Message)]
+#[rtype(result = "PipelineCounts")]
+pub struct Counts;
+
+/// Job counts by state and partitions in flight.
+#[derive(Clone, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct PipelineCounts {
+    /// Jobs queued.
+    pub queued: usize,
+    /// Jobs running.
+    pub running: usize,
+    /// Finished jobs retained.
+    pub finished: usize,
+    /// Partitions in the pipeline.
+    pub partitions_in_flight: usize,
+}
+
+impl Handler<Counts> for JobCoordinator {
+    type Result = MessageResult<Counts>;
+
+    fn handle(&mut self, _: Counts, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::COORDINATOR);
+        let mut c = PipelineCounts {
+            partitions_in_flight: self.in_flight,
+            ..Default::default()
+        };
+        for j in self.jobs.values() {
+            match j.status.state {
+                JobState::Queued => c.queued += 1,
+                JobState::Running => c.running += 1,
+                _ => c.finished += 1,
+            }
+        }
+        MessageResult(c)
+    }
+}
+
+/// Bytes of device memory the H stage of a partition holds: a, b, c over the domain.
+fn h_stage_bytes(constraints: usize) -> u64 {
+    let n = constraints.max(1).next_power_of_two() as u64;
+    3 * n * std::mem::size_of::<Scalar>() as u64
+}
+
+/// Bytes the sparse G1 stage gathers: the tail bases and scalars of A, B and L.
+fn sparse_stage_bytes(plan: &proofline_groth16::MsmPlan) -> u64 {
+    let tail = (plan.a.tail_index.len() + plan.b.tail_index.len() + plan.l.tail_index.len()) as u64;
+    let point = std::mem::size_of::<blstrs::G1Affine>() as u64;
+    tail * (point + 32) + 1
+}
+
+/// Awaits `f`, returning its output and the seconds it took.
+async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
+    let s = Instant::now();
+    let r = f.await;
+    (r, s.secs())
+}
+
+/// Drives one partition through the stages. Returns the verified proof and the stage timings.
+async fn drive_partition(
+    stages: Stages,
+    job: JobId,
+    k: usize,
+    params: ParamsSpec,
+    circuit: CircuitThunk,
+    expected: Vec<Scalar>,
+    cancel: CancelToken,
+) -> (Result<Proof<Bls12>, StageError>, StageTimings) {
+    let mut t = StageTimings::default();
+    let start = Instant::now();
+    let res = drive_stages(&stages, &job, k, params, circuit, expected, cancel, &mut t).await;
+    t.total_s = start.secs();
+    telemetry::stage("partition_total", t.total_s);
+    (res, t)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn drive_stages(
+    stages: &Stages,
+    job: &JobId,
+    k: usize,
+    params: ParamsSpec,
+    circuit: CircuitThunk,
+    expected: Vec<Scalar>,
+    cancel: CancelToken,
+    t: &mut StageTimings,
+) -> Result<Proof<Bls12>, StageError> {
+    let s = Instant::now();
+    telemetry::enqueued(actor::PARAMS);
+    let pk = stages.params.send(LoadParams { spec: params }).await??;
+    t.params_s = s.secs();
+
+    let s = Instant::now();
+    telemetry::enqueued(actor::SYNTHESIS);
+    let synth = stages
+        .synthesis
+        .send(Synthesize {
+            job: job.clone(),
+            partition: k,
+            circuit,
+            expected_inputs: expected.clone(),
+            pk: pk.clone(),
+            cancel: cancel.clone(),
+        })
+        .await??;
+    t.synthesis_s = s.secs();
+    cancel.check()?;
+
+    let SynthesizedPartition { a, b, c, assignment } = synth;
+    let assignment = Arc::new(assignment);
+    let s = Instant::now();
+    telemetry::enqueued(actor::ALLOCATOR);
+    let lease = stages
+        .allocator
+        .send(RequestLease {
+            bytes: h_stage_bytes(a.len()),
+            owner: format!("{job}/{k}/h"),
+        })
+        .await??;
+    t.lease_wait_s += s.secs();
+
+    // H on the compute actor while the CPU-MSM actor splits the sparse scalars.
+    telemetry::enqueued(actor::COMPUTE);
+    let h_fut = stages.compute.send(ComputeH {
+        pk: pk.clone(),
+        a,
+        b,
+        c,
+        lease,
+        cancel: cancel.clone(),
+    });
+    telemetry::enqueued(actor::CPU_MSM);
+    let plan_fut = stages.cpu_msm.send(PlanMsm {
+        assignment: assignment.clone(),
+    });
+    let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
+    t.h_s = h_s;
+    t.msm_plan_s = plan_s;
+    let h = h??;
+    let plan = Arc::new(plan?);
+    drop(assignment);
+    cancel.check()?;
+
+    let s = Instant::now();
+    telemetry::enqueued(actor::ALLOCATOR);
+    let lease = stages
+        .allocator
+        .send(RequestLease {
+            bytes: sparse_stage_bytes(&plan),
+            owner: format!("{job}/{k}/msm"),
+        })
+        .await??;
+    t.lease_wait_s += s.secs();
+
+    // Sparse G1 MSMs on the compute actor while the G2 MSM runs on a CPU-MSM actor.
+    telemetry::enqueued(actor::COMPUTE);
+    let g1_fut = stages.compute.send(ComputeSparseG1 {
+        pk: pk.clone(),
+        plan: plan.clone(),
+        lease,
+        cancel: cancel.clone(),
+    });
+    telemetry::enqueued(actor::CPU_MSM);
+    let g2_fut = stages.cpu_msm.send(MsmG2 {
+        pk: pk.clone(),
+        plan: plan.clone(),
+        cancel: cancel.clone(),
+    });
+    let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
+    t.msm_g1_s = g1_s;
+    t.msm_g2_s = g2_s;
+    let (l, a, b_g1) = g1??;
+    let b_g2 = g2??;
+    drop(plan);
+
+    let s = Instant::now();
+    telemetry::enqueued(actor::CPU_MSM);
+    let proof = stages
+        .cpu_msm
+        .send(AssembleVerify {
+            pk,
+            results: MsmResults {
+                h,
+                l,
+                a,
+                b_g1,
+                b_g2,
+            },
+            public_inputs: expected,
+        })
+        .await??;
+    t.verify_s = s.secs();
+    Ok(proof)
+}

@@ -1,0 +1,32 @@
+//! proofline's actor pipeline.
+//!
+//! ```text
+//! Pipeline (embedding API) ─► JobCoordinator ─► SynthesisActor×N ─► CpuMsmActor×M ─┐
+//!                                   ▲                                               ▼
+//!                                   │          VramAllocator (per device) ◄─► ComputeActor×slots
+//!                                   └──────────── partition results ◄───────────────┘
+//! ```
+//!
+//! The actors know nothing of HTTP; the daemon is a thin layer over [`Pipeline`].
+//!
+//! * [`messages`]: every message between actors, with who owns which buffer;
+//! * [`coordinator`]: jobs, admission by priority, the per-partition driver, cancellation;
+//! * [`workers`]: the synthesis, CPU-MSM, compute and parameter-loader actors;
+//! * [`allocator`]: the memory budget and the device-global operations of one device;
+//! * [`journal`]: accepted and finished jobs on disk;
+//! * [`telemetry`]: mailbox depth, busy time and stage latency metrics.
+
+pub mod allocator;
+pub mod coordinator;
+pub mod job;
+pub mod journal;
+pub mod messages;
+pub mod pipeline;
+pub mod telemetry;
+pub mod workers;
+
+pub use allocator::{AllocatorSnapshot, HostMemory, MemoryDevice};
+pub use coordinator::{PipelineCounts, SubmitError};
+pub use job::{JobFailure, JobResult, JobState, JobStatus, StageTimings};
+pub use messages::JobId;
+pub use pipeline::{Pipeline, PipelineError, PipelineOptions, ResultError, SubmitRejected};

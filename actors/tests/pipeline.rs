@@ -1,0 +1,152 @@
+//! The actor pipeline end to end on the CPU backend: proofs verify with bellperson, a job with
+//! bad parameters fails loudly, cancellation and priorities behave, the journal re-runs jobs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bellperson::groth16;
+use blstrs::Bls12;
+use proofline_actors::{JobState, Pipeline, PipelineOptions, ResultError};
+use proofline_circuits::Sha256Preimage;
+use proofline_config::Config;
+use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
+use proofline_jobs::{parse_scalar_hex, AdapterRegistry, JobRequest, ParamsStore};
+use rand::SeedableRng;
+
+fn write_params(dir: &Path, blocks: usize, seed: u64) {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let c = BuiltinCircuit::Sha256 { blocks };
+    let p = groth16::generate_random_parameters::<Bls12, _, _>(c.blank().unwrap(), &mut rng)
+        .unwrap();
+    let f = std::fs::File::create(dir.join(c.params_file())).unwrap();
+    p.write(std::io::BufWriter::new(f)).unwrap();
+}
+
+fn start(dir: &Path, journal: Option<&Path>, tweak: impl FnOnce(&mut Config)) -> Pipeline {
+    let mut cfg = Config::embedded_default().unwrap();
+    tweak(&mut cfg);
+    let mut reg = AdapterRegistry::new();
+    reg.register(Arc::new(BuiltinAdapter::new(dir, vec![])));
+    let opts = PipelineOptions::cpu(&cfg.pipeline, reg, Arc::new(ParamsStore::new(false)))
+        .with_journal(journal.map(Path::to_path_buf));
+    Pipeline::start(opts).unwrap()
+}
+
+fn request(circuit: &str, seed: u64, priority: i32) -> JobRequest {
+    JobRequest {
+        kind: "groth16".into(),
+        circuit: Some(circuit.into()),
+        input: serde_json::json!({ "seed": seed }),
+        public_inputs: None,
+        priority,
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}
+
+#[test]
+fn proofs_verify_and_bad_parameters_fail_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    write_params(dir.path(), 1, 1);
+    let p = start(dir.path(), None, |_| {});
+    block_on(async {
+        let accepted = p.submit(request("sha256-1", 5, 0)).await.unwrap();
+        let status = p.wait(&accepted.id).await.unwrap();
+        assert_eq!(status.state, JobState::Succeeded, "{status:?}");
+        assert!(status.timings.synthesis_s > 0.0 && status.timings.h_s > 0.0);
+        let result = p.result(&accepted.id).await.unwrap();
+        assert_eq!(result.proof.len(), 192);
+        // bellperson verifies the returned bytes against the parameter file's key.
+        let params = groth16::Parameters::<Bls12>::read(
+            std::fs::File::open(dir.path().join("proofline-sha256-1.params")).unwrap(),
+            false,
+        )
+        .unwrap();
+        let pvk = groth16::prepare_verifying_key(&params.vk);
+        let proof = groth16::Proof::<Bls12>::read(&result.proof[..]).unwrap();
+        let inputs: Vec<_> = result.public_inputs[0]
+            .iter()
+            .map(|h| parse_scalar_hex("x", h).unwrap())
+            .collect();
+        assert_eq!(inputs, Sha256Preimage::public_inputs(&Sha256Preimage::demo_preimage(1, 5)));
+        assert!(groth16::verify_proof(&pvk, &proof, &inputs).unwrap());
+
+        // Replace the parameters with another circuit's: the job fails with a clear code and
+        // no proof is returned.
+        write_params(dir.path(), 2, 2);
+        std::fs::rename(
+            dir.path().join("proofline-sha256-2.params"),
+            dir.path().join("proofline-sha256-1.params"),
+        )
+        .unwrap();
+        let fresh = start(dir.path(), None, |_| {});
+        let accepted = fresh.submit(request("sha256-1", 6, 0)).await.unwrap();
+        let status = fresh.wait(&accepted.id).await.unwrap();
+        assert_eq!(status.state, JobState::Failed);
+        assert_eq!(status.error.as_ref().unwrap().code, "params_mismatch", "{status:?}");
+        assert!(matches!(
+            fresh.result(&accepted.id).await,
+            Err(ResultError::Unsuccessful(_))
+        ));
+        fresh.shutdown();
+        assert!(matches!(p.result("nope").await, Err(ResultError::NotFound(_))));
+    });
+    p.shutdown();
+}
+
+#[test]
+fn cancellation_priorities_and_journal_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = tempfile::tempdir().unwrap();
+    write_params(dir.path(), 1, 3);
+    // One partition at a time, so jobs queue behind each other.
+    let p = start(dir.path(), Some(journal.path()), |c| c.pipeline.max_partitions_in_flight = 1);
+    let (first, low, high, cancelled) = block_on(async {
+        let first = p.submit(request("sha256-1", 1, 0)).await.unwrap();
+        let low = p.submit(request("sha256-1", 2, 0)).await.unwrap();
+        let high = p.submit(request("sha256-1", 3, 10)).await.unwrap();
+        let cancelled = p.submit(request("sha256-1", 4, 0)).await.unwrap();
+        let st = p.cancel(&cancelled.id).await.unwrap();
+        assert_eq!(st.state, JobState::Cancelled);
+        for id in [&first.id, &low.id, &high.id] {
+            assert_eq!(p.wait(id).await.unwrap().state, JobState::Succeeded);
+        }
+        let (l, h) = (p.status(&low.id).await.unwrap(), p.status(&high.id).await.unwrap());
+        assert!(
+            h.started_at_ms.unwrap() <= l.started_at_ms.unwrap(),
+            "the high-priority job is admitted before the earlier low-priority one"
+        );
+        assert_eq!(p.wait(&cancelled.id).await.unwrap().state, JobState::Cancelled);
+        (first.id, low.id, high.id, cancelled.id)
+    });
+    // A job accepted just before shutdown is re-run after a restart; finished ones are served.
+    let pending = block_on(p.submit(request("sha256-1", 9, 0))).unwrap();
+    p.shutdown();
+    let p = start(dir.path(), Some(journal.path()), |_| {});
+    block_on(async {
+        for id in [&first, &low, &high] {
+            assert_eq!(p.result(id).await.unwrap().proof.len(), 192);
+        }
+        assert_eq!(p.status(&cancelled).await.unwrap().state, JobState::Cancelled);
+        let st = p.wait(&pending.id).await.unwrap();
+        assert_eq!(st.state, JobState::Succeeded, "journaled job re-ran: {st:?}");
+    });
+    p.shutdown();
+}
+
+#[test]
+fn invalid_requests_are_rejected_before_acceptance() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = start(dir.path(), None, |_| {});
+    block_on(async {
+        let e = p.submit(request("sha256-1", 1, 0)).await.unwrap_err();
+        assert!(e.to_string().contains("proofline setup --circuit sha256-1"), "{e}");
+        let mut r = request("sha256-1", 1, 0);
+        r.kind = "nope".into();
+        assert!(p.submit(r).await.unwrap_err().to_string().contains("unknown job kind"));
+        assert!(p.list().await.is_empty());
+    });
+    p.shutdown();
+}

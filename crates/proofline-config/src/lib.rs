@@ -1,0 +1,302 @@
+//! Configuration: the embedded default (`config/default.toml`), an optional file, and
+//! `PROOFLINE_<SECTION>__<KEY>` environment variables, in that order of precedence (last wins).
+//!
+//! Every key is documented in `config/default.toml` and `config/README.md`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The default configuration, compiled in.
+pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
+
+/// Prefix of environment overrides.
+pub const ENV_PREFIX: &str = "PROOFLINE";
+
+/// Errors while loading configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A layer could not be read or parsed, or a key has the wrong type.
+    #[error("configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    /// A value is out of range.
+    #[error("configuration key '{key}': {message}")]
+    Invalid {
+        /// Dotted key.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// HTTP server.
+    pub server: ServerConfig,
+    /// Actor pipeline.
+    pub pipeline: PipelineConfig,
+    /// Built-in circuits' parameters.
+    pub params: ParamsConfig,
+    /// Filecoin proofs.
+    pub filecoin: FilecoinConfig,
+    /// The demo job.
+    pub demo: DemoConfig,
+    /// Job journal.
+    pub state: StateConfig,
+    /// Logging.
+    pub log: LogConfig,
+}
+
+/// `[server]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Listen address.
+    pub bind: String,
+    /// Largest request body, bytes.
+    pub max_body_bytes: usize,
+    /// HTTP worker threads.
+    pub workers: usize,
+}
+
+/// Which compute backend to use.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// CPU only.
+    Cpu,
+    /// GPU required.
+    Gpu,
+    /// GPU when usable, else CPU.
+    Auto,
+}
+
+/// `[pipeline]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Compute backend.
+    pub backend: BackendKind,
+    /// Synthesis actor threads.
+    pub synthesis_workers: usize,
+    /// CPU-MSM actor threads.
+    pub cpu_msm_workers: usize,
+    /// Compute actors per device.
+    pub compute_slots: usize,
+    /// Partitions admitted at once.
+    pub max_partitions_in_flight: usize,
+    /// Allocator budget, bytes (0 on GPU: free memory at start minus a reserve).
+    pub memory_budget_bytes: u64,
+    /// Unfinished jobs accepted at most.
+    pub max_queued_jobs: usize,
+    /// Finished jobs kept for queries.
+    pub retain_finished_jobs: usize,
+}
+
+/// `[params]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ParamsConfig {
+    /// Parameter directory of the built-in circuits.
+    pub dir: String,
+    /// Verify points on load.
+    pub check_points: bool,
+}
+
+/// `[filecoin]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FilecoinConfig {
+    /// Filecoin parameter directory; empty for the usual default.
+    pub params_dir: String,
+    /// Check published digests before first use.
+    pub verify_digests: bool,
+}
+
+/// `[demo]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DemoConfig {
+    /// Circuit name.
+    pub circuit: String,
+    /// Preimage seed.
+    pub seed: u64,
+}
+
+/// `[state]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    /// Journal directory; empty for none.
+    pub dir: String,
+}
+
+/// `[log]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// EnvFilter directive.
+    pub level: String,
+    /// "text" or "json".
+    pub format: String,
+}
+
+impl Config {
+    /// Loads the layers: default, then `file` (if given), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_with_env(file, std::env::vars())
+    }
+
+    /// As [`Config::load`], with the environment given explicitly (tests).
+    pub fn load_with_env(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut b = config::Config::builder().add_source(config::File::from_str(
+            DEFAULT_TOML,
+            config::FileFormat::Toml,
+        ));
+        if let Some(f) = file {
+            b = b.add_source(config::File::from(f).format(config::FileFormat::Toml).required(true));
+        }
+        let env_map: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+            .collect();
+        b = b.add_source(
+            config::Environment::with_prefix(ENV_PREFIX)
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(env_map)),
+        );
+        let cfg: Config = b.build()?.try_deserialize()?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The embedded default.
+    pub fn embedded_default() -> Result<Self, ConfigError> {
+        Self::load_with_env(None, std::iter::empty())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("pipeline.synthesis_workers", self.pipeline.synthesis_workers),
+            ("pipeline.cpu_msm_workers", self.pipeline.cpu_msm_workers),
+            ("pipeline.compute_slots", self.pipeline.compute_slots),
+            ("pipeline.max_partitions_in_flight", self.pipeline.max_partitions_in_flight),
+            ("pipeline.max_queued_jobs", self.pipeline.max_queued_jobs),
+            ("server.workers", self.server.workers),
+            ("server.max_body_bytes", self.server.max_body_bytes),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(ConfigError::Invalid {
+                    key,
+                    message: "must be at least 1".into(),
+                });
+            }
+        }
+        if self.server.bind.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError::Invalid {
+                key: "server.bind",
+                message: format!("'{}' is not an address like 127.0.0.1:9797", self.server.bind),
+            });
+        }
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            return Err(ConfigError::Invalid {
+                key: "log.format",
+                message: format!("'{}' is neither \"text\" nor \"json\"", self.log.format),
+            });
+        }
+        Ok(())
+    }
+
+    /// The effective configuration as TOML.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+
+    /// The built-in parameter directory, with `~/` expanded.
+    pub fn params_dir(&self) -> PathBuf {
+        expand_home(&self.params.dir)
+    }
+
+    /// The Filecoin parameter directory: the key, else `FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`.
+    pub fn filecoin_params_dir(&self) -> PathBuf {
+        if !self.filecoin.params_dir.is_empty() {
+            return expand_home(&self.filecoin.params_dir);
+        }
+        match std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
+            Some(v) if !v.is_empty() => PathBuf::from(v),
+            _ => PathBuf::from("/var/tmp/filecoin-proof-parameters"),
+        }
+    }
+
+    /// The journal directory, if any.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        (!self.state.dir.is_empty()).then(|| expand_home(&self.state.dir))
+    }
+}
+
+/// Expands a leading `~/` to `$HOME`.
+pub fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn embedded_default_loads() {
+        let c = Config::embedded_default().unwrap();
+        assert_eq!(c.server.bind, "127.0.0.1:9797");
+        assert_eq!(c.pipeline.backend, BackendKind::Cpu);
+        assert!(c.to_toml().contains("[pipeline]"));
+    }
+
+    #[test]
+    fn file_then_environment_override() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.toml");
+        std::fs::write(&f, "[server]\nbind = \"127.0.0.1:1234\"\n[pipeline]\nsynthesis_workers = 3\n").unwrap();
+        let c = Config::load_with_env(
+            Some(&f),
+            env(&[("PROOFLINE_PIPELINE__SYNTHESIS_WORKERS", "5"), ("OTHER", "x")]),
+        )
+        .unwrap();
+        assert_eq!(c.server.bind, "127.0.0.1:1234");
+        assert_eq!(c.pipeline.synthesis_workers, 5);
+        assert_eq!(c.pipeline.cpu_msm_workers, 1);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let e = Config::load_with_env(None, env(&[("PROOFLINE_PIPELINE__COMPUTE_SLOTS", "0")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("pipeline.compute_slots"), "{e}");
+        let e = Config::load_with_env(None, env(&[("PROOFLINE_SERVER__BIND", "nowhere")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("server.bind"), "{e}");
+        let e = Config::load_with_env(None, env(&[("PROOFLINE_PIPELINE__BACKEND", "fpga")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("fpga") || e.to_string().contains("backend"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.toml");
+        std::fs::write(&f, "[server]\nbindd = \"x\"\n").unwrap();
+        let e = Config::load_with_env(Some(&f), env(&[])).unwrap_err();
+        assert!(e.to_string().contains("bindd"), "{e}");
+    }
+}
