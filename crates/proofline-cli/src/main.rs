@@ -1,0 +1,423 @@
+//! `proofline`: the daemon, its client, and the tools around it (parameter setup, verifying
+//! keys, one-shot proving, the demo). Run `proofline --help`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use bellperson::groth16;
+use blstrs::Bls12;
+use clap::{Args, Parser, Subcommand};
+use proofline::daemon::Daemon;
+use proofline::{runtime, setup};
+use proofline_actors::{JobState, JobStatus};
+use proofline_client::Client;
+use proofline_config::Config;
+use proofline_jobs::builtin::BuiltinCircuit;
+use proofline_jobs::{parse_scalar_hex, JobRequest};
+
+#[derive(Parser)]
+#[command(name = "proofline", version, about = "Groth16 proving daemon for Filecoin sealing")]
+struct Cli {
+    /// Configuration file layered over the embedded default (PROOFLINE_* variables override both).
+    #[arg(long, global = true, env = "PROOFLINE_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon: actor pipeline + HTTP API, until SIGINT/SIGTERM.
+    Serve {
+        /// Listen address, overriding server.bind.
+        #[arg(long)]
+        bind: Option<String>,
+    },
+    /// Start the daemon on a free local port, generate the demo parameters if missing, prove the
+    /// demo job over HTTP, print the verified proof and stage timings, stop.
+    Demo,
+    /// Generate parameters of a built-in circuit (one-party setup, for demos and tests).
+    Setup {
+        /// Circuit name, e.g. sha256-2.
+        #[arg(long)]
+        circuit: String,
+        /// Parameter directory (default: params.dir of the configuration).
+        #[arg(long)]
+        params_dir: Option<PathBuf>,
+        /// Regenerate even if the file exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a circuit's verifying key (bellperson bytes) as hex, or write it to a file.
+    Vk {
+        /// Circuit name.
+        #[arg(long)]
+        circuit: String,
+        /// Parameter directory (default: params.dir).
+        #[arg(long)]
+        params_dir: Option<PathBuf>,
+        /// Write the raw bytes here instead of printing hex.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Prove one job in this process (same pipeline as the daemon, no HTTP).
+    Prove {
+        #[command(flatten)]
+        job: JobArgs,
+        /// Write the proof bytes here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Submit a job to a running daemon.
+    Submit {
+        #[command(flatten)]
+        job: JobArgs,
+        #[command(flatten)]
+        server: ServerArg,
+        /// Wait for the job and print its result.
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: write the proof bytes here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Show a job's status (optionally waiting up to SECS for it to finish).
+    Status {
+        /// Job id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArg,
+        /// Long-poll for up to this many seconds.
+        #[arg(long)]
+        wait: Option<u64>,
+    },
+    /// Fetch a finished job's proof.
+    Result {
+        /// Job id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArg,
+        /// Write the proof bytes here (default: print base64 and public inputs).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Cancel a job.
+    Cancel {
+        /// Job id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// List the daemon's jobs.
+    List {
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Print the effective configuration.
+    Config,
+}
+
+#[derive(Args)]
+struct ServerArg {
+    /// Daemon URL (default: http:// + server.bind of the configuration).
+    #[arg(long)]
+    server: Option<String>,
+}
+
+#[derive(Args)]
+struct JobArgs {
+    /// A JSON job request file (see docs/api.md); '-' reads standard input.
+    #[arg(long, conflicts_with_all = ["circuit", "seed", "preimage_hex"])]
+    request: Option<PathBuf>,
+    /// Built-in circuit (kind groth16), e.g. sha256-2.
+    #[arg(long)]
+    circuit: Option<String>,
+    /// Demo preimage seed (with --circuit).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Preimage as hex (with --circuit).
+    #[arg(long, conflicts_with = "seed")]
+    preimage_hex: Option<String>,
+    /// Priority (higher first).
+    #[arg(long, default_value_t = 0)]
+    priority: i32,
+}
+
+impl JobArgs {
+    fn request(&self, cfg: &Config) -> anyhow::Result<JobRequest> {
+        if let Some(path) = &self.request {
+            let bytes = if path.as_os_str() == "-" {
+                let mut v = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)?;
+                v
+            } else {
+                std::fs::read(path).with_context(|| format!("--request {}", path.display()))?
+            };
+            return serde_json::from_slice(&bytes)
+                .with_context(|| "--request: not a valid job request (see docs/api.md)");
+        }
+        let circuit = self.circuit.clone().unwrap_or_else(|| cfg.demo.circuit.clone());
+        let input = match (&self.preimage_hex, self.seed) {
+            (Some(h), _) => serde_json::json!({ "preimage_hex": h }),
+            (None, Some(s)) => serde_json::json!({ "seed": s }),
+            (None, None) => serde_json::json!({ "seed": cfg.demo.seed }),
+        };
+        Ok(JobRequest {
+            kind: "groth16".into(),
+            circuit: Some(circuit),
+            input,
+            public_inputs: None,
+            priority: self.priority,
+        })
+    }
+}
+
+fn client(cfg: &Config, s: &ServerArg) -> Client {
+    Client::new(
+        s.server
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", cfg.server.bind)),
+    )
+}
+
+fn print_status(s: &JobStatus) {
+    println!(
+        "job {}  kind {}  {}  state {:?}  partitions {}/{}",
+        s.id, s.kind, s.label, s.state, s.partitions_done, s.partitions
+    );
+    if let Some(e) = &s.error {
+        println!("error: {} ({})", e.message, e.code);
+    }
+}
+
+fn print_timings(s: &JobStatus) {
+    let t = &s.timings;
+    println!("stage timings (seconds, summed over {} partition(s)):", s.partitions);
+    let rows = [
+        ("queued", t.queued_s),
+        ("params", t.params_s),
+        ("synthesis", t.synthesis_s),
+        ("lease wait", t.lease_wait_s),
+        ("H (NTTs + H MSM)", t.h_s),
+        ("MSM plan (0/1/tail)", t.msm_plan_s),
+        ("G1 MSMs (L, A, B)", t.msm_g1_s),
+        ("G2 MSM (B)", t.msm_g2_s),
+        ("assemble + verify", t.verify_s),
+        ("partition total", t.total_s),
+    ];
+    for (name, v) in rows {
+        println!("  {name:<22} {v:>9.3}");
+    }
+}
+
+fn write_or_print_proof(proof: &[u8], inputs: &[Vec<String>], out: Option<&PathBuf>) -> anyhow::Result<()> {
+    match out {
+        Some(p) => {
+            std::fs::write(p, proof).with_context(|| format!("writing {}", p.display()))?;
+            println!("proof: {} bytes written to {}", proof.len(), p.display());
+        }
+        None => println!("proof ({} bytes): {}", proof.len(), hex::encode(proof)),
+    }
+    for (k, v) in inputs.iter().enumerate() {
+        println!("public inputs of partition {k}: {}", v.join(" "));
+    }
+    Ok(())
+}
+
+fn demo(cfg: &Config) -> anyhow::Result<()> {
+    let circuit = BuiltinCircuit::parse(&cfg.demo.circuit)?;
+    let dir = cfg.params_dir();
+    let t = Instant::now();
+    let outcome = setup::setup(&circuit, &dir, false)?;
+    if outcome.generated {
+        println!("generated parameters {} in {:.1} s", outcome.path.display(), outcome.secs);
+    } else {
+        println!("using parameters {}", outcome.path.display());
+    }
+    let mut local = cfg.clone();
+    local.server.bind = "127.0.0.1:0".into();
+    let daemon = Daemon::start(&local)?;
+    println!("daemon listening on {} (backend {})", daemon.url(), daemon.pipeline().backend_name());
+    let c = Client::new(daemon.url());
+    let req = JobRequest {
+        kind: "groth16".into(),
+        circuit: Some(circuit.name()),
+        input: serde_json::json!({ "seed": cfg.demo.seed }),
+        public_inputs: None,
+        priority: 0,
+    };
+    let accepted = c.submit(&req)?;
+    println!("submitted job {} over HTTP", accepted.id);
+    let status = c.wait(&accepted.id, Duration::from_secs(1800))?;
+    print_status(&status);
+    if status.state != JobState::Succeeded {
+        daemon.stop();
+        bail!("the demo job did not succeed");
+    }
+    let result = c.result(&accepted.id)?;
+    let proof = result.proof()?;
+    write_or_print_proof(&proof, &result.public_inputs, None)?;
+    // An independent check, outside the daemon: bellperson's verifier with the key on disk.
+    let vk = setup::read_vk(&circuit, &dir)?;
+    let pvk = groth16::prepare_verifying_key(&vk);
+    let p = groth16::Proof::<Bls12>::read(&proof[..])?;
+    let inputs = result.public_inputs[0]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| parse_scalar_hex(&format!("public_inputs[{i}]"), h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ok = groth16::verify_proof(&pvk, &p, &inputs)?;
+    println!("bellperson verify_proof with {}: {}", outcome.path.with_extension("vk").display(), if ok { "VALID" } else { "INVALID" });
+    print_timings(&status);
+    println!("demo finished in {:.1} s", t.elapsed().as_secs_f64());
+    daemon.stop();
+    if !ok {
+        bail!("the returned proof did not verify");
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use actix_web::rt::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio_select(actix_web::rt::signal::ctrl_c(), async move {
+                    term.recv().await;
+                })
+                .await;
+            }
+            Err(_) => {
+                let _ = actix_web::rt::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = actix_web::rt::signal::ctrl_c().await;
+    }
+}
+
+/// Resolves when either future does.
+async fn tokio_select<A: std::future::Future, B: std::future::Future>(a: A, b: B) {
+    use futures::future::{select, Either};
+    let (a, b) = (Box::pin(a), Box::pin(b));
+    match select(a, b).await {
+        Either::Left(_) | Either::Right(_) => {}
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let cfg = Config::load(cli.config.as_deref())?;
+    runtime::init_logging(&cfg);
+    match cli.command {
+        Command::Config => print!("{}", cfg.to_toml()),
+        Command::Serve { bind } => {
+            let mut cfg = cfg;
+            if let Some(b) = bind {
+                cfg.server.bind = b;
+            }
+            let daemon = Daemon::start(&cfg)?;
+            println!("proofline listening on {}", daemon.url());
+            actix_web::rt::System::new().block_on(wait_for_signal());
+            tracing::info!("signal received: stopping");
+            daemon.stop();
+        }
+        Command::Demo => demo(&cfg)?,
+        Command::Setup {
+            circuit,
+            params_dir,
+            force,
+        } => {
+            let c = BuiltinCircuit::parse(&circuit)?;
+            let dir = params_dir.unwrap_or_else(|| cfg.params_dir());
+            let o = setup::setup(&c, &dir, force)?;
+            if o.generated {
+                println!("wrote {} in {:.1} s", o.path.display(), o.secs);
+            } else {
+                println!("{} exists (use --force to regenerate)", o.path.display());
+            }
+        }
+        Command::Vk {
+            circuit,
+            params_dir,
+            out,
+        } => {
+            let c = BuiltinCircuit::parse(&circuit)?;
+            let vk = setup::read_vk(&c, &params_dir.unwrap_or_else(|| cfg.params_dir()))?;
+            let bytes = setup::vk_bytes(&vk);
+            match out {
+                Some(p) => {
+                    std::fs::write(&p, &bytes)?;
+                    println!("verifying key of {circuit}: {} bytes written to {}", bytes.len(), p.display());
+                }
+                None => println!("{}", hex::encode(bytes)),
+            }
+        }
+        Command::Prove { job, out } => {
+            let req = job.request(&cfg)?;
+            let pipeline = runtime::start_pipeline(&cfg)?;
+            let r = futures::executor::block_on(async {
+                let accepted = pipeline.submit(req).await?;
+                let status = pipeline.wait(&accepted.id).await?;
+                let result = pipeline.result(&accepted.id).await;
+                anyhow::Ok((status, result))
+            });
+            pipeline.shutdown();
+            let (status, result) = r?;
+            print_status(&status);
+            let result = result?;
+            write_or_print_proof(&result.proof, &result.public_inputs, out.as_ref())?;
+            print_timings(&status);
+        }
+        Command::Submit {
+            job,
+            server,
+            wait,
+            out,
+        } => {
+            let c = client(&cfg, &server);
+            let s = c.submit(&job.request(&cfg)?)?;
+            println!("{}", s.id);
+            if wait {
+                let s = c.wait(&s.id, Duration::from_secs(24 * 3600))?;
+                print_status(&s);
+                if s.state == JobState::Succeeded {
+                    let r = c.result(&s.id)?;
+                    write_or_print_proof(&r.proof()?, &r.public_inputs, out.as_ref())?;
+                    print_timings(&s);
+                } else {
+                    bail!("job {} ended {:?}", s.id, s.state);
+                }
+            }
+        }
+        Command::Status { id, server, wait } => {
+            let s = client(&cfg, &server).status(&id, wait)?;
+            println!("{}", serde_json::to_string_pretty(&s)?);
+        }
+        Command::Result { id, server, out } => {
+            let r = client(&cfg, &server).result(&id)?;
+            write_or_print_proof(&r.proof()?, &r.public_inputs, out.as_ref())?;
+        }
+        Command::Cancel { id, server } => {
+            let s = client(&cfg, &server).cancel(&id)?;
+            print_status(&s);
+        }
+        Command::List { server } => {
+            for s in client(&cfg, &server).list()? {
+                print_status(&s);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

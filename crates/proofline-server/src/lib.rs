@@ -1,0 +1,61 @@
+//! The HTTP API (actix-web), a thin layer over [`proofline_actors::Pipeline`]. Every endpoint is
+//! documented in docs/api.md. Errors are JSON: `{"error": {"code", "message"}}` with a 4xx status
+//! for the client's mistakes; the daemon keeps serving whatever the input.
+
+mod errors;
+mod routes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix_web::{web, App, HttpServer};
+use metrics_exporter_prometheus::PrometheusHandle;
+use proofline_actors::Pipeline;
+
+pub use errors::ApiError;
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Listen address (port 0 picks a free port).
+    pub bind: SocketAddr,
+    /// Largest request body, bytes.
+    pub max_body_bytes: usize,
+    /// HTTP worker threads.
+    pub workers: usize,
+}
+
+/// Shared state of the handlers.
+pub struct AppState {
+    /// The pipeline.
+    pub pipeline: Arc<Pipeline>,
+    /// Renders `/metrics`; `None` when no recorder is installed.
+    pub metrics: Option<PrometheusHandle>,
+}
+
+/// Binds the server; returns it (run it by awaiting) and the bound address.
+pub fn bind(
+    state: AppState,
+    opts: &ServerOptions,
+) -> std::io::Result<(actix_web::dev::Server, SocketAddr)> {
+    let data = web::Data::new(state);
+    let limit = opts.max_body_bytes;
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(errors::json_config(limit))
+            .app_data(errors::path_config())
+            .app_data(errors::query_config())
+            .configure(routes::configure)
+            .default_service(web::to(errors::not_found))
+    })
+    .workers(opts.workers)
+    .disable_signals()
+    .bind(opts.bind)?;
+    let addr = server
+        .addrs()
+        .first()
+        .copied()
+        .ok_or_else(|| std::io::Error::other("server bound no address"))?;
+    Ok((server.run(), addr))
+}

@@ -1,0 +1,157 @@
+//! The endpoints. See docs/api.md for request and response bodies.
+
+use std::time::Duration;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpRequest, HttpResponse};
+use base64::Engine;
+use proofline_jobs::JobRequest;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::{ApiError, AppState};
+
+/// Longest long-poll, seconds.
+const MAX_WAIT_S: u64 = 600;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/healthz", web::get().to(healthz))
+        .route("/metrics", web::get().to(metrics))
+        .route("/v1/circuits", web::get().to(circuits))
+        .service(
+            web::resource("/v1/jobs")
+                .route(web::post().to(submit))
+                .route(web::get().to(list)),
+        )
+        .service(
+            web::resource("/v1/jobs/{id}")
+                .route(web::get().to(status))
+                .route(web::delete().to(cancel)),
+        )
+        .route("/v1/jobs/{id}/cancel", web::post().to(cancel))
+        .route("/v1/jobs/{id}/result", web::get().to(result))
+        .route("/v1/jobs/{id}/proof", web::get().to(proof));
+}
+
+async fn healthz(state: web::Data<AppState>) -> HttpResponse {
+    let p = &state.pipeline;
+    HttpResponse::Ok().json(json!({
+        "status": "ok",
+        "backend": p.backend_name(),
+        "kinds": p.registry().kinds(),
+        "jobs": p.counts().await,
+        "memory": p.memory().await,
+    }))
+}
+
+async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    match &state.metrics {
+        Some(h) => HttpResponse::Ok()
+            .content_type("text/plain; version=0.0.4")
+            .body(h.render()),
+        None => HttpResponse::Ok()
+            .content_type("text/plain; version=0.0.4")
+            .body(""),
+    }
+}
+
+async fn circuits(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "circuits": state.pipeline.registry().circuits() }))
+}
+
+async fn submit(
+    state: web::Data<AppState>,
+    body: web::Json<JobRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let status = state.pipeline.submit(body.into_inner()).await?;
+    Ok(HttpResponse::Accepted()
+        .insert_header((header::LOCATION, format!("/v1/jobs/{}", status.id)))
+        .json(status))
+}
+
+async fn list(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "jobs": state.pipeline.list().await }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusQuery {
+    /// Long-poll: wait up to this many seconds for the job to finish.
+    wait_s: Option<u64>,
+}
+
+fn unknown(id: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "unknown_job", format!("no job with id '{id}'"))
+}
+
+async fn status(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    q: web::Query<StatusQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let p = &state.pipeline;
+    if let Some(w) = q.wait_s.filter(|w| *w > 0) {
+        if w > MAX_WAIT_S {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_query",
+                format!("wait_s must be at most {MAX_WAIT_S}"),
+            ));
+        }
+        // Either finishes in time or we fall through to the current status.
+        let _ = actix_web::rt::time::timeout(Duration::from_secs(w), p.wait(&id)).await;
+    }
+    let s = p.status(&id).await.ok_or_else(|| unknown(&id))?;
+    Ok(HttpResponse::Ok().json(s))
+}
+
+async fn cancel(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let s = state.pipeline.cancel(&id).await.ok_or_else(|| unknown(&id))?;
+    Ok(HttpResponse::Ok().json(s))
+}
+
+fn wants_octets(req: &HttpRequest) -> bool {
+    req.headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/octet-stream"))
+}
+
+async fn result(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let r = state.pipeline.result(&id).await?;
+    if wants_octets(&req) {
+        return Ok(octets(&id, &r.proof));
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "id": id.as_str(),
+        "proof_base64": base64::engine::general_purpose::STANDARD.encode(&r.proof),
+        "proof_bytes": r.proof.len(),
+        "partitions": r.public_inputs.len(),
+        "public_inputs": r.public_inputs,
+    })))
+}
+
+fn octets(id: &str, bytes: &[u8]) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{id}.proof\""),
+        ))
+        .body(bytes.to_vec())
+}
+
+async fn proof(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let r = state.pipeline.result(&id).await?;
+    Ok(octets(&id, &r.proof))
+}
