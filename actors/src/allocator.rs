@@ -310,7 +310,14 @@ mod tests {
     async fn oversize_requests_fail_and_abandoned_requests_leave_the_queue() {
         let alloc = VramAllocator::new(Box::new(HostMemory), 100).start();
         let err = alloc.send(req(101)).await.unwrap().unwrap_err();
-        assert!(matches!(err, LeaseError::ExceedsBudget { requested: 101, budget: 100, .. }));
+        assert!(matches!(
+            err,
+            LeaseError::ExceedsBudget {
+                requested: 101,
+                budget: 100,
+                ..
+            }
+        ));
         let l1 = alloc.send(req(100)).await.unwrap().unwrap();
         // A waiter that gives up (cancelled job) must not block those behind it.
         let abandoned = alloc.send(req(100));

@@ -117,7 +117,11 @@ impl JobCoordinator {
     fn publish(&self) {
         gauge!("proofline_partitions_in_flight").set(self.in_flight as f64);
         for state in [JobState::Queued, JobState::Running] {
-            let n = self.jobs.values().filter(|j| j.status.state == state).count();
+            let n = self
+                .jobs
+                .values()
+                .filter(|j| j.status.state == state)
+                .count();
             let label = match state {
                 JobState::Queued => "queued",
                 _ => "running",
@@ -198,7 +202,8 @@ impl JobCoordinator {
                 job.status.partitions_done += 1;
                 tracing::info!(job = %id, partition = k, secs = timings.total_s, "partition proved and verified");
                 if job.status.partitions_done == job.status.partitions {
-                    let mut bytes = Vec::with_capacity(job.proofs.len() * proofline_groth16::PROOF_BYTES);
+                    let mut bytes =
+                        Vec::with_capacity(job.proofs.len() * proofline_groth16::PROOF_BYTES);
                     for p in job.proofs.iter().flatten() {
                         bytes.extend_from_slice(&proof_to_bytes(p));
                     }
@@ -216,7 +221,10 @@ impl JobCoordinator {
             }
             Err(StageError::Cancelled) => {}
             Err(e) => {
-                if matches!(e, StageError::Prover(proofline_groth16::ProverError::VerificationFailed)) {
+                if matches!(
+                    e,
+                    StageError::Prover(proofline_groth16::ProverError::VerificationFailed)
+                ) {
                     counter!("proofline_verification_failures_total").increment(1);
                     tracing::error!(job = %id, partition = k, "PROOF FAILED VERIFICATION: job failed, no proof returned");
                 } else {
@@ -346,7 +354,9 @@ impl Handler<SubmitPlanned> for JobCoordinator {
                 if let Err(e) = j.accepted(&id, &request) {
                     // Accepting a job we could lose on restart would break our promise.
                     tracing::error!(job = %id, error = %e, "cannot journal the job; refusing it");
-                    return Err(SubmitError::Duplicate(format!("{id} (journal write failed: {e})")));
+                    return Err(SubmitError::Duplicate(format!(
+                        "{id} (journal write failed: {e})"
+                    )));
                 }
             }
         }
@@ -370,7 +380,11 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             },
         );
         self.pump(ctx);
-        Ok(self.jobs.get(&id).map(|j| j.status.clone()).unwrap_or(status))
+        Ok(self
+            .jobs
+            .get(&id)
+            .map(|j| j.status.clone())
+            .unwrap_or(status))
     }
 }
 
@@ -457,7 +471,7 @@ impl Handler<ListJobs> for JobCoordinator {
             .values()
             .map(|j| (j.seq, j.status.clone()))
             .collect();
-        v.sort_by(|a, b| b.0.cmp(&a.0));
+        v.sort_by_key(|e| std::cmp::Reverse(e.0));
         MessageResult(v.into_iter().map(|(_, s)| s).collect())
     }
 }
@@ -623,7 +637,12 @@ async fn drive_stages(
     t.synthesis_s = s.secs();
     cancel.check()?;
 
-    let SynthesizedPartition { a, b, c, assignment } = synth;
+    let SynthesizedPartition {
+        a,
+        b,
+        c,
+        assignment,
+    } = synth;
     let assignment = Arc::new(assignment);
     let s = Instant::now();
     telemetry::enqueued(actor::ALLOCATOR);

@@ -24,6 +24,15 @@ pub struct FinishedRecord {
     pub result: Option<JobResult>,
 }
 
+/// What a journal holds at start-up.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    /// Jobs that ended.
+    pub finished: Vec<FinishedRecord>,
+    /// Jobs accepted but not ended: `(id, request)`, oldest first.
+    pub pending: Vec<(String, JobRequest)>,
+}
+
 /// The journal directory.
 #[derive(Clone, Debug)]
 pub struct Journal {
@@ -73,7 +82,7 @@ impl Journal {
     }
 
     /// Finished records, and requests that never finished (to run again).
-    pub fn load(&self) -> io::Result<(Vec<FinishedRecord>, Vec<(String, JobRequest)>)> {
+    pub fn load(&self) -> io::Result<Backlog> {
         let mut done = Vec::new();
         let mut pending = Vec::new();
         let mut entries: Vec<_> = fs::read_dir(&self.dir)?.collect::<Result<_, _>>()?;
@@ -83,7 +92,9 @@ impl Journal {
             if let Some(id) = name.strip_suffix(".done.json") {
                 match serde_json::from_slice::<FinishedRecord>(&fs::read(e.path())?) {
                     Ok(r) => done.push(r),
-                    Err(err) => tracing::warn!(job = id, error = %err, "unreadable journal record skipped"),
+                    Err(err) => {
+                        tracing::warn!(job = id, error = %err, "unreadable journal record skipped")
+                    }
                 }
             } else if let Some(id) = name.strip_suffix(".request.json") {
                 if self.path(id, "done")?.exists() {
@@ -91,11 +102,16 @@ impl Journal {
                 }
                 match serde_json::from_slice::<JobRequest>(&fs::read(e.path())?) {
                     Ok(r) => pending.push((id.to_string(), r)),
-                    Err(err) => tracing::warn!(job = id, error = %err, "unreadable journaled request skipped"),
+                    Err(err) => {
+                        tracing::warn!(job = id, error = %err, "unreadable journaled request skipped")
+                    }
                 }
             }
         }
-        Ok((done, pending))
+        Ok(Backlog {
+            finished: done,
+            pending,
+        })
     }
 }
 
@@ -116,9 +132,9 @@ mod tests {
             priority: 3,
         };
         j.accepted("abc", &req).unwrap();
-        let (done, pending) = j.load().unwrap();
-        assert!(done.is_empty());
-        assert_eq!(pending, vec![("abc".to_string(), req.clone())]);
+        let b = j.load().unwrap();
+        assert!(b.finished.is_empty());
+        assert_eq!(b.pending, vec![("abc".to_string(), req.clone())]);
         let status = JobStatus {
             id: "abc".into(),
             kind: "groth16".into(),
@@ -142,9 +158,9 @@ mod tests {
             }),
         };
         j.finished("abc", &rec).unwrap();
-        let (done, pending) = j.load().unwrap();
-        assert!(pending.is_empty());
-        assert_eq!(done, vec![rec]);
+        let b = j.load().unwrap();
+        assert!(b.pending.is_empty());
+        assert_eq!(b.finished, vec![rec]);
         assert!(j.accepted("../x", &req).is_err());
     }
 }

@@ -39,7 +39,7 @@ use tokio::sync::oneshot;
 use crate::allocator::{AllocatorSnapshot, HostMemory, MemoryDevice, Snapshot, VramAllocator};
 use crate::coordinator::*;
 use crate::job::{JobResult, JobState, JobStatus};
-use crate::journal::Journal;
+use crate::journal::{Backlog, Journal};
 use crate::messages::JobId;
 use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
 
@@ -65,7 +65,11 @@ pub struct PipelineOptions {
 
 impl PipelineOptions {
     /// The CPU backend with a host-memory budget of `config.memory_budget_bytes`.
-    pub fn cpu(config: &PipelineConfig, registry: AdapterRegistry, store: Arc<ParamsStore>) -> Self {
+    pub fn cpu(
+        config: &PipelineConfig,
+        registry: AdapterRegistry,
+        store: Arc<ParamsStore>,
+    ) -> Self {
         PipelineOptions {
             config: config.clone(),
             registry,
@@ -154,7 +158,7 @@ impl Pipeline {
         };
         let backlog = match &journal {
             Some(j) => j.load().map_err(PipelineError::Journal)?,
-            None => (Vec::new(), Vec::new()),
+            None => Backlog::default(),
         };
         let registry = Arc::new(opts.registry);
         let backend_name = opts.backend.name().to_string();
@@ -173,7 +177,8 @@ impl Pipeline {
                 let sys = System::new();
                 let addrs = sys.block_on(async move {
                     let params = SyncArbiter::start(1, move || ParamsLoader::new(store.clone()));
-                    let synthesis = SyncArbiter::start(cfg.synthesis_workers, SynthesisActor::default);
+                    let synthesis =
+                        SyncArbiter::start(cfg.synthesis_workers, SynthesisActor::default);
                     let cpu_msm = SyncArbiter::start(cfg.cpu_msm_workers, move || {
                         CpuMsmActor::new(cpu_backend.clone())
                     });
@@ -213,11 +218,11 @@ impl Pipeline {
         Ok(pipeline)
     }
 
-    fn replay(&self, (done, pending): (Vec<crate::journal::FinishedRecord>, Vec<(String, JobRequest)>)) {
-        for rec in done {
+    fn replay(&self, backlog: Backlog) {
+        for rec in backlog.finished {
             self.coordinator.do_send(RestoreFinished(rec));
         }
-        for (id, request) in pending {
+        for (id, request) in backlog.pending {
             match self.registry.plan(&request) {
                 Ok(plan) => {
                     tracing::info!(job = %id, "re-running a journaled job after restart");

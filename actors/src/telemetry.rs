@@ -54,7 +54,8 @@ impl Busy {
 impl Drop for Busy {
     fn drop(&mut self) {
         let micros = self.start.elapsed().as_micros() as u64;
-        counter!("proofline_actor_busy_microseconds_total", "actor" => self.actor).increment(micros);
+        counter!("proofline_actor_busy_microseconds_total", "actor" => self.actor)
+            .increment(micros);
         counter!("proofline_actor_messages_total", "actor" => self.actor).increment(1);
     }
 }

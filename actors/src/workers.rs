@@ -15,7 +15,9 @@ use actix::prelude::*;
 use blstrs::{Bls12, G1Projective, G2Projective};
 use proofline_groth16::prover;
 use proofline_groth16::synthesis::Synthesizer;
-use proofline_groth16::{MsmPlan, Proof, ProverBackend, ProverError, SharedProvingKey, SynthesizedPartition};
+use proofline_groth16::{
+    MsmPlan, Proof, ProverBackend, ProverError, SharedProvingKey, SynthesizedPartition,
+};
 use proofline_jobs::{JobError, ParamsStore};
 use tracing::info_span;
 
@@ -61,8 +63,7 @@ impl Handler<Synthesize> for SynthesisActor {
 
     fn handle(&mut self, msg: Synthesize, _: &mut SyncContext<Self>) -> Self::Result {
         let _busy = Busy::start(actor::SYNTHESIS);
-        let _span =
-            info_span!("synthesize", job = %msg.job, partition = msg.partition).entered();
+        let _span = info_span!("synthesize", job = %msg.job, partition = msg.partition).entered();
         msg.cancel.check()?;
         let t = Instant::now();
         let circuit = (msg.circuit)()?;

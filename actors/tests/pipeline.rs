@@ -16,8 +16,8 @@ use rand::SeedableRng;
 fn write_params(dir: &Path, blocks: usize, seed: u64) {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let c = BuiltinCircuit::Sha256 { blocks };
-    let p = groth16::generate_random_parameters::<Bls12, _, _>(c.blank().unwrap(), &mut rng)
-        .unwrap();
+    let p =
+        groth16::generate_random_parameters::<Bls12, _, _>(c.blank().unwrap(), &mut rng).unwrap();
     let f = std::fs::File::create(dir.join(c.params_file())).unwrap();
     p.write(std::io::BufWriter::new(f)).unwrap();
 }
@@ -70,7 +70,10 @@ fn proofs_verify_and_bad_parameters_fail_loudly() {
             .iter()
             .map(|h| parse_scalar_hex("x", h).unwrap())
             .collect();
-        assert_eq!(inputs, Sha256Preimage::public_inputs(&Sha256Preimage::demo_preimage(1, 5)));
+        assert_eq!(
+            inputs,
+            Sha256Preimage::public_inputs(&Sha256Preimage::demo_preimage(1, 5))
+        );
         assert!(groth16::verify_proof(&pvk, &proof, &inputs).unwrap());
 
         // Replace the parameters with another circuit's: the job fails with a clear code and
@@ -85,13 +88,20 @@ fn proofs_verify_and_bad_parameters_fail_loudly() {
         let accepted = fresh.submit(request("sha256-1", 6, 0)).await.unwrap();
         let status = fresh.wait(&accepted.id).await.unwrap();
         assert_eq!(status.state, JobState::Failed);
-        assert_eq!(status.error.as_ref().unwrap().code, "params_mismatch", "{status:?}");
+        assert_eq!(
+            status.error.as_ref().unwrap().code,
+            "params_mismatch",
+            "{status:?}"
+        );
         assert!(matches!(
             fresh.result(&accepted.id).await,
             Err(ResultError::Unsuccessful(_))
         ));
         fresh.shutdown();
-        assert!(matches!(p.result("nope").await, Err(ResultError::NotFound(_))));
+        assert!(matches!(
+            p.result("nope").await,
+            Err(ResultError::NotFound(_))
+        ));
     });
     p.shutdown();
 }
@@ -102,7 +112,9 @@ fn cancellation_priorities_and_journal_replay() {
     let journal = tempfile::tempdir().unwrap();
     write_params(dir.path(), 1, 3);
     // One partition at a time, so jobs queue behind each other.
-    let p = start(dir.path(), Some(journal.path()), |c| c.pipeline.max_partitions_in_flight = 1);
+    let p = start(dir.path(), Some(journal.path()), |c| {
+        c.pipeline.max_partitions_in_flight = 1
+    });
     let (first, low, high, cancelled) = block_on(async {
         let first = p.submit(request("sha256-1", 1, 0)).await.unwrap();
         let low = p.submit(request("sha256-1", 2, 0)).await.unwrap();
@@ -113,12 +125,18 @@ fn cancellation_priorities_and_journal_replay() {
         for id in [&first.id, &low.id, &high.id] {
             assert_eq!(p.wait(id).await.unwrap().state, JobState::Succeeded);
         }
-        let (l, h) = (p.status(&low.id).await.unwrap(), p.status(&high.id).await.unwrap());
+        let (l, h) = (
+            p.status(&low.id).await.unwrap(),
+            p.status(&high.id).await.unwrap(),
+        );
         assert!(
             h.started_at_ms.unwrap() <= l.started_at_ms.unwrap(),
             "the high-priority job is admitted before the earlier low-priority one"
         );
-        assert_eq!(p.wait(&cancelled.id).await.unwrap().state, JobState::Cancelled);
+        assert_eq!(
+            p.wait(&cancelled.id).await.unwrap().state,
+            JobState::Cancelled
+        );
         (first.id, low.id, high.id, cancelled.id)
     });
     // A job accepted just before shutdown is re-run after a restart; finished ones are served.
@@ -129,9 +147,16 @@ fn cancellation_priorities_and_journal_replay() {
         for id in [&first, &low, &high] {
             assert_eq!(p.result(id).await.unwrap().proof.len(), 192);
         }
-        assert_eq!(p.status(&cancelled).await.unwrap().state, JobState::Cancelled);
+        assert_eq!(
+            p.status(&cancelled).await.unwrap().state,
+            JobState::Cancelled
+        );
         let st = p.wait(&pending.id).await.unwrap();
-        assert_eq!(st.state, JobState::Succeeded, "journaled job re-ran: {st:?}");
+        assert_eq!(
+            st.state,
+            JobState::Succeeded,
+            "journaled job re-ran: {st:?}"
+        );
     });
     p.shutdown();
 }
@@ -142,10 +167,18 @@ fn invalid_requests_are_rejected_before_acceptance() {
     let p = start(dir.path(), None, |_| {});
     block_on(async {
         let e = p.submit(request("sha256-1", 1, 0)).await.unwrap_err();
-        assert!(e.to_string().contains("proofline setup --circuit sha256-1"), "{e}");
+        assert!(
+            e.to_string().contains("proofline setup --circuit sha256-1"),
+            "{e}"
+        );
         let mut r = request("sha256-1", 1, 0);
         r.kind = "nope".into();
-        assert!(p.submit(r).await.unwrap_err().to_string().contains("unknown job kind"));
+        assert!(p
+            .submit(r)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("unknown job kind"));
         assert!(p.list().await.is_empty());
     });
     p.shutdown();

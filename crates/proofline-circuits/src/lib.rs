@@ -144,10 +144,17 @@ mod tests {
 
     #[test]
     fn bad_sizes_are_rejected() {
-        assert_eq!(Sha256Preimage::blank(0).unwrap_err(), CircuitError::BadBlocks(0));
+        assert_eq!(
+            Sha256Preimage::blank(0).unwrap_err(),
+            CircuitError::BadBlocks(0)
+        );
         assert!(matches!(
             Sha256Preimage::new(1, vec![0; 10]),
-            Err(CircuitError::BadPreimageLength { expected: 55, found: 10, .. })
+            Err(CircuitError::BadPreimageLength {
+                expected: 55,
+                found: 10,
+                ..
+            })
         ));
     }
 }

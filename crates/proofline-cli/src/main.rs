@@ -17,7 +17,11 @@ use proofline_jobs::builtin::BuiltinCircuit;
 use proofline_jobs::{parse_scalar_hex, JobRequest};
 
 #[derive(Parser)]
-#[command(name = "proofline", version, about = "Groth16 proving daemon for Filecoin sealing")]
+#[command(
+    name = "proofline",
+    version,
+    about = "Groth16 proving daemon for Filecoin sealing"
+)]
 struct Cli {
     /// Configuration file layered over the embedded default (PROOFLINE_* variables override both).
     #[arg(long, global = true, env = "PROOFLINE_CONFIG")]
@@ -157,7 +161,10 @@ impl JobArgs {
             return serde_json::from_slice(&bytes)
                 .with_context(|| "--request: not a valid job request (see docs/api.md)");
         }
-        let circuit = self.circuit.clone().unwrap_or_else(|| cfg.demo.circuit.clone());
+        let circuit = self
+            .circuit
+            .clone()
+            .unwrap_or_else(|| cfg.demo.circuit.clone());
         let input = match (&self.preimage_hex, self.seed) {
             (Some(h), _) => serde_json::json!({ "preimage_hex": h }),
             (None, Some(s)) => serde_json::json!({ "seed": s }),
@@ -193,7 +200,10 @@ fn print_status(s: &JobStatus) {
 
 fn print_timings(s: &JobStatus) {
     let t = &s.timings;
-    println!("stage timings (seconds, summed over {} partition(s)):", s.partitions);
+    println!(
+        "stage timings (seconds, summed over {} partition(s)):",
+        s.partitions
+    );
     let rows = [
         ("queued", t.queued_s),
         ("params", t.params_s),
@@ -211,7 +221,11 @@ fn print_timings(s: &JobStatus) {
     }
 }
 
-fn write_or_print_proof(proof: &[u8], inputs: &[Vec<String>], out: Option<&PathBuf>) -> anyhow::Result<()> {
+fn write_or_print_proof(
+    proof: &[u8],
+    inputs: &[Vec<String>],
+    out: Option<&PathBuf>,
+) -> anyhow::Result<()> {
     match out {
         Some(p) => {
             std::fs::write(p, proof).with_context(|| format!("writing {}", p.display()))?;
@@ -231,14 +245,22 @@ fn demo(cfg: &Config) -> anyhow::Result<()> {
     let t = Instant::now();
     let outcome = setup::setup(&circuit, &dir, false)?;
     if outcome.generated {
-        println!("generated parameters {} in {:.1} s", outcome.path.display(), outcome.secs);
+        println!(
+            "generated parameters {} in {:.1} s",
+            outcome.path.display(),
+            outcome.secs
+        );
     } else {
         println!("using parameters {}", outcome.path.display());
     }
     let mut local = cfg.clone();
     local.server.bind = "127.0.0.1:0".into();
     let daemon = Daemon::start(&local)?;
-    println!("daemon listening on {} (backend {})", daemon.url(), daemon.pipeline().backend_name());
+    println!(
+        "daemon listening on {} (backend {})",
+        daemon.url(),
+        daemon.pipeline().backend_name()
+    );
     let c = Client::new(daemon.url());
     let req = JobRequest {
         kind: "groth16".into(),
@@ -268,7 +290,11 @@ fn demo(cfg: &Config) -> anyhow::Result<()> {
         .map(|(i, h)| parse_scalar_hex(&format!("public_inputs[{i}]"), h))
         .collect::<Result<Vec<_>, _>>()?;
     let ok = groth16::verify_proof(&pvk, &p, &inputs)?;
-    println!("bellperson verify_proof with {}: {}", outcome.path.with_extension("vk").display(), if ok { "VALID" } else { "INVALID" });
+    println!(
+        "bellperson verify_proof with {}: {}",
+        outcome.path.with_extension("vk").display(),
+        if ok { "VALID" } else { "INVALID" }
+    );
     print_timings(&status);
     println!("demo finished in {:.1} s", t.elapsed().as_secs_f64());
     daemon.stop();
@@ -351,7 +377,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             match out {
                 Some(p) => {
                     std::fs::write(&p, &bytes)?;
-                    println!("verifying key of {circuit}: {} bytes written to {}", bytes.len(), p.display());
+                    println!(
+                        "verifying key of {circuit}: {} bytes written to {}",
+                        bytes.len(),
+                        p.display()
+                    );
                 }
                 None => println!("{}", hex::encode(bytes)),
             }

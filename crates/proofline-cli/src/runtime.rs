@@ -91,7 +91,9 @@ pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
                      backend only; use \"cpu\" or \"auto\""
                 );
             }
-            tracing::warn!("pipeline.backend = \"auto\": no GPU backend in this build, using the CPU");
+            tracing::warn!(
+                "pipeline.backend = \"auto\": no GPU backend in this build, using the CPU"
+            );
             PipelineOptions::cpu(&cfg.pipeline, reg, store)
         }
     }

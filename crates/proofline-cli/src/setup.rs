@@ -82,7 +82,11 @@ pub fn setup(circuit: &BuiltinCircuit, dir: &Path, force: bool) -> anyhow::Resul
     bar.set_message(spec.path.display().to_string());
     // Write to a temporary name and rename, so an interrupted run never leaves a truncated file
     // under the real name.
-    let tmp = spec.path.with_extension("params.tmp");
+    let tmp = spec.path.with_extension(format!(
+        "params.{}-{:08x}.tmp",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
     {
         let f = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         let mut w = Writer {

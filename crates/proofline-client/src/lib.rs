@@ -178,7 +178,10 @@ impl Client {
     pub fn wait(&self, id: &str, timeout: Duration) -> Result<JobStatus, ClientError> {
         let start = Instant::now();
         loop {
-            let left = timeout.saturating_sub(start.elapsed()).as_secs().clamp(1, 60);
+            let left = timeout
+                .saturating_sub(start.elapsed())
+                .as_secs()
+                .clamp(1, 60);
             let s = self.status(id, Some(left))?;
             if s.state.is_terminal() {
                 return Ok(s);
@@ -240,10 +243,14 @@ impl Client {
     /// `/metrics` (Prometheus text).
     pub fn metrics(&self) -> Result<String, ClientError> {
         let url = self.url("/metrics");
-        let mut resp = self.agent.get(&url).call().map_err(|e| ClientError::Transport {
-            url: url.clone(),
-            message: e.to_string(),
-        })?;
+        let mut resp = self
+            .agent
+            .get(&url)
+            .call()
+            .map_err(|e| ClientError::Transport {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
         resp.body_mut()
             .read_to_string()
             .map_err(|e| ClientError::Transport {

@@ -159,7 +159,11 @@ impl Config {
             config::FileFormat::Toml,
         ));
         if let Some(f) = file {
-            b = b.add_source(config::File::from(f).format(config::FileFormat::Toml).required(true));
+            b = b.add_source(
+                config::File::from(f)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
         }
         let env_map: config::Map<String, String> = env
             .into_iter()
@@ -184,10 +188,16 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
-            ("pipeline.synthesis_workers", self.pipeline.synthesis_workers),
+            (
+                "pipeline.synthesis_workers",
+                self.pipeline.synthesis_workers,
+            ),
             ("pipeline.cpu_msm_workers", self.pipeline.cpu_msm_workers),
             ("pipeline.compute_slots", self.pipeline.compute_slots),
-            ("pipeline.max_partitions_in_flight", self.pipeline.max_partitions_in_flight),
+            (
+                "pipeline.max_partitions_in_flight",
+                self.pipeline.max_partitions_in_flight,
+            ),
             ("pipeline.max_queued_jobs", self.pipeline.max_queued_jobs),
             ("server.workers", self.server.workers),
             ("server.max_body_bytes", self.server.max_body_bytes),
@@ -203,7 +213,10 @@ impl Config {
         if self.server.bind.parse::<std::net::SocketAddr>().is_err() {
             return Err(ConfigError::Invalid {
                 key: "server.bind",
-                message: format!("'{}' is not an address like 127.0.0.1:9797", self.server.bind),
+                message: format!(
+                    "'{}' is not an address like 127.0.0.1:9797",
+                    self.server.bind
+                ),
             });
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
@@ -256,7 +269,10 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -271,10 +287,17 @@ mod tests {
     fn file_then_environment_override() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("p.toml");
-        std::fs::write(&f, "[server]\nbind = \"127.0.0.1:1234\"\n[pipeline]\nsynthesis_workers = 3\n").unwrap();
+        std::fs::write(
+            &f,
+            "[server]\nbind = \"127.0.0.1:1234\"\n[pipeline]\nsynthesis_workers = 3\n",
+        )
+        .unwrap();
         let c = Config::load_with_env(
             Some(&f),
-            env(&[("PROOFLINE_PIPELINE__SYNTHESIS_WORKERS", "5"), ("OTHER", "x")]),
+            env(&[
+                ("PROOFLINE_PIPELINE__SYNTHESIS_WORKERS", "5"),
+                ("OTHER", "x"),
+            ]),
         )
         .unwrap();
         assert_eq!(c.server.bind, "127.0.0.1:1234");
@@ -287,12 +310,15 @@ mod tests {
         let e = Config::load_with_env(None, env(&[("PROOFLINE_PIPELINE__COMPUTE_SLOTS", "0")]))
             .unwrap_err();
         assert!(e.to_string().contains("pipeline.compute_slots"), "{e}");
-        let e = Config::load_with_env(None, env(&[("PROOFLINE_SERVER__BIND", "nowhere")]))
-            .unwrap_err();
+        let e =
+            Config::load_with_env(None, env(&[("PROOFLINE_SERVER__BIND", "nowhere")])).unwrap_err();
         assert!(e.to_string().contains("server.bind"), "{e}");
         let e = Config::load_with_env(None, env(&[("PROOFLINE_PIPELINE__BACKEND", "fpga")]))
             .unwrap_err();
-        assert!(e.to_string().contains("fpga") || e.to_string().contains("backend"), "{e}");
+        assert!(
+            e.to_string().contains("fpga") || e.to_string().contains("backend"),
+            "{e}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("p.toml");
         std::fs::write(&f, "[server]\nbindd = \"x\"\n").unwrap();

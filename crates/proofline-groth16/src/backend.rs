@@ -41,8 +41,11 @@ pub trait ProverBackend: Send + Sync + 'static {
     ) -> Result<(), BackendError>;
 
     /// `Σ scalars[i] · bases[i]` in G1 (dense: the H query).
-    fn msm_g1_dense(&self, bases: &[G1Affine], scalars: &[Scalar])
-        -> Result<G1Projective, BackendError>;
+    fn msm_g1_dense(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+    ) -> Result<G1Projective, BackendError>;
 
     /// Sparse MSM in G1 (the L, A and B queries): zeros skipped, ones added, tail Pippenger.
     fn msm_g1_sparse(

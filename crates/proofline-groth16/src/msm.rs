@@ -163,11 +163,8 @@ impl MsmPlan {
                 rayon::join(
                     || {
                         let mut b = split_selected(&asg.input, Some(&asg.b_input_density), 0);
-                        let aux = split_selected(
-                            &asg.aux,
-                            Some(&asg.b_aux_density),
-                            b.num_bases as u32,
-                        );
+                        let aux =
+                            split_selected(&asg.aux, Some(&asg.b_aux_density), b.num_bases as u32);
                         b.num_bases = aux.num_bases;
                         b.append(aux);
                         b
@@ -372,7 +369,11 @@ mod tests {
             let split = SparseScalars::from_dense(&scalars);
             assert_eq!(split.len(), n);
             assert_eq!(split.to_dense(), scalars);
-            assert_eq!(msm_sparse::<G1>(&bases, &split, "t").unwrap(), expect, "sparse n={n}");
+            assert_eq!(
+                msm_sparse::<G1>(&bases, &split, "t").unwrap(),
+                expect,
+                "sparse n={n}"
+            );
         }
     }
 
@@ -394,8 +395,16 @@ mod tests {
     #[test]
     fn too_few_bases_is_an_error() {
         let split = SparseScalars::from_dense(&[Scalar::ONE; 4]);
-        let err = msm_sparse::<G1>(&[G1Projective::generator().to_affine(); 3], &split, "l").unwrap_err();
-        assert!(matches!(err, MsmError::NotEnoughBases { needed: 4, available: 3, .. }));
+        let err =
+            msm_sparse::<G1>(&[G1Projective::generator().to_affine(); 3], &split, "l").unwrap_err();
+        assert!(matches!(
+            err,
+            MsmError::NotEnoughBases {
+                needed: 4,
+                available: 3,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -423,12 +432,20 @@ mod tests {
         let plan = MsmPlan::build(&asg);
         // Expected dense scalar vectors per query, by the layout rules.
         let mut a_exp = input.clone();
-        a_exp.extend((0..aux.len()).filter(|&i| a_aux_density.get(i)).map(|i| aux[i]));
+        a_exp.extend(
+            (0..aux.len())
+                .filter(|&i| a_aux_density.get(i))
+                .map(|i| aux[i]),
+        );
         let mut b_exp: Vec<Scalar> = (0..input.len())
             .filter(|&i| b_input_density.get(i))
             .map(|i| input[i])
             .collect();
-        b_exp.extend((0..aux.len()).filter(|&i| b_aux_density.get(i)).map(|i| aux[i]));
+        b_exp.extend(
+            (0..aux.len())
+                .filter(|&i| b_aux_density.get(i))
+                .map(|i| aux[i]),
+        );
         assert_eq!(plan.a.to_dense(), a_exp);
         assert_eq!(plan.b.to_dense(), b_exp);
         assert_eq!(plan.l.to_dense(), aux);

@@ -80,9 +80,7 @@ impl Domain {
         let half = (1usize << log_n) / 2;
         let twiddles = powers(omega, half);
         let inv_twiddles = powers(omega_inv, half);
-        let n_inv = Scalar::from(1u64 << log_n)
-            .invert()
-            .unwrap_or(Scalar::ONE);
+        let n_inv = Scalar::from(1u64 << log_n).invert().unwrap_or(Scalar::ONE);
         Ok(Domain {
             log_n,
             omega,
@@ -352,7 +350,10 @@ mod tests {
     #[test]
     fn rejects_bad_lengths() {
         let mut v = vec![Scalar::ONE; 3];
-        assert_eq!(ntt_cpu(&mut v, NttKind::Forward), Err(NttError::NotPowerOfTwo(3)));
+        assert_eq!(
+            ntt_cpu(&mut v, NttKind::Forward),
+            Err(NttError::NotPowerOfTwo(3))
+        );
         let mut a = vec![Scalar::ONE; 4];
         let mut b = vec![Scalar::ONE; 4];
         let mut c = vec![Scalar::ONE; 8];

@@ -68,11 +68,7 @@ impl ProvingKey {
 
     /// Reads a bellperson parameter file. `checked` verifies that every point is on the curve
     /// and in the subgroup (slow); `on_progress` receives the bytes read so far.
-    pub fn read_file(
-        path: &Path,
-        checked: bool,
-        on_progress: impl FnMut(u64),
-    ) -> io::Result<Self> {
+    pub fn read_file(path: &Path, checked: bool, on_progress: impl FnMut(u64)) -> io::Result<Self> {
         let file = File::open(path)?;
         let reader = Counting {
             inner: BufReader::with_capacity(1 << 22, file),

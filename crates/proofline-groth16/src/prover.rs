@@ -9,8 +9,8 @@
 //! The actor pipeline calls these one by one from different actors; [`prove`] chains them on
 //! the calling thread for tests, tools and benchmarks.
 
-use bellperson::groth16::{self, Proof};
 use bellpepper_core::SynthesisError;
+use bellperson::groth16::{self, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -32,7 +32,9 @@ pub enum ProverError {
     #[error(transparent)]
     Backend(#[from] BackendError),
     /// The circuit and the parameters do not belong together.
-    #[error("circuit does not match the parameters: {what} is {found}, parameters expect {expected}")]
+    #[error(
+        "circuit does not match the parameters: {what} is {found}, parameters expect {expected}"
+    )]
     ShapeMismatch {
         /// Which size differs.
         what: &'static str,
@@ -58,7 +60,11 @@ pub fn check_shape(pk: &ProvingKey, p: &SynthesizedPartition) -> Result<(), Prov
     let n = p.num_constraints().max(1).next_power_of_two();
     let asg = &p.assignment;
     let checks = [
-        ("the number of public inputs (with ONE)", s.num_inputs, asg.input.len()),
+        (
+            "the number of public inputs (with ONE)",
+            s.num_inputs,
+            asg.input.len(),
+        ),
         ("the domain size minus one", s.h, n - 1),
         ("the number of aux variables", s.l, asg.aux.len()),
         (
@@ -199,7 +205,12 @@ pub fn prove(
 ) -> Result<(Proof<Bls12>, Vec<Scalar>), ProverError> {
     let synth = synthesize_boxed(circuit)?;
     check_shape(pk, &synth)?;
-    let SynthesizedPartition { a, b, c, assignment } = synth;
+    let SynthesizedPartition {
+        a,
+        b,
+        c,
+        assignment,
+    } = synth;
     let plan = MsmPlan::build(&assignment);
     let h = compute_h(backend, a, b, c)?;
     let h_sum = msm_h(backend, pk, &h)?;

@@ -44,7 +44,7 @@ impl Density {
 
     /// Appends one variable, set or not.
     pub fn push(&mut self, set: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;
@@ -156,12 +156,7 @@ impl Synthesizer {
     /// Adds the `input_i * 0 = 0` constraints and returns the buffers.
     pub fn finish(mut self) -> SynthesizedPartition {
         for i in 0..self.out.assignment.input.len() {
-            self.enforce(
-                || "",
-                |lc| lc + Variable(Index::Input(i)),
-                |lc| lc,
-                |lc| lc,
-            );
+            self.enforce(|| "", |lc| lc + Variable(Index::Input(i)), |lc| lc, |lc| lc);
         }
         self.out
     }
@@ -254,13 +249,7 @@ impl ConstraintSystem<Scalar> for Synthesizer {
         let b = b(LinearCombination::zero());
         let c = c(LinearCombination::zero());
         let asg = &mut self.out.assignment;
-        let a_res = eval(
-            &a,
-            None,
-            Some(&mut asg.a_aux_density),
-            &asg.input,
-            &asg.aux,
-        );
+        let a_res = eval(&a, None, Some(&mut asg.a_aux_density), &asg.input, &asg.aux);
         let b_res = eval(
             &b,
             Some(&mut asg.b_input_density),
@@ -348,7 +337,10 @@ mod tests {
     /// x * y = z with x public, y and z private; checks evaluations and densities by hand.
     struct Mul;
     impl Circuit<Scalar> for Mul {
-        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
             let x = cs.alloc_input(|| "x", || Ok(Scalar::from(3u64)))?;
             let y = cs.alloc(|| "y", || Ok(Scalar::from(5u64)))?;
             let z = cs.alloc(|| "z", || Ok(Scalar::from(15u64)))?;
@@ -385,7 +377,10 @@ mod tests {
         assert_eq!(asg.a_aux_density.count_ones(), 0);
         assert!(asg.b_aux_density.get(0) && !asg.b_aux_density.get(1));
         assert!(asg.b_input_density.get(0) && !asg.b_input_density.get(1));
-        assert!(!asg.a_aux_density.get(2), "zero coefficient must not mark density");
+        assert!(
+            !asg.a_aux_density.get(2),
+            "zero coefficient must not mark density"
+        );
     }
 
     #[test]

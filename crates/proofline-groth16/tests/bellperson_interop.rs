@@ -2,8 +2,8 @@
 //! `generate_random_parameters`, checked with bellperson's `verify_proof`, and bit-for-bit against
 //! bellperson's own prover for the same randomness.
 
-use bellperson::groth16::{self, Proof};
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use bellperson::groth16::{self, Proof};
 use blstrs::{Bls12, G1Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -32,17 +32,45 @@ impl Circuit<Scalar> for Mix {
         let k = cs.alloc_input(|| "k", || k_val.ok_or(SynthesisError::AssignmentMissing))?;
         for i in 0..self.rounds {
             // bit = (i % 3 == 0) as a boolean-constrained variable
-            let bit_val = Some(if i % 3 == 0 { Scalar::ONE } else { Scalar::ZERO });
-            let bit = cs.alloc(|| format!("bit {i}"), || bit_val.ok_or(SynthesisError::AssignmentMissing))?;
-            cs.enforce(|| format!("bool {i}"), |lc| lc + bit, |lc| lc + CS::one() - bit, |lc| lc);
+            let bit_val = Some(if i % 3 == 0 {
+                Scalar::ONE
+            } else {
+                Scalar::ZERO
+            });
+            let bit = cs.alloc(
+                || format!("bit {i}"),
+                || bit_val.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("bool {i}"),
+                |lc| lc + bit,
+                |lc| lc + CS::one() - bit,
+                |lc| lc,
+            );
             // y = x * (x + k)
             let y_val = x_val.zip(k_val).map(|(x, k)| x * (x + k));
-            let y = cs.alloc(|| format!("y {i}"), || y_val.ok_or(SynthesisError::AssignmentMissing))?;
-            cs.enforce(|| format!("sq {i}"), |lc| lc + x, |lc| lc + x + k, |lc| lc + y);
+            let y = cs.alloc(
+                || format!("y {i}"),
+                || y_val.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("sq {i}"),
+                |lc| lc + x,
+                |lc| lc + x + k,
+                |lc| lc + y,
+            );
             // z = y + bit, only in C
             let z_val = y_val.zip(bit_val).map(|(y, b)| y + b);
-            let z = cs.alloc(|| format!("z {i}"), || z_val.ok_or(SynthesisError::AssignmentMissing))?;
-            cs.enforce(|| format!("add {i}"), |lc| lc + y + bit, |lc| lc + CS::one(), |lc| lc + z);
+            let z = cs.alloc(
+                || format!("z {i}"),
+                || z_val.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            cs.enforce(
+                || format!("add {i}"),
+                |lc| lc + y + bit,
+                |lc| lc + CS::one(),
+                |lc| lc + z,
+            );
             x = z;
             x_val = z_val;
         }
@@ -67,7 +95,13 @@ fn keys<C: Circuit<Scalar>>(blank: C, seed: u64) -> ProvingKey {
 
 #[test]
 fn mix_proof_verifies_with_bellperson_and_tampering_fails() {
-    let pk = keys(Mix { x: None, rounds: 300 }, 1);
+    let pk = keys(
+        Mix {
+            x: None,
+            rounds: 300,
+        },
+        1,
+    );
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let (proof, inputs) =
         prover::prove(&CpuBackend, &pk, Box::new(mix(11, 300)), &mut rng).unwrap();
@@ -99,17 +133,25 @@ fn mix_proof_verifies_with_bellperson_and_tampering_fails() {
         let mut b = bytes.clone();
         b[pos] ^= 0x01;
         if let Ok(p) = Proof::<Bls12>::read(&b[..]) {
-            assert!(!groth16::verify_proof(&pvk, &p, &inputs).unwrap(), "byte {pos}");
+            assert!(
+                !groth16::verify_proof(&pvk, &p, &inputs).unwrap(),
+                "byte {pos}"
+            );
         }
     }
 }
 
 #[test]
 fn same_randomness_gives_bellpersons_exact_proof() {
-    let pk = keys(Mix { x: None, rounds: 64 }, 3);
+    let pk = keys(
+        Mix {
+            x: None,
+            rounds: 64,
+        },
+        3,
+    );
     let (r, s) = (Scalar::from(12345u64), Scalar::from(67890u64));
-    let theirs: Proof<Bls12> =
-        groth16::create_proof(mix(5, 64), pk.params(), r, s).unwrap();
+    let theirs: Proof<Bls12> = groth16::create_proof(mix(5, 64), pk.params(), r, s).unwrap();
 
     let synth = synthesize(mix(5, 64)).unwrap();
     prover::check_shape(&pk, &synth).unwrap();
@@ -153,8 +195,13 @@ fn h_satisfies_the_divisibility_identity_at_a_random_point() {
         c
     };
     let (ac, bc, cc) = (interp(&synth.a), interp(&synth.b), interp(&synth.c));
-    let h = prover::compute_h(&CpuBackend, synth.a.clone(), synth.b.clone(), synth.c.clone())
-        .unwrap();
+    let h = prover::compute_h(
+        &CpuBackend,
+        synth.a.clone(),
+        synth.b.clone(),
+        synth.c.clone(),
+    )
+    .unwrap();
     assert_eq!(h.len(), n - 1);
     let x = Scalar::random(&mut ChaCha20Rng::seed_from_u64(6));
     let eval = |c: &[Scalar]| c.iter().rev().fold(Scalar::ZERO, |acc, k| acc * x + k);
@@ -165,7 +212,13 @@ fn h_satisfies_the_divisibility_identity_at_a_random_point() {
 
 #[test]
 fn wrong_parameters_are_a_shape_error() {
-    let pk = keys(Mix { x: None, rounds: 10 }, 7);
+    let pk = keys(
+        Mix {
+            x: None,
+            rounds: 10,
+        },
+        7,
+    );
     let err = prover::prove(
         &CpuBackend,
         &pk,
@@ -182,7 +235,10 @@ fn unsatisfied_witness_does_not_verify() {
     // and prove() reports it.
     struct Bad;
     impl Circuit<Scalar> for Bad {
-        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
             let a = cs.alloc(|| "a", || Ok(Scalar::from(2u64)))?;
             let p = cs.alloc_input(|| "p", || Ok(Scalar::from(5u64)))?;
             cs.enforce(|| "a*a = p", |lc| lc + a, |lc| lc + a, |lc| lc + p);
@@ -190,7 +246,12 @@ fn unsatisfied_witness_does_not_verify() {
         }
     }
     let pk = keys(Bad, 8);
-    let err = prover::prove(&CpuBackend, &pk, Box::new(Bad), &mut ChaCha20Rng::seed_from_u64(1))
-        .unwrap_err();
+    let err = prover::prove(
+        &CpuBackend,
+        &pk,
+        Box::new(Bad),
+        &mut ChaCha20Rng::seed_from_u64(1),
+    )
+    .unwrap_err();
     assert!(matches!(err, ProverError::VerificationFailed), "{err}");
 }

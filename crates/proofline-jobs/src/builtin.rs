@@ -111,10 +111,9 @@ impl JobAdapter for BuiltinAdapter {
     }
 
     fn plan(&self, req: &JobRequest) -> Result<JobPlan, JobError> {
-        let name = req
-            .circuit
-            .as_deref()
-            .ok_or_else(|| JobError::field("circuit", "required for kind 'groth16' (e.g. \"sha256-2\")"))?;
+        let name = req.circuit.as_deref().ok_or_else(|| {
+            JobError::field("circuit", "required for kind 'groth16' (e.g. \"sha256-2\")")
+        })?;
         let circuit = BuiltinCircuit::parse(name)?;
         let BuiltinCircuit::Sha256 { blocks } = circuit;
         let input = req.input.as_object();
@@ -123,7 +122,10 @@ impl JobAdapter for BuiltinAdapter {
             input.and_then(|o| o.get("seed")),
         ) {
             (Some(_), Some(_)) => {
-                return Err(JobError::field("input", "give either preimage_hex or seed, not both"))
+                return Err(JobError::field(
+                    "input",
+                    "give either preimage_hex or seed, not both",
+                ))
             }
             (Some(h), None) => {
                 let text = h
@@ -173,7 +175,7 @@ impl JobAdapter for BuiltinAdapter {
             }
         }
         let params = self.params_spec(&circuit);
-        params.require_present(&name)?;
+        params.require_present(name)?;
         let thunk: crate::CircuitThunk = Box::new(move || {
             let c = Sha256Preimage::new(blocks, preimage)
                 .map_err(|e| JobError::Internal(e.to_string()))?;
@@ -226,12 +228,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = BuiltinAdapter::new(dir.path(), vec![]);
         let code = |r: JobRequest| a.plan(&r).unwrap_err();
-        assert_eq!(code(req(None, serde_json::json!({"seed": 1}))).to_string(),
-            "invalid field 'circuit': required for kind 'groth16' (e.g. \"sha256-2\")");
-        assert_eq!(code(req(Some("md5-1"), serde_json::json!({}))).code(), "unknown_circuit");
-        assert_eq!(code(req(Some("sha256-0"), serde_json::json!({}))).code(), "unknown_circuit");
-        let e = code(req(Some("sha256-1"), serde_json::json!({"preimage_hex": "abcd"})));
-        assert!(e.to_string().contains("input.preimage_hex") && e.to_string().contains("55 bytes"), "{e}");
+        assert_eq!(
+            code(req(None, serde_json::json!({"seed": 1}))).to_string(),
+            "invalid field 'circuit': required for kind 'groth16' (e.g. \"sha256-2\")"
+        );
+        assert_eq!(
+            code(req(Some("md5-1"), serde_json::json!({}))).code(),
+            "unknown_circuit"
+        );
+        assert_eq!(
+            code(req(Some("sha256-0"), serde_json::json!({}))).code(),
+            "unknown_circuit"
+        );
+        let e = code(req(
+            Some("sha256-1"),
+            serde_json::json!({"preimage_hex": "abcd"}),
+        ));
+        assert!(
+            e.to_string().contains("input.preimage_hex") && e.to_string().contains("55 bytes"),
+            "{e}"
+        );
         let e = code(req(Some("sha256-1"), serde_json::json!({"seed": -3})));
         assert!(e.to_string().contains("input.seed"), "{e}");
         let e = code(req(Some("sha256-1"), serde_json::json!(null)));
@@ -256,11 +272,19 @@ mod tests {
         let plan = a.plan(&r).unwrap();
         assert_eq!(plan.partitions.len(), 1);
         r.public_inputs = Some(good[..1].to_vec());
-        assert!(a.plan(&r).unwrap_err().to_string().contains("has 2 public inputs, got 1"));
+        assert!(a
+            .plan(&r)
+            .unwrap_err()
+            .to_string()
+            .contains("has 2 public inputs, got 1"));
         r.public_inputs = Some(vec![good[1].clone(), good[0].clone()]);
         assert!(a.plan(&r).unwrap_err().to_string().contains("do not match"));
         r.public_inputs = Some(vec!["12".into(), good[0].clone()]);
-        assert!(a.plan(&r).unwrap_err().to_string().contains("public_inputs[0]"));
+        assert!(a
+            .plan(&r)
+            .unwrap_err()
+            .to_string()
+            .contains("public_inputs[0]"));
         assert!(a.circuits()[0].params_present);
     }
 }

@@ -103,10 +103,12 @@ impl AdapterRegistry {
 
     /// The adapter of `kind`.
     pub fn get(&self, kind: &str) -> Result<&Arc<dyn JobAdapter>, JobError> {
-        self.adapters.get(kind).ok_or_else(|| JobError::UnknownKind {
-            kind: kind.to_string(),
-            known: self.kinds().join(", "),
-        })
+        self.adapters
+            .get(kind)
+            .ok_or_else(|| JobError::UnknownKind {
+                kind: kind.to_string(),
+                known: self.kinds().join(", "),
+            })
     }
 
     /// Registered kinds.

@@ -180,7 +180,9 @@ mod tests {
     fn missing_truncated_and_rejected_files_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
         let store = ParamsStore::new(false);
-        let missing = store.get(&spec(dir.path().join("nope.params"), None)).unwrap_err();
+        let missing = store
+            .get(&spec(dir.path().join("nope.params"), None))
+            .unwrap_err();
         assert_eq!(missing.code(), "params_missing");
         assert!(missing.to_string().contains("run setup"));
 
@@ -189,7 +191,9 @@ mod tests {
         let e = store.get(&spec(truncated.clone(), None)).unwrap_err();
         assert_eq!(e.code(), "params_invalid", "{e}");
 
-        let e = store.get(&spec(truncated, Some(Arc::new(Reject)))).unwrap_err();
+        let e = store
+            .get(&spec(truncated, Some(Arc::new(Reject))))
+            .unwrap_err();
         assert!(e.to_string().contains("digest mismatch"));
         assert!(store.resident().is_empty());
     }

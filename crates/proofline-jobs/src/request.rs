@@ -38,11 +38,17 @@ pub fn parse_scalar_hex(field: &str, text: &str) -> Result<Scalar, JobError> {
     let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
         JobError::field(
             field,
-            format!("a field element is 32 bytes (64 hex digits), got {} bytes", bytes.len()),
+            format!(
+                "a field element is 32 bytes (64 hex digits), got {} bytes",
+                bytes.len()
+            ),
         )
     })?;
     Option::from(Scalar::from_repr(arr)).ok_or_else(|| {
-        JobError::field(field, "not a canonical BLS12-381 scalar (value ≥ field modulus)")
+        JobError::field(
+            field,
+            "not a canonical BLS12-381 scalar (value ≥ field modulus)",
+        )
     })
 }
 
@@ -69,10 +75,19 @@ mod tests {
     fn scalar_hex_round_trip_and_errors() {
         let s = Scalar::from(123456789u64) - Scalar::ONE.double();
         assert_eq!(parse_scalar_hex("x", &scalar_to_hex(&s)).unwrap(), s);
-        assert!(parse_scalar_hex("x", "zz").unwrap_err().to_string().contains("not hex"));
-        assert!(parse_scalar_hex("x", "00").unwrap_err().to_string().contains("32 bytes"));
+        assert!(parse_scalar_hex("x", "zz")
+            .unwrap_err()
+            .to_string()
+            .contains("not hex"));
+        assert!(parse_scalar_hex("x", "00")
+            .unwrap_err()
+            .to_string()
+            .contains("32 bytes"));
         let too_big = "ff".repeat(32);
-        assert!(parse_scalar_hex("x", &too_big).unwrap_err().to_string().contains("canonical"));
+        assert!(parse_scalar_hex("x", &too_big)
+            .unwrap_err()
+            .to_string()
+            .contains("canonical"));
     }
 
     #[test]

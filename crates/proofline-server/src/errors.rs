@@ -105,13 +105,12 @@ pub fn json_config(limit: usize) -> web::JsonConfig {
         .content_type_required(false)
         .error_handler(move |err, _req| {
             let api = match &err {
-                JsonPayloadError::Overflow { .. } | JsonPayloadError::OverflowKnownLength { .. } => {
-                    ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "body_too_large",
-                        format!("request body exceeds server.max_body_bytes = {limit} bytes"),
-                    )
-                }
+                JsonPayloadError::Overflow { .. }
+                | JsonPayloadError::OverflowKnownLength { .. } => ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "body_too_large",
+                    format!("request body exceeds server.max_body_bytes = {limit} bytes"),
+                ),
                 JsonPayloadError::Deserialize(e) => ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "malformed_json",
@@ -142,7 +141,11 @@ pub async fn not_found(req: HttpRequest) -> HttpResponse {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "no_such_endpoint",
-        format!("no endpoint {} {} (see docs/api.md)", req.method(), req.path()),
+        format!(
+            "no endpoint {} {} (see docs/api.md)",
+            req.method(),
+            req.path()
+        ),
     )
     .error_response()
 }

@@ -81,7 +81,11 @@ struct StatusQuery {
 }
 
 fn unknown(id: &str) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "unknown_job", format!("no job with id '{id}'"))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "unknown_job",
+        format!("no job with id '{id}'"),
+    )
 }
 
 async fn status(
@@ -109,7 +113,11 @@ async fn cancel(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let s = state.pipeline.cancel(&id).await.ok_or_else(|| unknown(&id))?;
+    let s = state
+        .pipeline
+        .cancel(&id)
+        .await
+        .ok_or_else(|| unknown(&id))?;
     Ok(HttpResponse::Ok().json(s))
 }
 

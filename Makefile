@@ -1,0 +1,32 @@
+# proofline — the commands a newcomer and CI need. See README.md.
+
+CARGO ?= cargo
+
+.PHONY: run test lint fmt bench harness build gpu-suite docs-check
+
+## Build, then run the demo: daemon on a free local port, demo parameters generated if missing,
+## one job proved over HTTP, proof verified and printed with its stage timings, daemon stopped.
+run:
+	$(CARGO) run --release -p proofline -- demo
+
+## The whole test suite (release: the proofs are real and slow in debug).
+test:
+	$(CARGO) test --release --workspace
+
+build:
+	$(CARGO) build --release --workspace
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## Prover benchmark against bellperson (JSON + table); see docs/benchmarks.md.
+bench:
+	$(CARGO) run --release -p proofline-integration --bin proofline-bench
+
+## HTTP load harness against an in-process daemon.
+harness:
+	$(CARGO) run --release -p proofline-integration --bin proofline-harness -- --jobs 8 --concurrency 2
