@@ -77,6 +77,14 @@ pub enum StageError {
     /// The job was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// A stage panicked (a bug or a circuit assertion); the job fails, the actor continues.
+    #[error("{stage} stage panicked: {message}")]
+    Panicked {
+        /// Which stage.
+        stage: String,
+        /// The panic message.
+        message: String,
+    },
     /// An actor is gone (the pipeline is shutting down).
     #[error("pipeline actor unavailable: {0}")]
     Mailbox(String),
@@ -94,6 +102,7 @@ impl StageError {
             StageError::Lease(_) => "memory_budget",
             StageError::PublicInputsMismatch { .. } => "public_inputs_mismatch",
             StageError::Cancelled => "cancelled",
+            StageError::Panicked { .. } => "internal_error",
             StageError::Mailbox(_) => "shutting_down",
         }
     }

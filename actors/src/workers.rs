@@ -24,6 +24,26 @@ use tracing::info_span;
 use crate::messages::*;
 use crate::telemetry::{self, actor, Busy, Secs};
 
+/// Runs a stage, turning a panic (a circuit's assertion, a backend bug) into a stage error, so
+/// that one bad job fails alone and the actor's thread keeps serving.
+fn guarded<T>(stage: &str, f: impl FnOnce() -> Result<T, StageError>) -> Result<T, StageError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!(stage, panic = %what, "stage panicked; the job fails, the actor continues");
+            Err(StageError::Panicked {
+                stage: stage.to_string(),
+                message: what,
+            })
+        }
+    }
+}
+
 /// Loads parameter files into the shared store.
 pub struct ParamsLoader {
     store: Arc<ParamsStore>,
@@ -65,29 +85,35 @@ impl Handler<Synthesize> for SynthesisActor {
         let _busy = Busy::start(actor::SYNTHESIS);
         let _span = info_span!("synthesize", job = %msg.job, partition = msg.partition).entered();
         msg.cancel.check()?;
-        let t = Instant::now();
-        let circuit = (msg.circuit)()?;
-        let shape = msg.pk.shape();
-        let mut cs = Synthesizer::with_capacity(shape.h + 1, shape.l);
-        circuit
-            .synthesize_into(&mut cs)
-            .map_err(ProverError::from)?;
-        let synth = cs.finish();
-        prover::check_shape(&msg.pk, &synth)?;
-        if prover::public_inputs(&synth.assignment) != msg.expected_inputs.as_slice() {
-            return Err(StageError::PublicInputsMismatch {
-                partition: msg.partition,
-            });
-        }
-        telemetry::stage("synthesis", t.secs());
-        tracing::debug!(
-            constraints = synth.num_constraints(),
-            aux = synth.assignment.aux.len(),
-            secs = t.secs(),
-            "synthesized"
-        );
-        Ok(synth)
+        guarded("synthesis", || synthesize(msg))
     }
+}
+
+/// Builds and synthesizes one partition, then checks it against the parameters and the
+/// public inputs the job promised.
+fn synthesize(msg: Synthesize) -> Result<SynthesizedPartition, StageError> {
+    let t = Instant::now();
+    let circuit = (msg.circuit)()?;
+    let shape = msg.pk.shape();
+    let mut cs = Synthesizer::with_capacity(shape.h + 1, shape.l);
+    circuit
+        .synthesize_into(&mut cs)
+        .map_err(ProverError::from)?;
+    let synth = cs.finish();
+    prover::check_shape(&msg.pk, &synth)?;
+    if prover::public_inputs(&synth.assignment) != msg.expected_inputs.as_slice() {
+        return Err(StageError::PublicInputsMismatch {
+            partition: msg.partition,
+        });
+    }
+    telemetry::stage("synthesis", t.secs());
+    tracing::debug!(
+        constraints = synth.num_constraints(),
+        aux = synth.assignment.aux.len(),
+        secs = t.secs(),
+        "synthesized"
+    );
+    Ok(synth)
 }
 
 /// CPU-side MSM work.
@@ -125,7 +151,9 @@ impl Handler<MsmG2> for CpuMsmActor {
         let _busy = Busy::start(actor::CPU_MSM);
         msg.cancel.check()?;
         let t = Instant::now();
-        let r = prover::msm_b_g2(self.backend.as_ref(), &msg.pk, &msg.plan)?;
+        let r = guarded("msm_g2", || {
+            Ok(prover::msm_b_g2(self.backend.as_ref(), &msg.pk, &msg.plan)?)
+        })?;
         telemetry::stage("msm_g2", t.secs());
         Ok(r)
     }
@@ -173,14 +201,17 @@ impl Handler<ComputeH> for ComputeActor {
             pk, a, b, c, lease, ..
         } = msg;
         let t = Instant::now();
-        let h = prover::compute_h(self.backend.as_ref(), a, b, c)?;
-        telemetry::stage("h_poly", t.secs());
-        let t = Instant::now();
-        let sum = prover::msm_h(self.backend.as_ref(), &pk, &h)?;
-        telemetry::stage("msm_h", t.secs());
-        drop(h);
+        let backend = self.backend.as_ref();
+        let sum = guarded("h", move || {
+            let h = prover::compute_h(backend, a, b, c)?;
+            telemetry::stage("h_poly", t.secs());
+            let t = Instant::now();
+            let sum = prover::msm_h(backend, &pk, &h)?;
+            telemetry::stage("msm_h", t.secs());
+            Ok(sum)
+        });
         drop(lease);
-        Ok(sum)
+        sum
     }
 }
 
@@ -191,7 +222,13 @@ impl Handler<ComputeSparseG1> for ComputeActor {
         let _busy = Busy::start(actor::COMPUTE);
         msg.cancel.check()?;
         let t = Instant::now();
-        let r = prover::msm_sparse_g1(self.backend.as_ref(), &msg.pk, &msg.plan)?;
+        let r = guarded("msm_g1_sparse", || {
+            Ok(prover::msm_sparse_g1(
+                self.backend.as_ref(),
+                &msg.pk,
+                &msg.plan,
+            )?)
+        })?;
         telemetry::stage("msm_g1_sparse", t.secs());
         drop(msg.lease);
         Ok(r)

@@ -4,13 +4,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16;
 use blstrs::Bls12;
+use blstrs::Scalar;
 use proofline_actors::{JobState, Pipeline, PipelineOptions, ResultError};
 use proofline_circuits::Sha256Preimage;
 use proofline_config::Config;
-use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
-use proofline_jobs::{parse_scalar_hex, AdapterRegistry, JobRequest, ParamsStore};
+use proofline_groth16::PartitionCircuit;
+use proofline_jobs::builtin::{params_spec_in, BuiltinAdapter, BuiltinCircuit};
+use proofline_jobs::{
+    parse_scalar_hex, AdapterRegistry, CircuitInfo, JobAdapter, JobError, JobPlan, JobRequest,
+    ParamsSpec, ParamsStore, PartitionPlan,
+};
 use rand::SeedableRng;
 
 fn write_params(dir: &Path, blocks: usize, seed: u64) {
@@ -22,11 +28,47 @@ fn write_params(dir: &Path, blocks: usize, seed: u64) {
     p.write(std::io::BufWriter::new(f)).unwrap();
 }
 
+/// A job kind whose circuit panics during synthesis (a stand-in for a buggy circuit).
+struct PanicAdapter {
+    params: ParamsSpec,
+}
+
+struct PanickingCircuit;
+
+impl Circuit<Scalar> for PanickingCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, _: &mut CS) -> Result<(), SynthesisError> {
+        panic!("circuit assertion failed");
+    }
+}
+
+impl JobAdapter for PanicAdapter {
+    fn kind(&self) -> &'static str {
+        "panic"
+    }
+    fn plan(&self, _: &JobRequest) -> Result<JobPlan, JobError> {
+        Ok(JobPlan {
+            label: "panic".into(),
+            params: self.params.clone(),
+            partitions: vec![PartitionPlan {
+                public_inputs: vec![],
+                circuit: Box::new(|| Ok(Box::new(PanickingCircuit) as Box<dyn PartitionCircuit>)),
+                constraints_hint: 0,
+            }],
+        })
+    }
+    fn circuits(&self) -> Vec<CircuitInfo> {
+        vec![]
+    }
+}
+
 fn start(dir: &Path, journal: Option<&Path>, tweak: impl FnOnce(&mut Config)) -> Pipeline {
     let mut cfg = Config::embedded_default().unwrap();
     tweak(&mut cfg);
     let mut reg = AdapterRegistry::new();
     reg.register(Arc::new(BuiltinAdapter::new(dir, vec![])));
+    reg.register(Arc::new(PanicAdapter {
+        params: params_spec_in(dir, &BuiltinCircuit::Sha256 { blocks: 1 }),
+    }));
     let opts = PipelineOptions::cpu(&cfg.pipeline, reg, Arc::new(ParamsStore::new(false)))
         .with_journal(journal.map(Path::to_path_buf));
     Pipeline::start(opts).unwrap()
@@ -157,6 +199,31 @@ fn cancellation_priorities_and_journal_replay() {
             JobState::Succeeded,
             "journaled job re-ran: {st:?}"
         );
+    });
+    p.shutdown();
+}
+
+#[test]
+fn a_panicking_circuit_fails_its_job_and_the_pipeline_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    write_params(dir.path(), 1, 4);
+    let p = start(dir.path(), None, |c| c.pipeline.synthesis_workers = 1);
+    block_on(async {
+        let mut r = request("sha256-1", 1, 0);
+        r.kind = "panic".into();
+        let bad = p.submit(r).await.unwrap();
+        let st = p.wait(&bad.id).await.unwrap();
+        assert_eq!(st.state, JobState::Failed);
+        let err = st.error.unwrap();
+        assert_eq!(err.code, "internal_error");
+        assert!(
+            err.message.contains("circuit assertion failed"),
+            "{}",
+            err.message
+        );
+        // The single synthesis thread survived the panic.
+        let good = p.submit(request("sha256-1", 2, 0)).await.unwrap();
+        assert_eq!(p.wait(&good.id).await.unwrap().state, JobState::Succeeded);
     });
     p.shutdown();
 }
