@@ -1,6 +1,7 @@
 # proofline — the commands a newcomer and CI need. See README.md.
 
 CARGO ?= cargo
+SHELL := /bin/bash
 
 .PHONY: run test lint fmt bench harness build gpu-suite docs-check
 
@@ -9,9 +10,11 @@ CARGO ?= cargo
 run:
 	$(CARGO) run --release -p proofline -- demo
 
-## The whole test suite (release: the proofs are real and slow in debug).
+## The whole test suite (release: the proofs are real and slow in debug). Ends with one line
+## totalling every test binary: "N passed, M failed".
 test:
-	$(CARGO) test --release --workspace
+	set -o pipefail; $(CARGO) test --release --workspace 2>&1 \
+	  | awk '{ print; fflush() } /^test result:/ { p += $$4; f += $$6 } END { print p " passed, " f " failed" }'
 
 build:
 	$(CARGO) build --release --workspace
