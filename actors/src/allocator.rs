@@ -106,7 +106,6 @@ impl VramAllocator {
     /// An allocator of `budget` bytes over `device`.
     pub fn new(device: Box<dyn MemoryDevice>, budget: u64) -> Self {
         let label = device.label();
-        gauge!("proofline_memory_budget_bytes", "device" => label.clone()).set(budget as f64);
         VramAllocator {
             device,
             label,
@@ -120,6 +119,8 @@ impl VramAllocator {
     }
 
     fn publish(&self) {
+        gauge!("proofline_memory_budget_bytes", "device" => self.label.clone())
+            .set(self.budget as f64);
         gauge!("proofline_memory_leased_bytes", "device" => self.label.clone())
             .set(self.leased as f64);
         gauge!("proofline_memory_waiting_requests", "device" => self.label.clone())

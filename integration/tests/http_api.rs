@@ -129,6 +129,14 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
     let (s, code, _) = api_err(c.cancel("nope"));
     assert_eq!((s, code.as_str()), (404, "unknown_job"));
 
+    // Unknown endpoints and methods are JSON errors too.
+    let (st, body) = raw_request(&daemon.url(), "GET", "/v2/nothing");
+    assert_eq!(st, 404);
+    assert!(body.contains("no_such_endpoint"), "{body}");
+    let (st, body) = raw_request(&daemon.url(), "PUT", "/v1/jobs");
+    assert_eq!(st, 405);
+    assert!(body.contains("method_not_allowed"), "{body}");
+
     // Still serving: health, metrics, and another job.
     let h = c.health().unwrap();
     assert_eq!(h["status"], "ok");
@@ -198,4 +206,24 @@ fn cancel_over_http() {
 
 fn hex_of(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A bare HTTP/1.1 request without a body over a TCP socket: status code and whole answer.
+fn raw_request(base: &str, method: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, out)
 }

@@ -22,6 +22,8 @@ pub struct Daemon {
 impl Daemon {
     /// Starts the pipeline and binds the server to `cfg.server.bind` (port 0: any free port).
     pub fn start(cfg: &Config) -> anyhow::Result<Self> {
+        // The recorder first, so that the actors' first metrics are recorded.
+        let metrics = crate::runtime::metrics_handle();
         let pipeline = Arc::new(crate::runtime::start_pipeline(cfg)?);
         let opts = ServerOptions {
             bind: cfg
@@ -33,7 +35,6 @@ impl Daemon {
             workers: cfg.server.workers,
         };
         let state_pipeline = pipeline.clone();
-        let metrics = crate::runtime::metrics_handle();
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("proofline-http".into())

@@ -149,3 +149,17 @@ pub async fn not_found(req: HttpRequest) -> HttpResponse {
     )
     .error_response()
 }
+
+/// A known path with a method it does not serve.
+pub async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!(
+            "{} is not allowed on {} (see docs/api.md)",
+            req.method(),
+            req.path()
+        ),
+    )
+    .error_response()
+}

@@ -21,12 +21,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/v1/jobs")
                 .route(web::post().to(submit))
-                .route(web::get().to(list)),
+                .route(web::get().to(list))
+                .default_service(web::to(crate::errors::method_not_allowed)),
         )
         .service(
             web::resource("/v1/jobs/{id}")
                 .route(web::get().to(status))
-                .route(web::delete().to(cancel)),
+                .route(web::delete().to(cancel))
+                .default_service(web::to(crate::errors::method_not_allowed)),
         )
         .route("/v1/jobs/{id}/cancel", web::post().to(cancel))
         .route("/v1/jobs/{id}/result", web::get().to(result))
