@@ -146,18 +146,31 @@ pub fn coset_generator() -> Scalar {
     Scalar::MULTIPLICATIVE_GENERATOR
 }
 
+/// A raw pointer that may cross threads; used only for disjoint swaps below.
+#[derive(Clone, Copy)]
+struct SharedMut(*mut Scalar);
+// SAFETY: every use writes disjoint elements from different threads (see `bit_reverse`).
+unsafe impl Send for SharedMut {}
+unsafe impl Sync for SharedMut {}
+
+/// Bit-reversal permutation, in parallel: the pairs `(i, rev(i))` are disjoint, and each is
+/// swapped by exactly one index (the smaller), so threads never touch the same element.
 fn bit_reverse(data: &mut [Scalar], log_n: u32) {
     if log_n == 0 {
         return;
     }
     let n = data.len();
     let shift = usize::BITS - log_n;
-    for i in 0..n {
+    let ptr = SharedMut(data.as_mut_ptr());
+    (0..n).into_par_iter().with_min_len(1 << 12).for_each(move |i| {
+        let p = ptr;
         let j = i.reverse_bits() >> shift;
         if i < j {
-            data.swap(i, j);
+            // SAFETY: i, j < n; the pair (i, j) is swapped only by index i (as i < j), so no
+            // other thread reads or writes these two elements concurrently.
+            unsafe { std::ptr::swap(p.0.add(i), p.0.add(j)) };
         }
-    }
+    });
 }
 
 /// Unscaled radix-2 transform with the given twiddle table (`w^i`, `i < n/2`).
@@ -171,12 +184,9 @@ fn radix2(data: &mut [Scalar], log_n: u32, twiddles: &[Scalar]) {
         let stride = n / block;
         let blocks = n / block;
         let butterfly = |lo: &mut [Scalar], hi: &mut [Scalar], j0: usize| {
-            for (k, (x, y)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                let j = j0 + k;
-                let mut t = *y;
-                if j != 0 {
-                    t *= twiddles[j * stride];
-                }
+            let tw = twiddles[j0 * stride..].iter().step_by(stride);
+            for ((x, y), w) in lo.iter_mut().zip(hi.iter_mut()).zip(tw) {
+                let t = *y * w;
                 *y = *x - t;
                 *x += t;
             }
