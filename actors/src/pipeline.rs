@@ -64,12 +64,17 @@ pub struct PipelineOptions {
 }
 
 impl PipelineOptions {
-    /// The CPU backend with a host-memory budget of `config.memory_budget_bytes`.
+    /// The CPU backend with a host-memory budget of `config.memory_budget_bytes` (0: 90% of the
+    /// memory available at start).
     pub fn cpu(
         config: &PipelineConfig,
         registry: AdapterRegistry,
         store: Arc<ParamsStore>,
     ) -> Self {
+        let memory_budget = match config.memory_budget_bytes {
+            0 => host_available_bytes() / 10 * 9,
+            b => b,
+        };
         PipelineOptions {
             config: config.clone(),
             registry,
@@ -77,7 +82,7 @@ impl PipelineOptions {
             backend: Arc::new(CpuBackend),
             cpu_backend: Arc::new(CpuBackend),
             memory: Box::new(HostMemory),
-            memory_budget: config.memory_budget_bytes,
+            memory_budget,
             journal_dir: None,
         }
     }
@@ -87,6 +92,20 @@ impl PipelineOptions {
         self.journal_dir = dir;
         self
     }
+}
+
+/// Host memory available now (`MemAvailable` of /proc/meminfo), or 8 GiB where unknown.
+pub fn host_available_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(8 << 30)
 }
 
 /// Errors of starting the pipeline.

@@ -6,7 +6,9 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use proofline_actors::{Pipeline, PipelineOptions};
+use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
+use proofline_gpu::GpuBackend;
+use proofline_groth16::ProverBackend;
 use proofline_config::{BackendKind, Config};
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsStore};
@@ -77,25 +79,69 @@ pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
     Ok(reg)
 }
 
+/// The allocator's view of a GPU: trims the device's stream-ordered pool when the allocator
+/// has no lease outstanding (the only place a device-global call is made).
+struct GpuMemory {
+    backend: Arc<GpuBackend>,
+}
+
+impl MemoryDevice for GpuMemory {
+    fn label(&self) -> String {
+        self.backend.name().to_string()
+    }
+
+    fn trim(&mut self) {
+        if let Err(e) = self.backend.context().trim_pool(0) {
+            tracing::warn!(device = %self.label(), error = %e, "pool trim failed");
+        }
+    }
+}
+
+/// Pipeline options for the GPU backend on device 0, or why it is not usable.
+fn gpu_options(
+    cfg: &Config,
+    reg: AdapterRegistry,
+    store: Arc<ParamsStore>,
+) -> Result<PipelineOptions, String> {
+    let devices = proofline_gpu::probe().map_err(|e| e.to_string())?;
+    let first = devices.first().ok_or("no CUDA device found")?;
+    tracing::info!(device = ?first, count = devices.len(), "GPU found; using device 0");
+    let backend = Arc::new(GpuBackend::new(0).map_err(|e| e.to_string())?);
+    let budget = match cfg.pipeline.memory_budget_bytes {
+        0 => {
+            let (free, _total) = backend.context().memory_info().map_err(|e| e.to_string())?;
+            (free as u64) / 100 * 95
+        }
+        b => b,
+    };
+    let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, store);
+    opts.memory = Box::new(GpuMemory {
+        backend: backend.clone(),
+    });
+    opts.memory_budget = budget;
+    opts.backend = backend;
+    Ok(opts)
+}
+
 /// Starts the pipeline described by `cfg`.
 pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
     let store = Arc::new(ParamsStore::new(cfg.params.check_points).with_progress(load_progress()));
     let reg = registry(cfg)?;
     let opts = match cfg.pipeline.backend {
         BackendKind::Cpu => PipelineOptions::cpu(&cfg.pipeline, reg, store),
-        BackendKind::Gpu | BackendKind::Auto => {
-            // This build has no GPU backend wired into the pipeline yet: "auto" falls back.
-            if cfg.pipeline.backend == BackendKind::Gpu {
-                anyhow::bail!(
-                    "configuration key 'pipeline.backend' = \"gpu\": this build runs the CPU \
-                     backend only; use \"cpu\" or \"auto\""
-                );
+        BackendKind::Gpu => gpu_options(cfg, reg, store).map_err(|e| {
+            anyhow::anyhow!(
+                "configuration key 'pipeline.backend' = \"gpu\", but no GPU is usable: {e} \
+                 (use \"auto\" to fall back to the CPU)"
+            )
+        })?,
+        BackendKind::Auto => match gpu_options(cfg, reg.clone(), store.clone()) {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::info!(reason = %e, "no usable GPU: running the CPU backend");
+                PipelineOptions::cpu(&cfg.pipeline, reg, store)
             }
-            tracing::warn!(
-                "pipeline.backend = \"auto\": no GPU backend in this build, using the CPU"
-            );
-            PipelineOptions::cpu(&cfg.pipeline, reg, store)
-        }
+        },
     }
     .with_journal(cfg.state_dir());
     let p = Pipeline::start(opts).context("starting the actor pipeline")?;

@@ -1,0 +1,400 @@
+//! GPU == CPU correctness tests for proofline-gpu. Every test skips (prints a
+//! line and returns) when `probe()` reports no usable GPU, so `cargo test`
+//! passes on CPU-only CI. Sizes: PROOFLINE_GPU_TEST_MAX_LOG (default 16; the
+//! device suite runs 24). Sparse mix: PROOFLINE_GPU_TEST_MIX="zero,one".
+
+use blstrs::{G1Affine, G1Projective, Scalar};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::Group;
+use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
+use proofline_gpu::testutil::*;
+use proofline_gpu::{CurveOp, FieldOp, GpuContext, NttKind};
+use rand::{RngCore, SeedableRng};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn gpu() -> Option<&'static GpuContext> {
+    static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
+    CTX.get_or_init(|| match GpuContext::new(0) {
+        Ok(c) => {
+            eprintln!("gpu: {:?} images: {}", c.device_info(), c.kernel_images());
+            Some(c)
+        }
+        Err(e) => {
+            eprintln!("SKIP: no GPU ({e})");
+            None
+        }
+    })
+    .as_ref()
+}
+
+fn max_log() -> u32 {
+    std::env::var("PROOFLINE_GPU_TEST_MAX_LOG")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(16)
+}
+
+fn mix() -> ScalarMix {
+    std::env::var("PROOFLINE_GPU_TEST_MIX")
+        .ok()
+        .and_then(|s| {
+            let v: Vec<f64> = s.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            (v.len() == 2).then(|| ScalarMix {
+                zero: v[0],
+                one: v[1],
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// fresh seed per run (printed, so a failure can be replayed)
+fn seed() -> u64 {
+    let s = std::env::var("PROOFLINE_GPU_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    eprintln!("seed = {s}");
+    s
+}
+
+fn canonical_u32(s: &Scalar) -> [u32; 8] {
+    let b = s.to_bytes_le();
+    let mut o = [0u32; 8];
+    for i in 0..8 {
+        o[i] = u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+    }
+    o
+}
+
+fn mont_u32(s: &Scalar) -> [u32; 8] {
+    let l = scalar_raw(s);
+    let mut o = [0u32; 8];
+    for i in 0..4 {
+        o[2 * i] = l[i] as u32;
+        o[2 * i + 1] = (l[i] >> 32) as u32;
+    }
+    o
+}
+
+#[test]
+fn fr_ops_match_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let n = 1 << 14;
+    let mut a = random_scalars(n, sd);
+    let b = random_scalars(n, sd + 1);
+    a[0] = Scalar::ZERO;
+    a[1] = Scalar::ONE;
+    a[2] = -Scalar::ONE;
+    for (op, f) in [
+        (
+            FieldOp::Mul,
+            (|x: &Scalar, y: &Scalar| x * y) as fn(&Scalar, &Scalar) -> Scalar,
+        ),
+        (FieldOp::Sqr, |x, _| x.square()),
+        (FieldOp::Add, |x, y| x + y),
+        (FieldOp::Sub, |x, y| x - y),
+    ] {
+        let got = g.fr_op(&a, &b, op).expect("fr_op");
+        for i in 0..n {
+            assert_eq!(got[i], mont_u32(&f(&a[i], &b[i])), "{op:?} at {i}");
+        }
+    }
+    let got = g.fr_op(&a, &b, FieldOp::FromMont).expect("fr_op");
+    for i in 0..n {
+        assert_eq!(got[i], canonical_u32(&a[i]), "from_mont at {i}");
+    }
+}
+
+fn fp_words(f: &blst::blst_fp) -> [u32; 12] {
+    let mut o = [0u32; 12];
+    for i in 0..6 {
+        o[2 * i] = f.l[i] as u32;
+        o[2 * i + 1] = (f.l[i] >> 32) as u32;
+    }
+    o
+}
+
+#[test]
+fn fp_ops_match_blst() {
+    let Some(g) = gpu() else { return };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed());
+    let n = 1 << 14;
+    let mut gen = || {
+        let mut l = [0u64; 6];
+        for x in l.iter_mut() {
+            *x = rng.next_u64();
+        }
+        l[5] &= 0x0fff_ffff_ffff_ffff; // < p
+        blst::blst_fp { l }
+    };
+    let mut a: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
+    let b: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
+    a[0] = blst::blst_fp { l: [0; 6] };
+    let aw: Vec<[u32; 12]> = a.iter().map(fp_words).collect();
+    let bw: Vec<[u32; 12]> = b.iter().map(fp_words).collect();
+    for op in [
+        FieldOp::Mul,
+        FieldOp::Sqr,
+        FieldOp::Add,
+        FieldOp::Sub,
+        FieldOp::FromMont,
+    ] {
+        let got = g.fp_op(&aw, &bw, op).expect("fp_op");
+        for i in 0..n {
+            let mut r = blst::blst_fp::default();
+            // SAFETY: plain blst field arithmetic on valid values.
+            unsafe {
+                match op {
+                    FieldOp::Mul => blst::blst_fp_mul(&mut r, &a[i], &b[i]),
+                    FieldOp::Sqr => blst::blst_fp_sqr(&mut r, &a[i]),
+                    FieldOp::Add => blst::blst_fp_add(&mut r, &a[i], &b[i]),
+                    FieldOp::Sub => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
+                    FieldOp::FromMont => blst::blst_fp_from(&mut r, &a[i]),
+                }
+            }
+            assert_eq!(got[i], fp_words(&r), "{op:?} at {i}");
+        }
+    }
+}
+
+#[test]
+fn g1_ops_match_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let n = 4096;
+    let mut a = random_points(n, sd);
+    let mut b = random_points(n, sd + 7);
+    a[0] = G1Affine::identity();
+    b[1] = G1Affine::identity();
+    b[2] = a[2]; // doubling through addition
+    b[3] = -a[3]; // P + (-P)
+    for op in [
+        CurveOp::Add,
+        CurveOp::Double,
+        CurveOp::AddFull,
+        CurveOp::AddSelf,
+    ] {
+        let got = g.g1_op(&a, &b, op).expect("g1_op");
+        for i in 0..n {
+            let (pa, pb) = (G1Projective::from(a[i]), G1Projective::from(b[i]));
+            let want = match op {
+                CurveOp::Add | CurveOp::AddFull => pa + pb,
+                CurveOp::Double | CurveOp::AddSelf => pa.double(),
+            };
+            assert_eq!(got[i], want, "{op:?} at {i}");
+        }
+    }
+}
+
+const KINDS: [NttKind; 4] = [
+    NttKind::Forward,
+    NttKind::Inverse,
+    NttKind::CosetForward,
+    NttKind::CosetInverse,
+];
+
+#[test]
+fn ntt_small_matches_cpu() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    for lg in 0..=12u32.min(max_log()) {
+        let x = random_scalars(1 << lg, sd + lg as u64);
+        for kind in KINDS {
+            let mut got = x.clone();
+            g.ntt(&mut got, kind).expect("ntt");
+            let mut want = x.clone();
+            cpu_ntt(&mut want, kind);
+            assert!(got == want, "ntt {kind:?} 2^{lg}");
+        }
+    }
+}
+
+#[test]
+fn ntt_large_spot_checks() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(sd);
+    let mut lg = 13;
+    while lg <= max_log() {
+        let n = 1usize << lg;
+        let x = random_scalars(n, sd + lg as u64);
+        let w = proofline_gpu::plan::root_of_unity(lg);
+        let cg = proofline_gpu::plan::coset_generator();
+        // forward: a_k = X(w^k)
+        let mut f = x.clone();
+        g.ntt(&mut f, NttKind::Forward).expect("ntt");
+        let mut cf = x.clone();
+        g.ntt(&mut cf, NttKind::CosetForward).expect("ntt");
+        for _ in 0..4 {
+            let k = (rng.next_u64() as usize) % n;
+            let wk = w.pow_vartime([k as u64]);
+            assert_eq!(f[k], eval_poly(&x, wk), "forward 2^{lg} at {k}");
+            assert_eq!(cf[k], eval_poly(&x, cg * wk), "coset forward 2^{lg} at {k}");
+        }
+        // round trips
+        g.ntt(&mut f, NttKind::Inverse).expect("ntt");
+        assert!(f == x, "inverse(forward) 2^{lg}");
+        g.ntt(&mut cf, NttKind::CosetInverse).expect("ntt");
+        assert!(cf == x, "coset inverse(coset forward) 2^{lg}");
+        eprintln!("ntt 2^{lg} ok");
+        lg += if lg < 16 { 1 } else { 2 };
+    }
+}
+
+#[test]
+fn h_poly_matches_cpu() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    for lg in [0u32, 1, 2, 5, 10, 12] {
+        let n = 1 << lg;
+        let a = random_scalars(n, sd + 1);
+        let b = random_scalars(n, sd + 2);
+        let c = random_scalars(n, sd + 3);
+        let mut got = a.clone();
+        g.h_poly(&mut got, &b, &c).expect("h_poly");
+        let mut want = a.clone();
+        cpu_h_poly(&mut want, &b, &c);
+        assert!(got == want, "h_poly 2^{lg}");
+    }
+}
+
+#[test]
+fn h_poly_large_identity() {
+    // with c = a*b on the domain, H(x) Z(x) = A(x) B(x) - C(x) as polynomials
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let mut lg = 14;
+    while lg <= max_log() {
+        let n = 1usize << lg;
+        let a = random_scalars(n, sd + 11);
+        let b = random_scalars(n, sd + 12);
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let mut h = a.clone();
+        g.h_poly(&mut h, &b, &c).expect("h_poly");
+        let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
+        g.ntt(&mut ca, NttKind::Inverse).expect("ntt");
+        g.ntt(&mut cb, NttKind::Inverse).expect("ntt");
+        g.ntt(&mut cc, NttKind::Inverse).expect("ntt");
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(sd);
+        let x = Scalar::random(&mut rng);
+        let z = x.pow_vartime([n as u64]) - Scalar::ONE;
+        assert_eq!(h[n - 1], Scalar::ZERO, "deg H <= n - 2 at 2^{lg}");
+        assert_eq!(
+            eval_poly(&h, x) * z,
+            eval_poly(&ca, x) * eval_poly(&cb, x) - eval_poly(&cc, x),
+            "h identity 2^{lg}"
+        );
+        eprintln!("h_poly 2^{lg} ok");
+        lg += 2;
+    }
+}
+
+fn cpu_msm(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    let proj: Vec<G1Projective> = points.iter().map(G1Projective::from).collect();
+    G1Projective::multi_exp(&proj, scalars)
+}
+
+fn msm_sizes() -> Vec<usize> {
+    let mut v = vec![1usize, 2, 3, 100, 1000];
+    let mut lg = 10;
+    while lg <= max_log() {
+        v.push(1 << lg);
+        lg += 2;
+    }
+    v
+}
+
+#[test]
+fn msm_dense_matches_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let sizes = msm_sizes();
+    let maxn = *sizes.iter().max().unwrap_or(&1);
+    let points = random_points(maxn, sd);
+    let scalars = random_scalars(maxn, sd + 1);
+    let resident = g.upload_bases(&points).expect("upload");
+    for &n in &sizes {
+        let want = cpu_msm(&points[..n], &scalars[..n]);
+        let got = g.msm_g1(&points[..n], &scalars[..n]).expect("msm");
+        assert_eq!(got, want, "dense msm n = {n}");
+        let got = g.msm_g1_resident(&resident, &scalars[..n]).expect("msm");
+        assert_eq!(got, want, "resident msm n = {n}");
+        eprintln!("msm {n} ok");
+    }
+}
+
+#[test]
+fn msm_sparse_matches_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let sizes = msm_sizes();
+    let maxn = *sizes.iter().max().unwrap_or(&1);
+    let mut points = random_points(maxn, sd + 5);
+    points[maxn / 2] = G1Affine::identity();
+    let resident = g.upload_bases(&points).expect("upload");
+    for (mi, m) in [
+        mix(),
+        ScalarMix {
+            zero: 0.0,
+            one: 1.0,
+        },
+        ScalarMix {
+            zero: 1.0,
+            one: 0.0,
+        },
+        ScalarMix {
+            zero: 0.9,
+            one: 0.05,
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let scalars = mixed_scalars(maxn, m, sd + 100 + mi as u64);
+        for &n in &sizes {
+            let want = cpu_msm(&points[..n], &scalars[..n]);
+            let got = g.msm_g1_sparse(&points[..n], &scalars[..n]).expect("msm");
+            assert_eq!(got, want, "sparse msm n = {n} mix {m:?}");
+            let got = g
+                .msm_g1_resident_sparse(&resident, &scalars[..n])
+                .expect("msm");
+            assert_eq!(got, want, "resident sparse msm n = {n} mix {m:?}");
+            // the dense path must agree on the same mixed scalars
+            let got = g.msm_g1_resident(&resident, &scalars[..n]).expect("msm");
+            assert_eq!(got, want, "dense msm on mixed scalars n = {n} mix {m:?}");
+        }
+        eprintln!("sparse mix {m:?} ok");
+    }
+}
+
+#[test]
+fn msm_repeated_scalars_and_edge_cases() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let n = 1 << 12;
+    let points = random_points(n, sd);
+    // one big bucket: every scalar is 2, or -1
+    for s in [Scalar::from(2u64), -Scalar::ONE, Scalar::from(1u64 << 40)] {
+        let scalars = vec![s; n];
+        let want = cpu_msm(&points, &scalars);
+        assert_eq!(g.msm_g1(&points, &scalars).expect("msm"), want);
+        assert_eq!(g.msm_g1_sparse(&points, &scalars).expect("msm"), want);
+    }
+    // same point repeated: bucket additions hit the doubling case
+    let same = vec![points[0]; n];
+    let scalars = random_scalars(n, sd + 3);
+    let want = cpu_msm(&same, &scalars);
+    assert_eq!(g.msm_g1(&same, &scalars).expect("msm"), want);
+    // empty
+    assert_eq!(g.msm_g1(&[], &[]).expect("msm"), G1Projective::identity());
+    // layout: host bytes upload unchanged
+    assert_eq!(scalars_as_u32(&scalars[..1]).len(), 8);
+}

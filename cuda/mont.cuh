@@ -1,0 +1,205 @@
+// proofline cuda/mont.cuh: generic Montgomery arithmetic over an n x 32-bit
+// limb prime field (n even), used by fr.cuh (n = 8) and fp.cuh (n = 12).
+//
+// Owner: GPU kernels (issue 4).
+//
+// Layout: little-endian 32-bit limbs, Montgomery form with R = 2^(32 n). This is
+// bit-for-bit the layout of blst_fr (4 x u64 LE) and blst_fp (6 x u64 LE), so
+// host buffers of blstrs::Scalar / blstrs::Fp upload with no conversion.
+//
+// Multiplication: interleaved (CIOS-style) Montgomery multiplication where the
+// partial products are split into an "even" and an "odd" accumulator. For a
+// fixed multiplier word b_i, the products a_j * b_i for even j occupy
+// disjoint word pairs (lo at j, hi at j+1), so ONE carry chain
+//     mad.lo.cc, madc.hi.cc, madc.lo.cc, madc.hi.cc, ...
+// accumulates both the low and the high halves of every product. ptxas fuses
+// each lo/hi pair into one IMAD.WIDE.U32.X (wide multiply-add with carry-in);
+// checked on sm_90 SASS with `cuobjdump -sass` (see scripts/gpu-sass.sh, the
+// count is printed by scripts/gpu-suite.sh). The separate-chains layout (all
+// lows in one chain, all highs in another) is about 30% slower on an H200
+// (BRIEF section 4). The technique is the one used by sppark's mont_t; this
+// file is an independent implementation of it.
+//
+// Requirements: the modulus must leave at least one spare top bit (both
+// BLS12-381 fields do: 255 of 256 and 381 of 384 bits), so that sums of two
+// reduced values and the Montgomery accumulators never overflow n words.
+// All results are fully reduced (< modulus).
+#pragma once
+#include "common.cuh"
+
+template <class P>
+struct mont_t {
+    static constexpr int n = P::n;
+    u32 v[n];
+
+    // ---- carry-chain building blocks -------------------------------------
+    // acc[j], acc[j+1] = lo, hi of a[j] * bi, for even j < cnt
+    static DEVI void mul_n(u32* acc, const u32* a, u32 bi, int cnt = n) {
+#pragma unroll
+        for (int j = 0; j < cnt; j += 2)
+            ASM("mul.lo.u32 %0, %2, %3; mul.hi.u32 %1, %2, %3;"
+                : "=r"(acc[j]), "=r"(acc[j + 1])
+                : "r"(a[j]), "r"(bi));
+    }
+    // acc += a[even] * bi in one carry chain; leaves the carry flag set.
+    static DEVI void cmad_n(u32* acc, const u32* a, u32 bi, int cnt = n) {
+        ASM("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+            : "+r"(acc[0]), "+r"(acc[1])
+            : "r"(a[0]), "r"(bi));
+#pragma unroll
+        for (int j = 2; j < cnt; j += 2)
+            ASM("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                : "+r"(acc[j]), "+r"(acc[j + 1])
+                : "r"(a[j]), "r"(bi));
+    }
+    // odd = (odd >> 64) + a[even] * bi + carry-in (consumes the carry flag)
+    static DEVI void madc_n_rshift(u32* odd, const u32* a, u32 bi) {
+#pragma unroll
+        for (int j = 0; j < n - 2; j += 2)
+            ASM("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;"
+                : "=r"(odd[j]), "=r"(odd[j + 1])
+                : "r"(a[j]), "r"(bi), "r"(odd[j + 2]), "r"(odd[j + 3]));
+        ASM("madc.lo.cc.u32 %0, %2, %3, 0; madc.hi.u32 %1, %2, %3, 0;"
+            : "=r"(odd[n - 2]), "=r"(odd[n - 1])
+            : "r"(a[n - 2]), "r"(bi));
+    }
+    // One multiplier word b_i, then one reduction word. Invariant on entry and
+    // exit: value = E + O * 2^32 (E = even, O = odd arrays).
+    static DEVI void mad_n_redc(u32* even, u32* odd, const u32* a, u32 bi, bool first) {
+        if (first) {
+            mul_n(odd, a + 1, bi);
+            mul_n(even, a, bi);
+        } else {
+            ASM("add.cc.u32 %0, %0, %1;" : "+r"(even[0]) : "r"(odd[1]));
+            madc_n_rshift(odd, a + 1, bi);
+            cmad_n(even, a, bi);
+            ASM("addc.u32 %0, %0, 0;" : "+r"(odd[n - 1]));
+        }
+        u32 mi = even[0] * P::m0();
+        cmad_n(odd, P::mod() + 1, mi);
+        cmad_n(even, P::mod(), mi);
+        ASM("addc.u32 %0, %0, 0;" : "+r"(odd[n - 1]));
+    }
+
+    // ---- public API --------------------------------------------------------
+    DEVI void final_sub() {
+        u32 t[n], borrow;
+        ASM("sub.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(v[0]), "r"(P::mod()[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("subc.cc.u32 %0, %1, %2;" : "=r"(t[i]) : "r"(v[i]), "r"(P::mod()[i]));
+        ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+#pragma unroll
+        for (int i = 0; i < n; i++) v[i] = borrow ? v[i] : t[i];
+    }
+
+    static DEVI mont_t mul(const mont_t& a, const mont_t& b) {
+        mont_t even;
+        u32 odd[n];
+#pragma unroll
+        for (int i = 0; i < n; i += 2) {
+            mad_n_redc(even.v, odd, a.v, b.v[i], i == 0);
+            mad_n_redc(odd, even.v, a.v, b.v[i + 1], false);
+        }
+        // merge: result[k] = even[k] + odd[k+1]
+        ASM("add.cc.u32 %0, %0, %1;" : "+r"(even.v[0]) : "r"(odd[1]));
+#pragma unroll
+        for (int i = 1; i < n - 1; i++)
+            ASM("addc.cc.u32 %0, %0, %1;" : "+r"(even.v[i]) : "r"(odd[i + 1]));
+        ASM("addc.u32 %0, %0, 0;" : "+r"(even.v[n - 1]));
+        even.final_sub();
+        return even;
+    }
+    // Squaring: the same carry-chain multiply. For moduli with a spare top bit
+    // (both of ours) a dedicated squaring saves too little to pay for its
+    // extra merge passes in this interleaved form.
+    static DEVI mont_t sqr(const mont_t& a) { return mul(a, a); }
+
+    static DEVI mont_t add(const mont_t& a, const mont_t& b) {
+        mont_t r;
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+        r.final_sub();
+        return r;
+    }
+    static DEVI mont_t sub(const mont_t& a, const mont_t& b) {
+        mont_t r;
+        u32 borrow, t[n];
+        ASM("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+        ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(r.v[0]), "r"(P::mod()[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(t[i]) : "r"(r.v[i]), "r"(P::mod()[i]));
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] = borrow ? t[i] : r.v[i];
+        return r;
+    }
+    static DEVI mont_t dbl(const mont_t& a) { return add(a, a); }
+    DEVI bool is_zero() const {
+        u32 acc = v[0];
+#pragma unroll
+        for (int i = 1; i < n; i++) acc |= v[i];
+        return acc == 0;
+    }
+    static DEVI mont_t neg(const mont_t& a) {
+        mont_t z = zero();
+        return a.is_zero() ? a : sub(z, a);
+    }
+    // conditional negation
+    static DEVI mont_t cneg(const mont_t& a, bool flag) { return flag ? neg(a) : a; }
+    static DEVI mont_t zero() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] = 0;
+        return r;
+    }
+    static DEVI mont_t one() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] = P::one()[i];
+        return r;
+    }
+    DEVI bool is_one() const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < n; i++) acc |= v[i] ^ P::one()[i];
+        return acc == 0;
+    }
+    DEVI bool eq(const mont_t& b) const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < n; i++) acc |= v[i] ^ b.v[i];
+        return acc == 0;
+    }
+    // Montgomery form -> canonical integer (multiply by raw 1).
+    static DEVI mont_t from_mont(const mont_t& a) {
+        mont_t o;
+#pragma unroll
+        for (int i = 0; i < n; i++) o.v[i] = i == 0 ? 1u : 0u;
+        return mul(a, o);
+    }
+
+    // ---- memory ------------------------------------------------------------
+    static DEVI mont_t load(const u32* p) {
+        mont_t r;
+        const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+        for (int i = 0; i < n / 4; i++) {
+            uint4 t = q[i];
+            r.v[4 * i] = t.x; r.v[4 * i + 1] = t.y; r.v[4 * i + 2] = t.z; r.v[4 * i + 3] = t.w;
+        }
+        return r;
+    }
+    DEVI void store(u32* p) const {
+        uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+        for (int i = 0; i < n / 4; i++)
+            q[i] = make_uint4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+    }
+};
