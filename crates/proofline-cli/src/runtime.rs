@@ -7,9 +7,9 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
+use proofline_config::{BackendKind, Config};
 use proofline_gpu::GpuBackend;
 use proofline_groth16::ProverBackend;
-use proofline_config::{BackendKind, Config};
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsStore};
 
@@ -76,6 +76,12 @@ pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
     let demo = BuiltinCircuit::parse(&cfg.demo.circuit)
         .with_context(|| format!("configuration key 'demo.circuit' = '{}'", cfg.demo.circuit))?;
     reg.register(Arc::new(BuiltinAdapter::new(cfg.params_dir(), vec![demo])));
+    reg.register(Arc::new(proofline_filecoin::PorepC2Adapter::new(
+        proofline_filecoin::FilecoinConfig {
+            params_dir: cfg.filecoin_params_dir(),
+            verify_digests: cfg.filecoin.verify_digests,
+        },
+    )));
     Ok(reg)
 }
 

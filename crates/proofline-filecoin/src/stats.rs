@@ -1,0 +1,144 @@
+//! Proportions of zero, one and other scalars in the MSMs of a synthesized partition.
+//!
+//! Filecoin circuits are mostly bits: most aux values are 0 or 1. The prover skips zeros, adds
+//! the bases of ones, and runs Pippenger only on the rest ("other"); these figures size that
+//! split (and a GPU benchmark that mimics a real partition's shape). "other ≤ 64 bits" counts
+//! the other scalars whose canonical value fits in 64 bits (small constants, packed bits).
+
+use ff::PrimeField;
+use proofline_groth16::{MsmPlan, SparseScalars, SynthesizedPartition};
+use serde::Serialize;
+
+/// The split of one query's scalars.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueryStats {
+    /// Query name (`A`, `B`, `L`, `aux`).
+    pub query: &'static str,
+    /// Scalars (= bases of the query).
+    pub scalars: usize,
+    /// Scalars equal to zero.
+    pub zeros: usize,
+    /// Scalars equal to one.
+    pub ones: usize,
+    /// Other scalars.
+    pub other: usize,
+    /// Other scalars below 2^64.
+    pub other_le_64_bits: usize,
+    /// `zeros / scalars`.
+    pub zero_frac: f64,
+    /// `ones / scalars`.
+    pub one_frac: f64,
+    /// `other / scalars`.
+    pub other_frac: f64,
+}
+
+impl QueryStats {
+    /// Statistics of a split query.
+    pub fn of(query: &'static str, s: &SparseScalars) -> Self {
+        let scalars = s.len();
+        let frac = |n: usize| {
+            if scalars == 0 {
+                0.0
+            } else {
+                n as f64 / scalars as f64
+            }
+        };
+        let other_le_64_bits = s
+            .tail_scalars
+            .iter()
+            .filter(|x| x.to_repr().as_ref()[8..].iter().all(|b| *b == 0))
+            .count();
+        QueryStats {
+            query,
+            scalars,
+            zeros: s.zeros,
+            ones: s.ones.len(),
+            other: s.tail_index.len(),
+            other_le_64_bits,
+            zero_frac: frac(s.zeros),
+            one_frac: frac(s.ones.len()),
+            other_frac: frac(s.tail_index.len()),
+        }
+    }
+}
+
+/// Shape and scalar split of one partition.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PartitionStats {
+    /// Constraints (before padding).
+    pub constraints: usize,
+    /// Public inputs including ONE.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+    /// NTT domain size.
+    pub domain: usize,
+    /// A, B (same split for G1 and G2), L, and all aux values.
+    pub queries: Vec<QueryStats>,
+}
+
+/// Statistics of a synthesized partition.
+pub fn partition_stats(p: &SynthesizedPartition) -> PartitionStats {
+    let plan = MsmPlan::build(&p.assignment);
+    let aux = SparseScalars::from_dense(&p.assignment.aux);
+    PartitionStats {
+        constraints: p.num_constraints(),
+        inputs: p.assignment.input.len(),
+        aux: p.assignment.aux.len(),
+        domain: p.num_constraints().max(1).next_power_of_two(),
+        queries: vec![
+            QueryStats::of("A", &plan.a),
+            QueryStats::of("B", &plan.b),
+            QueryStats::of("L", &plan.l),
+            QueryStats::of("aux", &aux),
+        ],
+    }
+}
+
+/// A plain-text table of the statistics.
+pub fn table(s: &PartitionStats) -> String {
+    let mut out = format!(
+        "constraints {}  inputs {}  aux {}  domain {}\n{:<5} {:>10} {:>8} {:>8} {:>8} {:>12}\n",
+        s.constraints,
+        s.inputs,
+        s.aux,
+        s.domain,
+        "query",
+        "scalars",
+        "zero",
+        "one",
+        "other",
+        "other<=64bit"
+    );
+    for q in &s.queries {
+        out.push_str(&format!(
+            "{:<5} {:>10} {:>7.2}% {:>7.2}% {:>7.2}% {:>12}\n",
+            q.query,
+            q.scalars,
+            100.0 * q.zero_frac,
+            100.0 * q.one_frac,
+            100.0 * q.other_frac,
+            q.other_le_64_bits
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blstrs::Scalar;
+
+    #[test]
+    fn fractions_add_up() {
+        let v = [
+            Scalar::from(0u64),
+            Scalar::from(1u64),
+            Scalar::from(5u64),
+            -Scalar::from(1u64),
+        ];
+        let q = QueryStats::of("x", &SparseScalars::from_dense(&v));
+        assert_eq!((q.zeros, q.ones, q.other, q.other_le_64_bits), (1, 1, 2, 1));
+        assert!((q.zero_frac + q.one_frac + q.other_frac - 1.0).abs() < 1e-12);
+    }
+}
