@@ -22,7 +22,9 @@ pub struct GpuBackend {
 
 impl std::fmt::Debug for GpuBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuBackend").field("name", &self.name).finish()
+        f.debug_struct("GpuBackend")
+            .field("name", &self.name)
+            .finish()
     }
 }
 

@@ -39,8 +39,15 @@ fn sha256_proof_with_gpu_steps_equals_cpu_and_verifies() {
         let plan = MsmPlan::build(&synth.assignment);
 
         // H on both backends: identical coefficients.
-        let h_gpu = prover::compute_h(&gpu, synth.a.clone(), synth.b.clone(), synth.c.clone()).unwrap();
-        let h_cpu = prover::compute_h(&CpuBackend, synth.a.clone(), synth.b.clone(), synth.c.clone()).unwrap();
+        let h_gpu =
+            prover::compute_h(&gpu, synth.a.clone(), synth.b.clone(), synth.c.clone()).unwrap();
+        let h_cpu = prover::compute_h(
+            &CpuBackend,
+            synth.a.clone(),
+            synth.b.clone(),
+            synth.c.clone(),
+        )
+        .unwrap();
         assert_eq!(h_gpu, h_cpu, "H coefficients, {blocks} block(s)");
 
         // Every MSM on both backends: identical points.

@@ -162,15 +162,18 @@ fn bit_reverse(data: &mut [Scalar], log_n: u32) {
     let n = data.len();
     let shift = usize::BITS - log_n;
     let ptr = SharedMut(data.as_mut_ptr());
-    (0..n).into_par_iter().with_min_len(1 << 12).for_each(move |i| {
-        let p = ptr;
-        let j = i.reverse_bits() >> shift;
-        if i < j {
-            // SAFETY: i, j < n; the pair (i, j) is swapped only by index i (as i < j), so no
-            // other thread reads or writes these two elements concurrently.
-            unsafe { std::ptr::swap(p.0.add(i), p.0.add(j)) };
-        }
-    });
+    (0..n)
+        .into_par_iter()
+        .with_min_len(1 << 12)
+        .for_each(move |i| {
+            let p = ptr;
+            let j = i.reverse_bits() >> shift;
+            if i < j {
+                // SAFETY: i, j < n; the pair (i, j) is swapped only by index i (as i < j), so no
+                // other thread reads or writes these two elements concurrently.
+                unsafe { std::ptr::swap(p.0.add(i), p.0.add(j)) };
+            }
+        });
 }
 
 /// Unscaled radix-2 transform with the given twiddle table (`w^i`, `i < n/2`).
