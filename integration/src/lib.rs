@@ -43,6 +43,20 @@ pub fn start(cfg: &Config) -> anyhow::Result<Daemon> {
     Daemon::start(cfg)
 }
 
+/// The `(status, code, message)` of an API error; panics on anything else (tests).
+pub fn api_error<T: std::fmt::Debug>(
+    r: Result<T, proofline_client::ClientError>,
+) -> (u16, String, String) {
+    match r {
+        Err(proofline_client::ClientError::Api {
+            status,
+            code,
+            message,
+        }) => (status, code, message),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
 /// Percentile (0..=100) of unsorted samples, nearest-rank; 0 for none.
 pub fn percentile(samples: &[f64], p: f64) -> f64 {
     if samples.is_empty() {

@@ -7,8 +7,8 @@ use bellperson::groth16;
 use blstrs::Bls12;
 use proofline_actors::JobState;
 use proofline_circuits::Sha256Preimage;
-use proofline_client::{Client, ClientError};
-use proofline_integration::{cached_params, start, test_config};
+use proofline_client::Client;
+use proofline_integration::{api_error, cached_params, start, test_config};
 use proofline_jobs::{parse_scalar_hex, scalar_to_hex, JobRequest};
 
 fn req(circuit: &str, input: serde_json::Value) -> JobRequest {
@@ -18,17 +18,6 @@ fn req(circuit: &str, input: serde_json::Value) -> JobRequest {
         input,
         public_inputs: None,
         priority: 0,
-    }
-}
-
-fn api_err(r: Result<impl std::fmt::Debug, ClientError>) -> (u16, String, String) {
-    match r {
-        Err(ClientError::Api {
-            status,
-            code,
-            message,
-        }) => (status, code, message),
-        other => panic!("expected an API error, got {other:?}"),
     }
 }
 
@@ -78,23 +67,23 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
     }
 
     // Client errors, each a 4xx JSON body naming the problem.
-    let (s, code, _) = api_err(c.submit_raw(b"{not json"));
+    let (s, code, _) = api_error(c.submit_raw(b"{not json"));
     assert_eq!((s, code.as_str()), (400, "malformed_json"));
-    let (s, code, msg) = api_err(
+    let (s, code, msg) = api_error(
         c.submit_raw(br#"{"kind":"groth16","circuit":"sha256-1","input":{"seed":1},"extra":1}"#),
     );
     assert_eq!((s, code.as_str()), (400, "malformed_json"));
     assert!(msg.contains("extra"), "{msg}");
-    let (s, code, msg) = api_err(c.submit(&JobRequest {
+    let (s, code, msg) = api_error(c.submit(&JobRequest {
         kind: "winning-post".into(),
         ..req("x", serde_json::json!({}))
     }));
     assert_eq!((s, code.as_str()), (400, "unknown_kind"));
     assert!(msg.contains("groth16"), "{msg}");
-    let (s, code, _) = api_err(c.submit(&req("sha512-1", serde_json::json!({"seed": 1}))));
+    let (s, code, _) = api_error(c.submit(&req("sha512-1", serde_json::json!({"seed": 1}))));
     assert_eq!((s, code.as_str()), (400, "unknown_circuit"));
     let (s, code, msg) =
-        api_err(c.submit(&req("sha256-1", serde_json::json!({"preimage_hex": "00"}))));
+        api_error(c.submit(&req("sha256-1", serde_json::json!({"preimage_hex": "00"}))));
     assert_eq!((s, code.as_str()), (400, "invalid_field"));
     assert!(msg.contains("input.preimage_hex"), "{msg}");
     let good: Vec<String> = inputs.iter().map(scalar_to_hex).collect();
@@ -103,30 +92,30 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
         serde_json::json!({ "preimage_hex": hex_of(&pre) }),
     );
     r.public_inputs = Some(vec![good[0].clone()]);
-    let (s, _, msg) = api_err(c.submit(&r));
+    let (s, _, msg) = api_error(c.submit(&r));
     assert_eq!(s, 400);
     assert!(msg.contains("has 2 public inputs, got 1"), "{msg}");
     r.public_inputs = Some(vec![good[0].clone(), "abcd".into()]);
-    let (s, _, msg) = api_err(c.submit(&r));
+    let (s, _, msg) = api_error(c.submit(&r));
     assert_eq!(s, 400);
     assert!(
         msg.contains("public_inputs[1]") && msg.contains("32 bytes"),
         "{msg}"
     );
-    let (s, code, msg) = api_err(c.submit(&req("sha256-3", serde_json::json!({"seed": 1}))));
+    let (s, code, msg) = api_error(c.submit(&req("sha256-3", serde_json::json!({"seed": 1}))));
     assert_eq!((s, code.as_str()), (422, "params_missing"));
     assert!(msg.contains("proofline setup --circuit sha256-3"), "{msg}");
     let big = format!(
         r#"{{"kind":"groth16","circuit":"sha256-1","input":{{"preimage_hex":"{}"}}}}"#,
         "00".repeat(40_000)
     );
-    let (s, code, _) = api_err(c.submit_raw(big.as_bytes()));
+    let (s, code, _) = api_error(c.submit_raw(big.as_bytes()));
     assert_eq!((s, code.as_str()), (413, "body_too_large"));
-    let (s, code, _) = api_err(c.status("0000000000000000", None));
+    let (s, code, _) = api_error(c.status("0000000000000000", None));
     assert_eq!((s, code.as_str()), (404, "unknown_job"));
-    let (s, code, _) = api_err(c.result("nope"));
+    let (s, code, _) = api_error(c.result("nope"));
     assert_eq!((s, code.as_str()), (404, "unknown_job"));
-    let (s, code, _) = api_err(c.cancel("nope"));
+    let (s, code, _) = api_error(c.cancel("nope"));
     assert_eq!((s, code.as_str()), (404, "unknown_job"));
 
     // Unknown endpoints and methods are JSON errors too.
@@ -193,7 +182,7 @@ fn cancel_over_http() {
         .unwrap();
     let s = c.cancel(&second.id).unwrap();
     assert_eq!(s.state, JobState::Cancelled);
-    let (st, code, _) = api_err(c.result(&second.id));
+    let (st, code, _) = api_error(c.result(&second.id));
     assert_eq!((st, code.as_str()), (409, "job_unsuccessful"));
     assert_eq!(
         c.wait(&first.id, Duration::from_secs(600)).unwrap().state,

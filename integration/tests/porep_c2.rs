@@ -12,21 +12,10 @@
 use std::time::Duration;
 
 use proofline_actors::JobState;
-use proofline_client::{Client, ClientError};
+use proofline_client::Client;
 use proofline_filecoin::{c1, fixture, verify_c2, SealIdentity};
-use proofline_integration::{start, test_config};
+use proofline_integration::{api_error, start, test_config};
 use proofline_jobs::JobRequest;
-
-fn api_err(r: Result<impl std::fmt::Debug, ClientError>) -> (u16, String, String) {
-    match r {
-        Err(ClientError::Api {
-            status,
-            code,
-            message,
-        }) => (status, code, message),
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
 
 #[test]
 fn porep_c2_over_http_is_accepted_by_verify_seal() {
@@ -70,12 +59,12 @@ fn porep_c2_over_http_is_accepted_by_verify_seal() {
     // Client errors name the field; the daemon keeps serving.
     let mut wrong = body.clone();
     wrong["input"]["prover_id"] = serde_json::json!("abcd");
-    let (s, code, msg) = api_err(c.submit_raw(&serde_json::to_vec(&wrong).unwrap()));
+    let (s, code, msg) = api_error(c.submit_raw(&serde_json::to_vec(&wrong).unwrap()));
     assert_eq!((s, code.as_str()), (400, "invalid_field"), "{msg}");
     assert!(msg.contains("input.prover_id"), "{msg}");
     let mut wrong = body.clone();
     wrong["input"]["c1_output_base64"] = serde_json::json!("%%%");
-    let (s, _, msg) = api_err(c.submit_raw(&serde_json::to_vec(&wrong).unwrap()));
+    let (s, _, msg) = api_error(c.submit_raw(&serde_json::to_vec(&wrong).unwrap()));
     assert_eq!(s, 400);
     assert!(msg.contains("input.c1_output_base64"), "{msg}");
     drop(daemon);
@@ -85,7 +74,7 @@ fn porep_c2_over_http_is_accepted_by_verify_seal() {
     cfg.filecoin.params_dir = empty.path().display().to_string();
     let daemon = start(&cfg).unwrap();
     let c = Client::new(daemon.url());
-    let (s, code, msg) = api_err(c.submit(&req));
+    let (s, code, msg) = api_error(c.submit(&req));
     assert!((400..500).contains(&s), "{s} {code} {msg}");
     assert_eq!(code, "params_missing", "{msg}");
 }

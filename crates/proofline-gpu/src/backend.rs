@@ -8,7 +8,7 @@
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
-use proofline_groth16::msm::SparseScalars;
+use proofline_groth16::msm::{check_bases, SparseScalars};
 use proofline_groth16::{BackendError, CpuBackend, NttKind, ProverBackend};
 
 use crate::{GpuContext, GpuError};
@@ -78,14 +78,7 @@ impl ProverBackend for GpuBackend {
         bases: &[G1Affine],
         scalars: &[Scalar],
     ) -> Result<G1Projective, BackendError> {
-        if scalars.len() > bases.len() {
-            return Err(proofline_groth16::msm::MsmError::NotEnoughBases {
-                query: "dense",
-                needed: scalars.len(),
-                available: bases.len(),
-            }
-            .into());
-        }
+        check_bases("H", scalars.len(), bases.len())?;
         if scalars.is_empty() {
             return Ok(G1Projective::identity());
         }
@@ -100,14 +93,7 @@ impl ProverBackend for GpuBackend {
         split: &SparseScalars,
         query: &'static str,
     ) -> Result<G1Projective, BackendError> {
-        if split.num_bases > bases.len() {
-            return Err(proofline_groth16::msm::MsmError::NotEnoughBases {
-                query,
-                needed: split.num_bases,
-                available: bases.len(),
-            }
-            .into());
-        }
+        check_bases(query, split.num_bases, bases.len())?;
         if split.num_bases == 0 {
             return Ok(G1Projective::identity());
         }

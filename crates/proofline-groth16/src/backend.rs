@@ -91,14 +91,7 @@ impl ProverBackend for CpuBackend {
         bases: &[G1Affine],
         scalars: &[Scalar],
     ) -> Result<G1Projective, BackendError> {
-        if scalars.len() > bases.len() {
-            return Err(MsmError::NotEnoughBases {
-                query: "dense",
-                needed: scalars.len(),
-                available: bases.len(),
-            }
-            .into());
-        }
+        msm::check_bases("H", scalars.len(), bases.len())?;
         Ok(msm::msm_dense::<msm::G1>(bases, scalars))
     }
 

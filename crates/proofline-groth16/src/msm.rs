@@ -281,6 +281,18 @@ pub enum MsmError {
     },
 }
 
+/// `Err(NotEnoughBases)` unless `available >= needed` (every backend checks before an MSM).
+pub fn check_bases(query: &'static str, needed: usize, available: usize) -> Result<(), MsmError> {
+    if needed > available {
+        return Err(MsmError::NotEnoughBases {
+            query,
+            needed,
+            available,
+        });
+    }
+    Ok(())
+}
+
 /// Dense MSM on the CPU.
 pub fn msm_dense<C: CpuCurve>(bases: &[C::Affine], scalars: &[Scalar]) -> C::Projective {
     C::pippenger(bases, scalars)
@@ -307,13 +319,7 @@ pub fn msm_sparse<C: CpuCurve>(
     split: &SparseScalars,
     query: &'static str,
 ) -> Result<C::Projective, MsmError> {
-    if split.num_bases > bases.len() {
-        return Err(MsmError::NotEnoughBases {
-            query,
-            needed: split.num_bases,
-            available: bases.len(),
-        });
-    }
+    check_bases(query, split.num_bases, bases.len())?;
     let (ones, tail) = rayon::join(
         || sum_indexed::<C>(bases, &split.ones),
         || {
