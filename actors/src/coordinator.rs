@@ -19,7 +19,9 @@ use std::time::Instant;
 use actix::prelude::*;
 use blstrs::{Bls12, Scalar};
 use metrics::{counter, gauge};
-use proofline_groth16::{proof_to_bytes, MsmResults, Proof, SynthesizedPartition};
+use proofline_groth16::{
+    proof_to_bytes, MsmResults, Proof, SharedProvingKey, SynthesizedPartition,
+};
 use proofline_jobs::{scalar_to_hex, CircuitThunk, JobPlan, JobRequest, ParamsSpec};
 use tokio::sync::oneshot;
 use tracing::Instrument;
@@ -69,6 +71,9 @@ struct JobEntry {
     cancel: CancelToken,
     waiters: Vec<oneshot::Sender<JobStatus>>,
     result: Option<Arc<JobResult>>,
+    final_check: Option<proofline_jobs::FinalCheck>,
+    final_handle: Option<SpawnHandle>,
+    pk: Option<SharedProvingKey>,
 }
 
 /// Why a submission was refused.
@@ -180,7 +185,7 @@ impl JobCoordinator {
         &mut self,
         id: &JobId,
         k: usize,
-        res: Result<Proof<Bls12>, StageError>,
+        res: Result<(Proof<Bls12>, SharedProvingKey), StageError>,
         timings: StageTimings,
         ctx: &mut Context<Self>,
     ) {
@@ -197,8 +202,9 @@ impl JobCoordinator {
         job.status.partition_timings[k] = timings;
         job.status.timings.add(&timings);
         match res {
-            Ok(proof) => {
+            Ok((proof, pk)) => {
                 job.proofs[k] = Some(proof);
+                job.pk = Some(pk);
                 job.status.partitions_done += 1;
                 tracing::info!(job = %id, partition = k, secs = timings.total_s, "partition proved and verified");
                 if job.status.partitions_done == job.status.partitions {
@@ -207,16 +213,24 @@ impl JobCoordinator {
                     for p in job.proofs.iter().flatten() {
                         bytes.extend_from_slice(&proof_to_bytes(p));
                     }
-                    let result = JobResult {
-                        proof: bytes,
-                        public_inputs: job
-                            .expected
-                            .iter()
-                            .map(|v| v.iter().map(scalar_to_hex).collect())
-                            .collect(),
-                    };
-                    job.result = Some(Arc::new(result));
-                    self.finish(id, JobState::Succeeded, None);
+                    match (job.final_check.take(), job.pk.clone()) {
+                        (Some(check), Some(pk)) => {
+                            // The adapter's check of the whole proof, on a CPU-MSM thread.
+                            telemetry::enqueued(actor::CPU_MSM);
+                            let fut = self.stages.cpu_msm.send(RunFinalCheck {
+                                check,
+                                pk,
+                                proof: bytes,
+                            });
+                            let job_id = id.clone();
+                            let handle = ctx.spawn(
+                                actix::fut::wrap_future::<_, Self>(fut)
+                                    .map(move |r, act, _ctx| act.final_check_done(&job_id, r)),
+                            );
+                            job.final_handle = Some(handle);
+                        }
+                        _ => self.succeed(id, bytes),
+                    }
                 }
             }
             Err(StageError::Cancelled) => {}
@@ -242,6 +256,69 @@ impl JobCoordinator {
         self.pump(ctx);
     }
 
+    /// Stores the result of a job whose every check passed.
+    fn succeed(&mut self, id: &JobId, proof: Vec<u8>) {
+        let Some(job) = self.jobs.get_mut(id) else {
+            return;
+        };
+        let result = JobResult {
+            proof,
+            public_inputs: job
+                .expected
+                .iter()
+                .map(|v| v.iter().map(scalar_to_hex).collect())
+                .collect(),
+        };
+        job.result = Some(Arc::new(result));
+        self.finish(id, JobState::Succeeded, None);
+    }
+
+    fn final_check_done(
+        &mut self,
+        id: &JobId,
+        r: Result<(Vec<u8>, Result<(), String>), actix::MailboxError>,
+    ) {
+        let Some(job) = self.jobs.get_mut(id) else {
+            return;
+        };
+        job.final_handle = None;
+        if job.status.state.is_terminal() {
+            return;
+        }
+        match r {
+            Ok((proof, Ok(()))) => {
+                tracing::info!(job = %id, "whole proof passed the final check");
+                self.succeed(id, proof);
+            }
+            Ok((_, Err(reason))) => {
+                counter!("proofline_verification_failures_total").increment(1);
+                tracing::error!(job = %id, %reason, "PROOF FAILED THE FINAL CHECK: job failed, no proof returned");
+                let e = StageError::FinalCheck(reason);
+                self.finish(
+                    id,
+                    JobState::Failed,
+                    Some(JobFailure {
+                        code: e.code().to_string(),
+                        message: e.to_string(),
+                        partition: None,
+                    }),
+                );
+            }
+            Err(e) => {
+                let e = StageError::from(e);
+                self.finish(
+                    id,
+                    JobState::Failed,
+                    Some(JobFailure {
+                        code: e.code().to_string(),
+                        message: e.to_string(),
+                        partition: None,
+                    }),
+                );
+            }
+        }
+    }
+
     /// Cancels the futures of a job's running partitions and marks the job cancelled for the
     /// stages that already hold its messages.
     fn stop_running(&mut self, id: &JobId, ctx: &mut Context<Self>) {
@@ -251,6 +328,9 @@ impl JobCoordinator {
             for (_, h) in job.running.drain() {
                 ctx.cancel_future(h);
                 self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            if let Some(h) = job.final_handle.take() {
+                ctx.cancel_future(h);
             }
         }
     }
@@ -263,6 +343,8 @@ impl JobCoordinator {
         job.status.error = error;
         job.status.finished_at_ms = Some(now_ms());
         job.proofs.clear();
+        job.pk = None;
+        job.final_check = None;
         let label = match state {
             JobState::Succeeded => "succeeded",
             JobState::Failed => "failed",
@@ -377,6 +459,9 @@ impl Handler<SubmitPlanned> for JobCoordinator {
                 cancel: CancelToken::default(),
                 waiters: Vec::new(),
                 result: None,
+                final_check: plan.final_check,
+                final_handle: None,
+                pk: None,
             },
         );
         self.pump(ctx);
@@ -420,6 +505,9 @@ impl Handler<RestoreFinished> for JobCoordinator {
                 cancel: CancelToken::default(),
                 waiters: Vec::new(),
                 result: result.map(Arc::new),
+                final_check: None,
+                final_handle: None,
+                pk: None,
             },
         );
         self.finished_order.push_back(id);
@@ -596,7 +684,10 @@ async fn drive_partition(
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
     cancel: CancelToken,
-) -> (Result<Proof<Bls12>, StageError>, StageTimings) {
+) -> (
+    Result<(Proof<Bls12>, SharedProvingKey), StageError>,
+    StageTimings,
+) {
     let mut t = StageTimings::default();
     let start = Instant::now();
     let res = drive_stages(&stages, &job, k, params, circuit, expected, cancel, &mut t).await;
@@ -615,7 +706,7 @@ async fn drive_stages(
     expected: Vec<Scalar>,
     cancel: CancelToken,
     t: &mut StageTimings,
-) -> Result<Proof<Bls12>, StageError> {
+) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
     let s = Instant::now();
     telemetry::enqueued(actor::PARAMS);
     let pk = stages.params.send(LoadParams { spec: params }).await??;
@@ -714,7 +805,7 @@ async fn drive_stages(
     let proof = stages
         .cpu_msm
         .send(AssembleVerify {
-            pk,
+            pk: pk.clone(),
             results: MsmResults {
                 h,
                 l,
@@ -726,5 +817,5 @@ async fn drive_stages(
         })
         .await??;
     t.verify_s = s.secs();
-    Ok(proof)
+    Ok((proof, pk))
 }

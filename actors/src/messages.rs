@@ -14,6 +14,7 @@
 //! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease; L, A, B in G1        |
 //! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2                     |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
+//! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,6 +78,9 @@ pub enum StageError {
     /// The job was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// The adapter's check of the whole proof failed.
+    #[error("final check of the whole proof failed: {0}")]
+    FinalCheck(String),
     /// A stage panicked (a bug or a circuit assertion); the job fails, the actor continues.
     #[error("{stage} stage panicked: {message}")]
     Panicked {
@@ -103,6 +107,7 @@ impl StageError {
             StageError::PublicInputsMismatch { .. } => "public_inputs_mismatch",
             StageError::Cancelled => "cancelled",
             StageError::Panicked { .. } => "internal_error",
+            StageError::FinalCheck(_) => "final_check_failed",
             StageError::Mailbox(_) => "shutting_down",
         }
     }
@@ -227,6 +232,18 @@ pub struct MsmG2 {
     pub plan: Arc<MsmPlan>,
     /// Cancellation.
     pub cancel: CancelToken,
+}
+
+/// Run a job's final check on its whole proof; the proof bytes come back with the verdict.
+#[derive(Message)]
+#[rtype(result = "(Vec<u8>, Result<(), String>)")]
+pub struct RunFinalCheck {
+    /// The adapter's check.
+    pub check: proofline_jobs::FinalCheck,
+    /// The job's parameters.
+    pub pk: SharedProvingKey,
+    /// All partition proofs, concatenated (moved in and back out).
+    pub proof: Vec<u8>,
 }
 
 /// Assemble the proof with fresh randomness and verify it.

@@ -175,6 +175,25 @@ impl Handler<AssembleVerify> for CpuMsmActor {
     }
 }
 
+impl Handler<RunFinalCheck> for CpuMsmActor {
+    type Result = MessageResult<RunFinalCheck>;
+
+    fn handle(&mut self, msg: RunFinalCheck, _: &mut SyncContext<Self>) -> Self::Result {
+        let _busy = Busy::start(actor::CPU_MSM);
+        let t = Instant::now();
+        let RunFinalCheck { check, pk, proof } = msg;
+        let verdict = guarded("final_check", || {
+            check(&proof, &pk).map_err(StageError::FinalCheck)
+        })
+        .map_err(|e| match e {
+            StageError::FinalCheck(m) => m,
+            other => other.to_string(),
+        });
+        telemetry::stage("final_check", t.secs());
+        MessageResult((proof, verdict))
+    }
+}
+
 /// Runs the compute stages on one device slot.
 pub struct ComputeActor {
     backend: Arc<dyn ProverBackend>,

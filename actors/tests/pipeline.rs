@@ -54,7 +54,43 @@ impl JobAdapter for PanicAdapter {
                 circuit: Box::new(|| Ok(Box::new(PanickingCircuit) as Box<dyn PartitionCircuit>)),
                 constraints_hint: 0,
             }],
+            final_check: None,
         })
+    }
+    fn circuits(&self) -> Vec<CircuitInfo> {
+        vec![]
+    }
+}
+
+/// The built-in kind with a final check of the whole proof: kind "checked-ok" re-verifies the
+/// proof with the job's key; kind "checked-reject" always rejects.
+struct CheckedAdapter {
+    inner: BuiltinAdapter,
+    accept: bool,
+}
+
+impl JobAdapter for CheckedAdapter {
+    fn kind(&self) -> &'static str {
+        if self.accept {
+            "checked-ok"
+        } else {
+            "checked-reject"
+        }
+    }
+    fn plan(&self, req: &JobRequest) -> Result<JobPlan, JobError> {
+        let mut plan = self.inner.plan(req)?;
+        let inputs = plan.partitions[0].public_inputs.clone();
+        let accept = self.accept;
+        plan.final_check = Some(Box::new(move |proof, pk| {
+            let p = groth16::Proof::<Bls12>::read(proof).map_err(|e| e.to_string())?;
+            let ok = groth16::verify_proof(pk.pvk(), &p, &inputs).map_err(|e| e.to_string())?;
+            if accept && ok {
+                Ok(())
+            } else {
+                Err(format!("rejected (proof valid: {ok})"))
+            }
+        }));
+        Ok(plan)
     }
     fn circuits(&self) -> Vec<CircuitInfo> {
         vec![]
@@ -66,6 +102,12 @@ fn start(dir: &Path, journal: Option<&Path>, tweak: impl FnOnce(&mut Config)) ->
     tweak(&mut cfg);
     let mut reg = AdapterRegistry::new();
     reg.register(Arc::new(BuiltinAdapter::new(dir, vec![])));
+    for accept in [true, false] {
+        reg.register(Arc::new(CheckedAdapter {
+            inner: BuiltinAdapter::new(dir, vec![]),
+            accept,
+        }));
+    }
     reg.register(Arc::new(PanicAdapter {
         params: params_spec_in(dir, &BuiltinCircuit::Sha256 { blocks: 1 }),
     }));
@@ -224,6 +266,34 @@ fn a_panicking_circuit_fails_its_job_and_the_pipeline_keeps_serving() {
         // The single synthesis thread survived the panic.
         let good = p.submit(request("sha256-1", 2, 0)).await.unwrap();
         assert_eq!(p.wait(&good.id).await.unwrap().state, JobState::Succeeded);
+    });
+    p.shutdown();
+}
+
+#[test]
+fn the_final_check_gates_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    write_params(dir.path(), 1, 5);
+    let p = start(dir.path(), None, |_| {});
+    block_on(async {
+        let mut ok = request("sha256-1", 1, 0);
+        ok.kind = "checked-ok".into();
+        let a = p.submit(ok).await.unwrap();
+        assert_eq!(p.wait(&a.id).await.unwrap().state, JobState::Succeeded);
+        assert_eq!(p.result(&a.id).await.unwrap().proof.len(), 192);
+
+        let mut bad = request("sha256-1", 2, 0);
+        bad.kind = "checked-reject".into();
+        let b = p.submit(bad).await.unwrap();
+        let st = p.wait(&b.id).await.unwrap();
+        assert_eq!(st.state, JobState::Failed);
+        let err = st.error.unwrap();
+        assert_eq!(err.code, "final_check_failed");
+        assert!(err.message.contains("proof valid: true"), "{}", err.message);
+        assert!(matches!(
+            p.result(&b.id).await,
+            Err(ResultError::Unsuccessful(_))
+        ));
     });
     p.shutdown();
 }

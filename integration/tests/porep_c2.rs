@@ -39,6 +39,12 @@ fn porep_c2_over_http_is_accepted_by_verify_seal() {
     let accepted = c.submit(&req).unwrap();
     let status = c.wait(&accepted.id, Duration::from_secs(1800)).unwrap();
     assert_eq!(status.state, JobState::Succeeded, "{status:?}");
+    // The daemon ran the adapter's whole-proof check (verify_seal's logic) before answering.
+    let metrics = c.metrics().unwrap();
+    assert!(
+        metrics.contains("proofline_stage_seconds_count{stage=\"final_check\"}"),
+        "no final check recorded:\n{metrics}"
+    );
     let proof = c.proof_bytes(&accepted.id).unwrap();
     assert_eq!(
         proof.len(),

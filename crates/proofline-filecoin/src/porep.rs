@@ -156,9 +156,22 @@ impl PorepC2Adapter {
             ),
             params,
             partitions,
+            final_check: Some(final_check(identity)),
         };
         Ok((plan, identity))
     }
+}
+
+/// The whole proof must pass filecoin-proofs' own `verify_seal` logic (public inputs derived by
+/// filecoin-proofs from the sector's identity, not by our plan) with the job's verifying key.
+fn final_check(identity: SealIdentity) -> proofline_jobs::FinalCheck {
+    Box::new(
+        move |proof, pk| match crate::verify::verify_c2_with_vk(proof, &identity, pk.vk()) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("verify_seal rejected the assembled proof".into()),
+            Err(e) => Err(format!("verify_seal could not check the proof: {e}")),
+        },
+    )
 }
 
 impl JobAdapter for PorepC2Adapter {

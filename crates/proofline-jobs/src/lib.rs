@@ -47,8 +47,13 @@ impl std::fmt::Debug for PartitionPlan {
     }
 }
 
+/// A check of a job's whole proof (all partitions concatenated) before it is returned, run on a
+/// CPU-MSM actor thread with the job's parameters; e.g. filecoin-proofs' own `verify_seal` logic.
+/// `Err(reason)` fails the job.
+pub type FinalCheck =
+    Box<dyn FnOnce(&[u8], &proofline_groth16::ProvingKey) -> Result<(), String> + Send + 'static>;
+
 /// What an adapter makes of a valid request.
-#[derive(Debug)]
 pub struct JobPlan {
     /// Human-readable label ("sha256-2", "porep-c2 2KiB sector 7").
     pub label: String,
@@ -56,6 +61,19 @@ pub struct JobPlan {
     pub params: ParamsSpec,
     /// The partitions, in output order; the job's proof is their proofs concatenated.
     pub partitions: Vec<PartitionPlan>,
+    /// An extra check of the whole proof, beyond the per-partition verification every job gets.
+    pub final_check: Option<FinalCheck>,
+}
+
+impl std::fmt::Debug for JobPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobPlan")
+            .field("label", &self.label)
+            .field("params", &self.params)
+            .field("partitions", &self.partitions)
+            .field("final_check", &self.final_check.is_some())
+            .finish()
+    }
 }
 
 /// One job kind.
