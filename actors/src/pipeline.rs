@@ -94,17 +94,20 @@ impl PipelineOptions {
     }
 }
 
-/// Host memory available now (`MemAvailable` of /proc/meminfo), or 8 GiB where unknown.
+/// Host memory available now: `MemAvailable` of /proc/meminfo; where that is missing or zero
+/// (some VMs grow their memory on demand), half of `MemTotal`; where both are unknown, 8 GiB.
 pub fn host_available_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024)
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let field = |key: &str| {
+        info.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .filter(|b| *b > 0)
+    };
+    field("MemAvailable:")
+        .or_else(|| field("MemTotal:").map(|t| t / 2))
         .unwrap_or(8 << 30)
 }
 
@@ -181,6 +184,12 @@ impl Pipeline {
         };
         let registry = Arc::new(opts.registry);
         let backend_name = opts.backend.name().to_string();
+        tracing::info!(
+            backend = %backend_name,
+            device = %opts.memory.label(),
+            budget_bytes = opts.memory_budget,
+            "memory budget of the allocator"
+        );
         let (tx, rx) = std::sync::mpsc::channel();
         let cfg = opts.config;
         let (store, backend, cpu_backend, memory, budget) = (
