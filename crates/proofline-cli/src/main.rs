@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use base64::Engine;
 use bellperson::groth16;
 use blstrs::Bls12;
 use clap::{Args, Parser, Subcommand};
@@ -132,8 +133,18 @@ struct ServerArg {
 #[derive(Args)]
 struct JobArgs {
     /// A JSON job request file (see docs/api.md); '-' reads standard input.
-    #[arg(long, conflicts_with_all = ["circuit", "seed", "preimage_hex"])]
+    #[arg(long, conflicts_with_all = ["circuit", "seed", "preimage_hex", "c1"])]
     request: Option<PathBuf>,
+    /// A Filecoin C1 output file (SealCommitPhase1Output JSON, as the sealing worker wrote it):
+    /// proves a porep-c2 job; needs --prover-id and --sector-id.
+    #[arg(long, conflicts_with_all = ["circuit", "seed", "preimage_hex"], requires_all = ["prover_id", "sector_id"])]
+    c1: Option<PathBuf>,
+    /// With --c1: the prover id, 32 bytes as 64 hex digits.
+    #[arg(long)]
+    prover_id: Option<String>,
+    /// With --c1: the sector number.
+    #[arg(long)]
+    sector_id: Option<u64>,
     /// Built-in circuit (kind groth16), e.g. sha256-2.
     #[arg(long)]
     circuit: Option<String>,
@@ -160,6 +171,20 @@ impl JobArgs {
             };
             return serde_json::from_slice(&bytes)
                 .with_context(|| "--request: not a valid job request (see docs/api.md)");
+        }
+        if let Some(path) = &self.c1 {
+            let bytes = std::fs::read(path).with_context(|| format!("--c1 {}", path.display()))?;
+            return Ok(JobRequest {
+                kind: "porep-c2".into(),
+                circuit: None,
+                input: serde_json::json!({
+                    "c1_output_base64": base64::engine::general_purpose::STANDARD.encode(bytes),
+                    "prover_id": self.prover_id.clone().unwrap_or_default(),
+                    "sector_id": self.sector_id.unwrap_or_default(),
+                }),
+                public_inputs: None,
+                priority: self.priority,
+            });
         }
         let circuit = self
             .circuit
