@@ -668,6 +668,23 @@ fn sparse_stage_bytes(plan: &proofline_groth16::MsmPlan) -> u64 {
     tail * (point + 32) + 1
 }
 
+/// Asks the allocator for a lease, accounting the wait in the partition's timings.
+async fn request_lease(
+    stages: &Stages,
+    bytes: u64,
+    owner: String,
+    t: &mut StageTimings,
+) -> Result<crate::allocator::Lease, StageError> {
+    let s = Instant::now();
+    telemetry::enqueued(actor::ALLOCATOR);
+    let lease = stages
+        .allocator
+        .send(RequestLease { bytes, owner })
+        .await??;
+    t.lease_wait_s += s.secs();
+    Ok(lease)
+}
+
 /// Awaits `f`, returning its output and the seconds it took.
 async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
     let s = Instant::now();
@@ -735,16 +752,7 @@ async fn drive_stages(
         assignment,
     } = synth;
     let assignment = Arc::new(assignment);
-    let s = Instant::now();
-    telemetry::enqueued(actor::ALLOCATOR);
-    let lease = stages
-        .allocator
-        .send(RequestLease {
-            bytes: h_stage_bytes(a.len()),
-            owner: format!("{job}/{k}/h"),
-        })
-        .await??;
-    t.lease_wait_s += s.secs();
+    let lease = request_lease(stages, h_stage_bytes(a.len()), format!("{job}/{k}/h"), t).await?;
 
     // H on the compute actor while the CPU-MSM actor splits the sparse scalars.
     telemetry::enqueued(actor::COMPUTE);
@@ -768,16 +776,13 @@ async fn drive_stages(
     drop(assignment);
     cancel.check()?;
 
-    let s = Instant::now();
-    telemetry::enqueued(actor::ALLOCATOR);
-    let lease = stages
-        .allocator
-        .send(RequestLease {
-            bytes: sparse_stage_bytes(&plan),
-            owner: format!("{job}/{k}/msm"),
-        })
-        .await??;
-    t.lease_wait_s += s.secs();
+    let lease = request_lease(
+        stages,
+        sparse_stage_bytes(&plan),
+        format!("{job}/{k}/msm"),
+        t,
+    )
+    .await?;
 
     // Sparse G1 MSMs on the compute actor while the G2 MSM runs on a CPU-MSM actor.
     telemetry::enqueued(actor::COMPUTE);
