@@ -85,6 +85,14 @@ pub enum SubmitError {
     /// A job with this id exists.
     #[error("job id {0} already exists")]
     Duplicate(String),
+    /// The job could not be written to the journal, so it would not survive a restart.
+    #[error("cannot journal job {id}: {message}")]
+    Journal {
+        /// Job id.
+        id: String,
+        /// The I/O error.
+        message: String,
+    },
 }
 
 /// The coordinator actor.
@@ -436,9 +444,10 @@ impl Handler<SubmitPlanned> for JobCoordinator {
                 if let Err(e) = j.accepted(&id, &request) {
                     // Accepting a job we could lose on restart would break our promise.
                     tracing::error!(job = %id, error = %e, "cannot journal the job; refusing it");
-                    return Err(SubmitError::Duplicate(format!(
-                        "{id} (journal write failed: {e})"
-                    )));
+                    return Err(SubmitError::Journal {
+                        id,
+                        message: e.to_string(),
+                    });
                 }
             }
         }

@@ -46,7 +46,8 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     fs::rename(&tmp, path)
 }
 
-fn valid_id(id: &str) -> bool {
+/// Whether `id` is a usable job id (letters, digits and '-'); ids name journal files.
+pub fn valid_id(id: &str) -> bool {
     !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 

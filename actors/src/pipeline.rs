@@ -290,7 +290,7 @@ impl Pipeline {
         id: JobId,
         request: JobRequest,
     ) -> Result<JobStatus, SubmitRejected> {
-        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        if !crate::journal::valid_id(&id) {
             return Err(JobError::field("id", "letters, digits and '-' only").into());
         }
         let registry = self.registry.clone();

@@ -8,7 +8,9 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16;
 use blstrs::Bls12;
 use blstrs::Scalar;
-use proofline_actors::{JobState, Pipeline, PipelineOptions, ResultError};
+use proofline_actors::{
+    JobState, Pipeline, PipelineOptions, ResultError, SubmitError, SubmitRejected,
+};
 use proofline_circuits::Sha256Preimage;
 use proofline_config::Config;
 use proofline_groth16::PartitionCircuit;
@@ -294,6 +296,24 @@ fn the_final_check_gates_the_result() {
             p.result(&b.id).await,
             Err(ResultError::Unsuccessful(_))
         ));
+    });
+    p.shutdown();
+}
+
+#[test]
+fn a_job_that_cannot_be_journaled_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_params(dir.path(), 1, 6);
+    let journal = tempfile::tempdir().unwrap();
+    let p = start(dir.path(), Some(journal.path()), |_| {});
+    std::fs::remove_dir_all(journal.path()).unwrap();
+    block_on(async {
+        let e = p.submit(request("sha256-1", 1, 0)).await.unwrap_err();
+        assert!(
+            matches!(e, SubmitRejected::Refused(SubmitError::Journal { .. })),
+            "{e}"
+        );
+        assert!(p.list().await.is_empty(), "a refused job is not kept");
     });
     p.shutdown();
 }

@@ -69,6 +69,11 @@ impl From<SubmitRejected> for ApiError {
             SubmitRejected::Refused(r @ SubmitError::Duplicate(_)) => {
                 ApiError::new(StatusCode::CONFLICT, "duplicate_id", r.to_string())
             }
+            SubmitRejected::Refused(r @ SubmitError::Journal { .. }) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "journal_unavailable",
+                r.to_string(),
+            ),
             SubmitRejected::ShuttingDown => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",
