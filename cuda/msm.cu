@@ -10,7 +10,8 @@
 //  3. msm_digits (pass 1): counting-sort scatter; each non-zero digit writes
 //     (point index | sign << 31) at cursor[bucket]++. After this pass
 //     cursor[g] is the END of bucket g and counts[g] its size.
-//  4. msm_bucket_acc: one thread per bucket sums its points (mixed XYZZ adds);
+//  4. msm_bucket_acc: equal ranges of the sorted entries per thread (mixed XYZZ
+//     adds), heads of split buckets added by msm_bucket_fixup;
 //     buckets above a size threshold go to msm_big_partial / msm_big_final
 //     (many blocks per bucket, then a tree), so skewed digits stay parallel.
 //  5. msm_bucket_reduce: per window, segments of SEG buckets: running sums give
@@ -29,6 +30,7 @@
 #define SCAN_ITEMS 4
 #define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
 #define RED_THREADS 128
+#define NONE 0xffffffffu
 
 DEVI u32 select_word(const fr_t& s, u32 k) {
     u32 r = 0;
@@ -45,7 +47,12 @@ DEVI u32 window_bits(const fr_t& s, u32 off, u32 c) {
     return (u32)w & ((1u << c) - 1);
 }
 
-// pass 0: counts; pass 1: scatter into vals using cursor.
+#define DIGIT_GROUP 8
+
+// pass 0: counts; pass 1: scatter into vals using cursor. Windows go in groups
+// of DIGIT_GROUP: a group's atomics are all issued before any of its stores
+// waits for a returned position, so a thread pays the atomic round trip once
+// per group instead of once per window.
 extern "C" __global__ void msm_digits(const u32* scalars, u32 n, u32 c, u32 nw, u32 sparse,
                                       u32 pass, u32* counts, u32* cursor, u32* vals) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -56,23 +63,35 @@ extern "C" __global__ void msm_digits(const u32* scalars, u32 n, u32 c, u32 nw, 
     fr_t s = fr_t::from_mont(sm);
     const u32 nb = 1u << (c - 1);
     u32 carry = 0;
-    for (u32 w = 0; w < nw; w++) {
-        u32 d = window_bits(s, w * c, c) + carry;
-        u32 neg = 0;
-        if (d > nb) {
-            d = (1u << c) - d;
-            neg = 1;
-            carry = 1;
-        } else {
-            carry = 0;
+    for (u32 w0 = 0; w0 < nw; w0 += DIGIT_GROUP) {
+        u32 g[DIGIT_GROUP], sign[DIGIT_GROUP], pos[DIGIT_GROUP];
+#pragma unroll
+        for (u32 j = 0; j < DIGIT_GROUP; j++) {
+            const u32 w = w0 + j;
+            g[j] = NONE;
+            sign[j] = 0;
+            if (w < nw) {
+                u32 d = window_bits(s, w * c, c) + carry;
+                if (d > nb) {
+                    d = (1u << c) - d;
+                    sign[j] = 1;
+                    carry = 1;
+                } else {
+                    carry = 0;
+                }
+                if (d != 0) g[j] = w * nb + d - 1;
+            }
         }
-        if (d == 0) continue;
-        u32 g = w * nb + d - 1;
-        if (pass == 0) {
-            atomicAdd(&counts[g], 1u);
-        } else {
-            u32 pos = atomicAdd(&cursor[g], 1u);
-            vals[pos] = i | (neg << 31);
+#pragma unroll
+        for (u32 j = 0; j < DIGIT_GROUP; j++) {
+            if (g[j] == NONE) continue;
+            if (pass == 0) atomicAdd(&counts[g[j]], 1u);
+            else pos[j] = atomicAdd(&cursor[g[j]], 1u);
+        }
+        if (pass != 0) {
+#pragma unroll
+            for (u32 j = 0; j < DIGIT_GROUP; j++)
+                if (g[j] != NONE) vals[pos[j]] = i | (sign[j] << 31);
         }
     }
 }
@@ -147,43 +166,128 @@ extern "C" __global__ void scan_add(u32* out, const u32* tile_sums, u32 m) {
 }
 
 // ---- buckets -------------------------------------------------------------------
-// One thread per bucket. Buckets with more than `big` points are left to the
-// big-bucket kernels (their index is appended to big_list) so that one thread
-// never walks a huge bucket (top windows, repeated scalars).
-extern "C" __global__ void __launch_bounds__(64, 6) msm_bucket_acc(const u32* bases, const u32* vals, const u32* cursor,
-                                          const u32* counts, u32 m, u32* buckets, u32 big,
-                                          u32* big_count, u32* big_list, u32 big_cap) {
-    u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
-    if (tid >= m) return;
-    // top windows first: their buckets are the fullest (the top window only
-    // uses 2^(255 - c (nw - 1)) buckets), so they must not form the tail
-    u32 g = m - 1 - tid;
-    u32 end = cursor[g];
+
+// Buckets with more than `big` points go to the big-bucket kernels: their
+// (index, size) pairs are appended to big_list.
+extern "C" __global__ void msm_find_big(const u32* counts, u32 m, u32 big, u32* big_count,
+                                        u32* big_list, u32 big_cap) {
+    u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= m) return;
     u32 size = counts[g];
-    u32 beg = end - size;
-    xyzz_t acc = xyzz_t::inf();
     if (size > big) {
         u32 k = atomicAdd(big_count, 1u);
         if (k < big_cap) {
             big_list[2 * k] = g;
             big_list[2 * k + 1] = size;
         }
-    } else if (size > 0) {
-        // software pipeline: the next point is loaded while this one is added
-        u32 v = vals[beg];
+    }
+}
+
+// smallest g < m with ends[g] > x (ends non-decreasing, ends[m - 1] > x)
+DEVI u32 bucket_of(const u32* ends, u32 m, u32 x) {
+    u32 lo = 0, hi = m - 1;
+    while (lo < hi) {
+        u32 mid = (lo + hi) >> 1;
+        if (ends[mid] > x) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+// Balanced bucket accumulation. The sorted entries (all buckets, in bucket
+// order) are cut into equal ranges of L entries, one per thread, whatever the
+// bucket sizes: every lane of a warp does the same number of additions, where
+// one thread per bucket would make each warp wait for its fullest bucket
+// (Poisson sizes: ~30% idle lanes at 32 points per bucket). Thread t walks
+// [t L, min(t L + L, E)) in ONE loop (a nested per-bucket loop would
+// reintroduce the wait) and at each bucket boundary flushes its sum:
+//  * a bucket that starts inside the range is owned by this thread: the sum
+//    goes to buckets[g]; if the bucket runs past the range, own_id[t] = g;
+//  * the first segment of a bucket that started before the range goes to
+//    head[t] with head_id[t] = g; msm_bucket_fixup adds it to the owner's.
+// Buckets above `big` points are skipped here (msm_big_*). Buckets nobody
+// writes are empty (counts = 0) and read as infinity by the reduction.
+DEVI void bucket_acc(const u32* bases, const u32* vals, const u32* ends, const u32* counts, u32 m,
+                     u32 L, u32 big, u32 threads, u32* buckets, u32* head, u32* head_id,
+                     u32* own_id) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= threads) return;
+    const u32 E = ends[m - 1];
+    u32 hid = NONE, oid = NONE;
+    const u64 s64 = (u64)t * L;
+    if (s64 < E) {
+        const u32 s = (u32)s64;
+        const u32 e = (u32)min((u64)E, s64 + L);
+        u32 g = bucket_of(ends, m, s);
+        u32 gend = ends[g];
+        u32 gbeg = gend - counts[g];
+        bool skip = counts[g] > big;
+        xyzz_t acc = xyzz_t::inf();
+        u32 v = vals[s];
         affine_t p = affine_t::load(bases + 24 * (size_t)(v & 0x7fffffffu));
-        for (u32 k = beg; k < end; k++) {
+        for (u32 k = s; k < e; k++) {
+            // prefetch the next entry while this one is added
             u32 vn = 0;
             affine_t pn;
-            if (k + 1 < end) {
+            if (k + 1 < e) {
                 vn = vals[k + 1];
                 pn = affine_t::load(bases + 24 * (size_t)(vn & 0x7fffffffu));
             }
-            if (!p.is_inf()) acc.add_affine(p.x, fp_t::cneg(p.y, (v >> 31) != 0));
+            if (k == gend) {
+                // flush bucket g, move to the bucket that holds entry k
+                if (!skip) {
+                    if (gbeg < s) {
+                        acc.store(head + 48 * (size_t)t);
+                        hid = g;
+                    } else {
+                        acc.store(buckets + 48 * (size_t)g);
+                    }
+                }
+                acc = xyzz_t::inf();
+                do {
+                    g++;
+                    gend = ends[g];
+                } while (gend == k);
+                gbeg = k;
+                skip = counts[g] > big;
+            }
+            if (!skip && !p.is_inf()) acc.add_affine(p.x, fp_t::cneg(p.y, (v >> 31) != 0));
             v = vn;
             p = pn;
         }
+        if (!skip) {
+            if (gbeg < s) {
+                acc.store(head + 48 * (size_t)t);
+                hid = g;
+            } else {
+                acc.store(buckets + 48 * (size_t)g);
+                if (gend > e) oid = g;
+            }
+        }
     }
+    head_id[t] = hid;
+    own_id[t] = oid;
+}
+
+#define ACC_ARGS                                                                               \
+    const u32 *bases, const u32 *vals, const u32 *ends, const u32 *counts, u32 m, u32 L, u32 big, \
+        u32 threads, u32 *buckets, u32 *head, u32 *head_id, u32 *own_id
+#define ACC_CALL bases, vals, ends, counts, m, L, big, threads, buckets, head, head_id, own_id
+// 6 blocks of 64 threads per SM (168 registers); a cap for 8 blocks (128 registers) measured
+// 2-5 % slower on the H200 (docs/gpu-kernels.md).
+extern "C" __global__ void __launch_bounds__(64, 6) msm_bucket_acc(ACC_ARGS) { bucket_acc(ACC_CALL); }
+
+// The owner of a bucket that runs past its range adds the heads of the
+// following threads (consecutive, at most big / L + 1 of them).
+extern "C" __global__ void __launch_bounds__(64)
+msm_bucket_fixup(const u32* head, const u32* head_id, const u32* own_id, u32 threads,
+                 u32* buckets) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= threads) return;
+    u32 g = own_id[t];
+    if (g == NONE) return;
+    xyzz_t acc = xyzz_t::load(buckets + 48 * (size_t)g);
+    for (u32 u = t + 1; u < threads && head_id[u] == g; u++) acc.add(xyzz_t::load(head + 48 * (size_t)u));
     acc.store(buckets + 48 * (size_t)g);
 }
 
@@ -245,15 +349,17 @@ msm_big_final(const u32* partial, const u32* first, const u32* count, const u32*
 // one thread per (window, segment t): W_t = sum_{j in seg} (j - start + 1) B_j
 // and S_t = sum_{j in seg} B_j, written as out[2 tid], out[2 tid + 1].
 extern "C" __global__ void __launch_bounds__(64)
-msm_bucket_reduce(const u32* buckets, u32 nw, u32 nb, u32 seg, u32* out) {
+msm_bucket_reduce(const u32* buckets, const u32* counts, u32 nw, u32 nb, u32 seg, u32* out) {
     u32 segs = nb / seg;
     u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= nw * segs) return;
     u32 w = tid / segs, t = tid % segs;
-    const u32* b = buckets + 48 * ((size_t)w * nb + (size_t)t * seg);
+    const size_t first = (size_t)w * nb + (size_t)t * seg;
+    const u32* b = buckets + 48 * first;
     xyzz_t run = xyzz_t::inf(), acc = xyzz_t::inf();
     for (int j = (int)seg - 1; j >= 0; j--) {
-        run.add(xyzz_t::load(b + 48 * j));
+        // empty buckets are never written: read them as infinity
+        if (counts[first + j] != 0) run.add(xyzz_t::load(b + 48 * j));
         acc.add(run);
     }
     acc.store(out + 96 * (size_t)tid);

@@ -4,7 +4,9 @@
 // Owner: GPU kernels (issue 4). Host orchestration: crates/proofline-gpu/src/ntt.rs.
 //
 // Data are Fr elements in Montgomery form, 8 x u32 each (blstrs::Scalar).
-//  * ntt_pass: a group of t radix-2 stages fused in shared memory. Stage s
+//  * ntt_pass: a group of t radix-2 stages fused in shared memory, done two
+//    at a time in registers (radix-4 step) with a last single stage when t is
+//    odd. Stage s
 //    pairs indices that differ in bit s. A block loads a tile of 2^t elements
 //    along bits [s_lo, s_lo + t) times 2^lg_l consecutive low indices (so loads
 //    are coalesced runs of 32 * 2^lg_l bytes), runs the t stages, and writes
@@ -20,7 +22,6 @@
 #include "fr.cuh"
 
 #define NTT_TILE 1024
-#define NTT_THREADS 256
 
 DEVI u32 bitrev(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - bits)); }
 
@@ -34,6 +35,26 @@ extern "C" __global__ void fr_build_table(u32* out, const u32* lo, const u32* hi
     u32 m = blockIdx.x * blockDim.x + threadIdx.x;
     if (m >= count) return;
     pow_from_tables(lo, hi, m, lo_bits).store(out + 8 * (size_t)m);
+}
+
+// Twiddle w^(j 2^(log_n - 1 - s)) of a butterfly of stage s whose lower index
+// is j mod 2^s. Flat table (staged = 0): tw[m] = w^m, m < n/2: lanes of a warp
+// read entries 2^(log_n - 1 - s) apart. Stage tables (staged = 1): T_s[j] at
+// tw[2^s - 1 + j], one contiguous table per stage: lanes read neighbours.
+DEVI fr_t twiddle(const u32* tw, u32 staged, u32 log_n, u32 s, size_t j) {
+    size_t at = staged ? (((size_t)1 << s) - 1 + j) : (j << (log_n - 1 - s));
+    return fr_t::load(tw + 8 * at);
+}
+
+// out[2^s - 1 + j] = w^(j 2^(log_n - 1 - s)) for s < log_n, j < 2^s (the stage
+// tables), from the split power tables of w.
+extern "C" __global__ void fr_build_stage_tables(u32* out, const u32* lo, const u32* hi, u32 log_n,
+                                                 u32 lo_bits) {
+    u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx + 1 >= (1u << log_n)) return;
+    u32 s = 31 - __clz(idx + 1);
+    u32 j = idx + 1 - (1u << s);
+    pow_from_tables(lo, hi, j << (log_n - 1 - s), lo_bits).store(out + 8 * (size_t)idx);
 }
 
 DEVI fr_t load_sm(const uint4* sm, u32 e) {
@@ -70,25 +91,39 @@ struct scale_t {
 // One pass of t fused stages. in/out may alias unless bitrev_out is set.
 // Load: x[g] *= L(rev ? rev(g) : g). Store: position g goes to out[bitrev_out ?
 // rev(g) : g], multiplied by S(destination index).
-extern "C" __global__ void __launch_bounds__(NTT_THREADS)
-ntt_pass(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t, u32 lg_l, u32 dif,
-         const u32* lc, const u32* lplo, const u32* lphi, u32 lrev, const u32* sc, const u32* splo,
-         const u32* sphi, u32 bitrev_out, u32 lo_bits) {
+// hb > 0 (only with s_lo = lg_l = 0, the last pass of a DIF that writes
+// bit-reversed): the tile also spans the top hb index bits, which no stage of
+// this pass touches. Bit reversal sends them to the lowest output bits, so the
+// store visits them fastest and a warp writes runs of 2^hb consecutive outputs
+// instead of one scattered element per thread.
+#define NTT_THREADS 256
+
+DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t,
+                        u32 lg_l, u32 dif, const u32* lc, const u32* lplo, const u32* lphi,
+                        u32 lrev, const u32* sc, const u32* splo, const u32* sphi,
+                        u32 bitrev_out, u32 lo_bits, u32 hb, u32 staged) {
     // two planes (low and high 16 bytes of each element): conflict-free 16-byte accesses
     __shared__ uint4 sm[NTT_TILE * 2];
     const scale_t ls{lc, lplo, lphi, lo_bits}, ss{sc, splo, sphi, lo_bits};
     const u32 L = 1u << lg_l;
-    const u32 E = 1u << (t + lg_l);
+    const u32 E = 1u << (t + lg_l + hb);
     const u32 low_blocks = (1u << s_lo) >> lg_l;
     const u32 lowblock = blockIdx.x % low_blocks;
     const size_t high = blockIdx.x / low_blocks;
     const size_t base = ((size_t)lowblock << lg_l) + (high << (s_lo + t));
+    // global index of tile element e
+    auto gidx = [&](u32 e) -> size_t {
+        if (hb != 0)
+            return (size_t)(e & ((1u << t) - 1)) + ((size_t)blockIdx.x << t) +
+                   ((size_t)(e >> t) << (log_n - hb));
+        return base + (e & (L - 1)) + ((size_t)(e >> lg_l) << s_lo);
+    };
 
 #pragma unroll
     for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
         u32 e = threadIdx.x + jj * NTT_THREADS;
         if (e >= E) break;
-        size_t g = base + (e & (L - 1)) + ((size_t)(e >> lg_l) << s_lo);
+        size_t g = gidx(e);
         const uint4* src = reinterpret_cast<const uint4*>(in + 8 * g);
         if (ls.on()) {
             fr_t x = fr_t::load(in + 8 * g);
@@ -101,44 +136,107 @@ ntt_pass(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t, u32
     }
     __syncthreads();
 
-    for (u32 k = 0; k < t; k++) {
-        const u32 r = dif ? (t - 1 - k) : k;
-        const u32 h = 1u << r;
-        const u32 s = s_lo + r;
-        // fixed trip count, unrolled: the two butterflies of a thread overlap
+    // Stages two at a time (radix 4: four elements in registers, one
+    // shared-memory round trip and one barrier per two stages), then a
+    // last radix-2 stage when t is odd. DIF runs local stages t-1 .. 0,
+    // DIT 0 .. t-1.
+    for (u32 k = 0; k < t; k += (k + 1 < t) ? 2 : 1) {
+        const bool quad = k + 1 < t;
+        if (quad) {
+            // local stages r (pairs at distance h) and r + 1 (distance 2h)
+            const u32 r = dif ? (t - 2 - k) : k;
+            const u32 h = 1u << r;
+            const u32 s = s_lo + r;
 #pragma unroll
-        for (u32 jj = 0; jj < NTT_TILE / 2 / NTT_THREADS; jj++) {
-            u32 b = threadIdx.x + jj * NTT_THREADS;
-            if (b >= (E >> 1)) break;
-            u32 lowpart = b & (L - 1);
-            u32 q = b >> lg_l;
-            u32 i = ((q >> r) << (r + 1)) | (q & (h - 1));
-            u32 e0 = (i << lg_l) | lowpart;
-            u32 e1 = e0 + (h << lg_l);
-            size_t m = ((((size_t)(q & (h - 1))) << s_lo) | ((size_t)lowblock << lg_l) | lowpart)
-                       << (log_n - s - 1);
-            fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e1);
-            fr_t y0, y1;
-            if (dif) {
-                y0 = fr_t::add(x0, x1);
-                y1 = fr_t::sub(x0, x1);
-                if (m != 0) y1 = fr_t::mul(y1, fr_t::load(tw + 8 * m));
-            } else {
-                fr_t v = m != 0 ? fr_t::mul(x1, fr_t::load(tw + 8 * m)) : x1;
-                y0 = fr_t::add(x0, v);
-                y1 = fr_t::sub(x0, v);
+            for (u32 jj = 0; jj < NTT_TILE / 4 / NTT_THREADS; jj++) {
+                u32 b = threadIdx.x + jj * NTT_THREADS;
+                if (b >= (E >> 2)) break;
+                u32 lowpart = b & (L - 1);
+                u32 q = b >> lg_l;
+                u32 i = ((q >> r) << (r + 2)) | (q & (h - 1));
+                u32 e0 = (i << lg_l) | lowpart;
+                u32 eh = h << lg_l;
+                // global index of x0 modulo 2^s
+                size_t g0 = (((size_t)(q & (h - 1))) << s_lo) | ((size_t)lowblock << lg_l) | lowpart;
+                // twiddles: stage s + 1 pairs (x0, x2) with w^ma, (x1, x3) with
+                // w^(ma + n/4); stage s pairs (x0, x1), (x2, x3) with w^(2 ma)
+                size_t ma = g0 << (log_n - s - 2);
+                fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e0 + eh);
+                fr_t x2 = load_sm(sm, e0 + 2 * eh), x3 = load_sm(sm, e0 + 3 * eh);
+                fr_t wb = twiddle(tw, staged, log_n, s + 1, g0 + ((size_t)1 << s));
+                if (dif) {
+                    fr_t y0 = fr_t::add(x0, x2), y2 = fr_t::sub(x0, x2);
+                    fr_t y1 = fr_t::add(x1, x3), y3 = fr_t::mul(fr_t::sub(x1, x3), wb);
+                    if (ma != 0) {
+                        y2 = fr_t::mul(y2, twiddle(tw, staged, log_n, s + 1, g0));
+                        fr_t wc = twiddle(tw, staged, log_n, s, g0);
+                        x1 = fr_t::mul(fr_t::sub(y0, y1), wc);
+                        x3 = fr_t::mul(fr_t::sub(y2, y3), wc);
+                    } else {
+                        x1 = fr_t::sub(y0, y1);
+                        x3 = fr_t::sub(y2, y3);
+                    }
+                    x0 = fr_t::add(y0, y1);
+                    x2 = fr_t::add(y2, y3);
+                } else {
+                    if (ma != 0) {
+                        fr_t wc = twiddle(tw, staged, log_n, s, g0);
+                        x1 = fr_t::mul(x1, wc);
+                        x3 = fr_t::mul(x3, wc);
+                    }
+                    fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
+                    fr_t y2 = fr_t::add(x2, x3), y3 = fr_t::sub(x2, x3);
+                    if (ma != 0) y2 = fr_t::mul(y2, twiddle(tw, staged, log_n, s + 1, g0));
+                    y3 = fr_t::mul(y3, wb);
+                    x0 = fr_t::add(y0, y2);
+                    x2 = fr_t::sub(y0, y2);
+                    x1 = fr_t::add(y1, y3);
+                    x3 = fr_t::sub(y1, y3);
+                }
+                store_sm(sm, e0, x0);
+                store_sm(sm, e0 + eh, x1);
+                store_sm(sm, e0 + 2 * eh, x2);
+                store_sm(sm, e0 + 3 * eh, x3);
             }
-            store_sm(sm, e0, y0);
-            store_sm(sm, e1, y1);
+        } else {
+            const u32 r = dif ? (t - 1 - k) : k;
+            const u32 h = 1u << r;
+            const u32 s = s_lo + r;
+#pragma unroll
+            for (u32 jj = 0; jj < NTT_TILE / 2 / NTT_THREADS; jj++) {
+                u32 b = threadIdx.x + jj * NTT_THREADS;
+                if (b >= (E >> 1)) break;
+                u32 lowpart = b & (L - 1);
+                u32 q = b >> lg_l;
+                u32 i = ((q >> r) << (r + 1)) | (q & (h - 1));
+                u32 e0 = (i << lg_l) | lowpart;
+                u32 e1 = e0 + (h << lg_l);
+                size_t m = (((size_t)(q & (h - 1))) << s_lo) | ((size_t)lowblock << lg_l) | lowpart;
+                fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e1);
+                fr_t y0, y1;
+                if (dif) {
+                    y0 = fr_t::add(x0, x1);
+                    y1 = fr_t::sub(x0, x1);
+                    if (m != 0) y1 = fr_t::mul(y1, twiddle(tw, staged, log_n, s, m));
+                } else {
+                    fr_t v = m != 0 ? fr_t::mul(x1, twiddle(tw, staged, log_n, s, m)) : x1;
+                    y0 = fr_t::add(x0, v);
+                    y1 = fr_t::sub(x0, v);
+                }
+                store_sm(sm, e0, y0);
+                store_sm(sm, e1, y1);
+            }
         }
         __syncthreads();
     }
 
 #pragma unroll
     for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
-        u32 e = threadIdx.x + jj * NTT_THREADS;
-        if (e >= E) break;
-        size_t g = base + (e & (L - 1)) + ((size_t)(e >> lg_l) << s_lo);
+        u32 x = threadIdx.x + jj * NTT_THREADS;
+        if (x >= E) break;
+        // with top batch bits, consecutive threads take consecutive top bits
+        u32 e = hb != 0 ? (((x & ((1u << hb) - 1)) << t) | (x >> hb)) : x;
+        size_t g = gidx(e);
         size_t d = bitrev_out ? (size_t)bitrev((u32)g, log_n) : g;
         if (ss.on()) {
             fr_t x = load_sm(sm, e);
@@ -149,6 +247,20 @@ ntt_pass(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t, u32
             dst[1] = sm[NTT_TILE + e];
         }
     }
+}
+
+#define NTT_PASS_ARGS                                                                          \
+    const u32 *in, u32 *out, const u32 *tw, u32 log_n, u32 s_lo, u32 t, u32 lg_l, u32 dif,    \
+        const u32 *lc, const u32 *lplo, const u32 *lphi, u32 lrev, const u32 *sc,              \
+        const u32 *splo, const u32 *sphi, u32 bitrev_out, u32 lo_bits, u32 hb, u32 staged
+#define NTT_PASS_CALL                                                                          \
+    in, out, tw, log_n, s_lo, t, lg_l, dif, lc, lplo, lphi, lrev, sc, splo, sphi, bitrev_out, \
+        lo_bits, hb, staged
+// Radix-4 steps, register cap for 3 blocks of 256 threads per SM (80 registers). Measured on
+// the H200 (docs/gpu-kernels.md) against: no cap (102 registers, 2 blocks), blocks of 128, and
+// plain radix-2 stages (64 registers, 4 blocks), all slower.
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, 3) ntt_pass(NTT_PASS_ARGS) {
+    ntt_pass_body(NTT_PASS_CALL);
 }
 
 extern "C" __global__ void fr_h_pointwise(u32* a, const u32* b, const u32* c, u32 n, const u32* zinv) {

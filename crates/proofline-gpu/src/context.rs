@@ -137,6 +137,9 @@ pub(crate) struct Kernels {
     // ntt
     pub fr_build_table: CudaFunction,
     pub ntt_pass: CudaFunction,
+    pub fr_build_stage_tables: CudaFunction,
+    /// twiddles as one contiguous table per stage (else one flat table)
+    pub staged_twiddles: bool,
     pub fr_h_pointwise: CudaFunction,
     // msm
     pub msm_digits: CudaFunction,
@@ -145,6 +148,8 @@ pub(crate) struct Kernels {
     pub scan_sums: CudaFunction,
     pub scan_add: CudaFunction,
     pub msm_bucket_acc: CudaFunction,
+    pub msm_find_big: CudaFunction,
+    pub msm_bucket_fixup: CudaFunction,
     pub msm_bucket_reduce: CudaFunction,
     pub msm_window_combine: CudaFunction,
     pub msm_big_partial: CudaFunction,
@@ -235,6 +240,8 @@ impl GpuContext {
             fp_mul_bench: f(&arith, "fp_mul_bench")?,
             fr_build_table: f(&ntt, "fr_build_table")?,
             ntt_pass: f(&ntt, "ntt_pass")?,
+            fr_build_stage_tables: f(&ntt, "fr_build_stage_tables")?,
+            staged_twiddles: std::env::var("PROOFLINE_GPU_NTT_TWIDDLES").as_deref() != Ok("flat"),
             fr_h_pointwise: f(&ntt, "fr_h_pointwise")?,
             msm_digits: f(&msm, "msm_digits")?,
             msm_count_tail: f(&msm, "msm_count_tail")?,
@@ -242,6 +249,8 @@ impl GpuContext {
             scan_sums: f(&msm, "scan_sums")?,
             scan_add: f(&msm, "scan_add")?,
             msm_bucket_acc: f(&msm, "msm_bucket_acc")?,
+            msm_find_big: f(&msm, "msm_find_big")?,
+            msm_bucket_fixup: f(&msm, "msm_bucket_fixup")?,
             msm_bucket_reduce: f(&msm, "msm_bucket_reduce")?,
             msm_window_combine: f(&msm, "msm_window_combine")?,
             msm_big_partial: f(&msm, "msm_big_partial")?,
@@ -357,16 +366,25 @@ impl GpuContext {
         p
     }
     pub(crate) fn download(&self, src: &CudaSlice<u32>, dst: &mut [u32]) -> Result<(), GpuError> {
+        self.download_at(src, 0, dst)
+    }
+    /// Copies `src[offset .. offset + dst.len()]` to the host (synchronises).
+    pub(crate) fn download_at(
+        &self,
+        src: &CudaSlice<u32>,
+        offset: usize,
+        dst: &mut [u32],
+    ) -> Result<(), GpuError> {
         if dst.is_empty() {
             return Ok(());
         }
-        let view = src.slice(0..dst.len());
+        let view = src.slice(offset..offset + dst.len());
         self.stream.memcpy_dtoh(&view, dst)?;
         self.stream.synchronize()?;
         Ok(())
     }
 
-    /// Launches `f` with a 1-D grid and up to 10 scalar/pointer arguments.
+    /// Launches `f` with a 1-D grid and the given scalar/pointer arguments.
     pub(crate) fn launch(
         &self,
         f: &CudaFunction,

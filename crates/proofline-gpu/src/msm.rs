@@ -17,7 +17,8 @@ use crate::layout::{
 };
 use crate::ntt::DeviceScalars;
 use crate::plan::{
-    combine_windows, split_big, MsmPlan, BIG_PER_BLOCK, MSM_MAX_CHUNK, MSM_MAX_CHUNK_SPARSE,
+    combine_windows, split_big, AccSplit, MsmPlan, ACC_BLOCKS_PER_SM, ACC_THREADS, ACC_WAVES,
+    BIG_PER_BLOCK, MSM_MAX_CHUNK, MSM_MAX_CHUNK_SPARSE,
 };
 
 /// G1 affine points resident on the device (blst layout).
@@ -301,35 +302,78 @@ impl GpuContext {
         prof.step("scan")?;
         digits(1)?;
         prof.step("scatter")?;
-        // 4. bucket accumulation (big buckets split over many blocks)
+        // 4. bucket accumulation: big buckets (skewed digits, repeated
+        // scalars) split over many blocks, the rest in equal ranges of the
+        // sorted entries per thread, then the owners add the heads
+        let mut entries = [0u32; 1];
+        self.download_at(&cursor, m - 1, &mut entries)?;
+        let split = AccSplit::new(
+            entries[0] as usize,
+            m,
+            self.sm_count * ACC_THREADS * ACC_BLOCKS_PER_SM,
+            acc_waves(),
+        );
         let buckets = self.alloc_u32(m * XYZZ_WORDS)?;
         let bk = self.ptr(&buckets);
-        let big = plan.big_threshold(tail);
-        let cap = plan.big_capacity(tail);
+        let cap = split.big_cap;
         let big_count = self.zeros_u32(1)?;
         let big_list = self.alloc_u32(2 * cap)?;
         let (bcp, blp) = (self.ptr(&big_count), self.ptr(&big_list));
         self.launch(
+            &self.k.msm_find_big,
+            grid(m, THREADS),
+            THREADS,
+            &[
+                Arg::U64(cp),
+                Arg::U32(m as u32),
+                Arg::U32(split.big),
+                Arg::U64(bcp),
+                Arg::U64(blp),
+                Arg::U32(cap as u32),
+            ],
+        )?;
+        let threads = split.threads as usize;
+        let head = self.alloc_u32(threads * XYZZ_WORDS)?;
+        let head_id = self.alloc_u32(threads)?;
+        let own_id = self.alloc_u32(threads)?;
+        let (hp, hip, oip) = (self.ptr(&head), self.ptr(&head_id), self.ptr(&own_id));
+        self.launch(
             &self.k.msm_bucket_acc,
-            grid(m, 64),
-            64,
+            grid(threads, ACC_THREADS),
+            ACC_THREADS,
             &[
                 Arg::U64(bp),
                 Arg::U64(vp),
                 Arg::U64(up),
                 Arg::U64(cp),
                 Arg::U32(m as u32),
+                Arg::U32(split.per_thread),
+                Arg::U32(split.big),
+                Arg::U32(split.threads),
                 Arg::U64(bk),
-                Arg::U32(big),
-                Arg::U64(bcp),
-                Arg::U64(blp),
-                Arg::U32(cap as u32),
+                Arg::U64(hp),
+                Arg::U64(hip),
+                Arg::U64(oip),
             ],
         )?;
+        prof.step("bucket_acc")?;
+        self.launch(
+            &self.k.msm_bucket_fixup,
+            grid(threads, 64),
+            64,
+            &[
+                Arg::U64(hp),
+                Arg::U64(hip),
+                Arg::U64(oip),
+                Arg::U32(split.threads),
+                Arg::U64(bk),
+            ],
+        )?;
+        drop((head, head_id, own_id));
         let mut nbig = [0u32; 1];
         self.download(&big_count, &mut nbig)?;
         let nbig = (nbig[0] as usize).min(cap);
-        prof.step("bucket_acc")?;
+        prof.step("fixup")?;
         if nbig > 0 {
             let mut pairs = vec![0u32; 2 * nbig];
             self.download(&big_list, &mut pairs)?;
@@ -382,6 +426,7 @@ impl GpuContext {
             64,
             &[
                 Arg::U64(bk),
+                Arg::U64(cp),
                 Arg::U32(plan.nw),
                 Arg::U32(plan.nb),
                 Arg::U32(plan.segment_len()),
@@ -424,6 +469,19 @@ impl GpuContext {
         prof.report(n, tail, plan.c, nbig);
         Ok((result, tail, plan.c))
     }
+}
+
+/// Waves of the balanced accumulation: [`ACC_WAVES`], or the benchmark knob
+/// `PROOFLINE_GPU_ACC_WAVES` (read once).
+fn acc_waves() -> u32 {
+    static W: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *W.get_or_init(|| {
+        std::env::var("PROOFLINE_GPU_ACC_WAVES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|w| (1..=64).contains(w))
+            .unwrap_or(ACC_WAVES)
+    })
 }
 
 fn check_len(b: usize, s: usize) -> Result<(), GpuError> {

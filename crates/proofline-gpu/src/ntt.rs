@@ -19,7 +19,7 @@ use ff::Field;
 use crate::context::{Arg, GpuContext, NttTables};
 use crate::error::GpuError;
 use crate::layout::{scalars_as_u32, scalars_as_u32_mut, FR_WORDS};
-use crate::plan::{coset_generator, ntt_passes, pow_tables, root_of_unity};
+use crate::plan::{coset_generator, ntt_passes, ntt_passes_bitrev, pow_tables, root_of_unity};
 
 /// Which transform [`GpuContext::ntt`] computes (natural order in and out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,27 +111,50 @@ impl GpuContext {
         let half = (n / 2).max(1);
         let w = root_of_unity(log_n);
         let winv = w.invert().unwrap_or(Scalar::ONE);
-        let build = |base: Scalar, count: usize| -> Result<CudaSlice<u32>, GpuError> {
-            let t = pow_tables(base, count);
+        // twiddles: one contiguous table per stage (n - 1 entries, see
+        // `twiddle` in cuda/ntt.cu) or, with the benchmark knob
+        // PROOFLINE_GPU_NTT_TWIDDLES=flat, w^m for m < n/2
+        let staged = self.k.staged_twiddles;
+        let build = |base: Scalar| -> Result<CudaSlice<u32>, GpuError> {
+            let t = pow_tables(base, half);
             let lo = self.upload_u32(scalars_as_u32(&t.lo))?;
             let hi = self.upload_u32(scalars_as_u32(&t.hi))?;
-            let out = self.alloc_u32(count * FR_WORDS)?;
-            self.launch(
-                &self.k.fr_build_table,
-                grid(count),
-                THREADS,
-                &[
-                    Arg::U64(self.ptr(&out)),
-                    Arg::U64(self.ptr(&lo)),
-                    Arg::U64(self.ptr(&hi)),
-                    Arg::U32(count as u32),
-                    Arg::U32(t.lo_bits),
-                ],
-            )?;
-            Ok(out)
+            let (lo, hi) = (self.ptr(&lo), self.ptr(&hi));
+            if staged {
+                let count = (n - 1).max(1);
+                let out = self.alloc_u32(count * FR_WORDS)?;
+                self.launch(
+                    &self.k.fr_build_stage_tables,
+                    grid(count),
+                    THREADS,
+                    &[
+                        Arg::U64(self.ptr(&out)),
+                        Arg::U64(lo),
+                        Arg::U64(hi),
+                        Arg::U32(log_n),
+                        Arg::U32(t.lo_bits),
+                    ],
+                )?;
+                Ok(out)
+            } else {
+                let out = self.alloc_u32(half * FR_WORDS)?;
+                self.launch(
+                    &self.k.fr_build_table,
+                    grid(half),
+                    THREADS,
+                    &[
+                        Arg::U64(self.ptr(&out)),
+                        Arg::U64(lo),
+                        Arg::U64(hi),
+                        Arg::U32(half as u32),
+                        Arg::U32(t.lo_bits),
+                    ],
+                )?;
+                Ok(out)
+            }
         };
-        let tw_fwd = build(w, half)?;
-        let tw_inv = build(winv, half)?;
+        let tw_fwd = build(w)?;
+        let tw_inv = build(winv)?;
         let g = coset_generator();
         let ginv = g.invert().unwrap_or(Scalar::ONE);
         let gt = pow_tables(g, n);
@@ -173,7 +196,11 @@ impl GpuContext {
         bitrev_out: bool,
         lo_bits: u32,
     ) -> Result<(), GpuError> {
-        let mut passes = ntt_passes(log_n);
+        let mut passes = if dif && bitrev_out {
+            ntt_passes_bitrev(log_n)
+        } else {
+            ntt_passes(log_n)
+        };
         if dif {
             passes.reverse();
         }
@@ -181,7 +208,7 @@ impl GpuContext {
         for (i, p) in passes.into_iter().enumerate() {
             let first = i == 0;
             let last = i + 1 == count;
-            let tile = 1usize << (p.t + p.lg_l);
+            let tile = 1usize << (p.t + p.lg_l + p.hb);
             let blocks = (1usize << log_n) / tile;
             let (ls, lrev) = if first {
                 load.unwrap_or_default()
@@ -216,6 +243,8 @@ impl GpuContext {
                     Arg::U64(ss.phi),
                     Arg::U32((last && bitrev_out) as u32),
                     Arg::U32(lo_bits),
+                    Arg::U32(p.hb),
+                    Arg::U32(self.k.staged_twiddles as u32),
                 ],
             )?;
         }

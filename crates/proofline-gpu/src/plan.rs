@@ -46,19 +46,6 @@ impl MsmPlan {
         };
         Self::with_window(c)
     }
-    /// Buckets with more points than this go to the big-bucket kernels:
-    /// 32x the average fill (so the naturally fuller top window, up to 16x
-    /// the average at c = 20, stays on the one-thread-per-bucket path), at
-    /// least [`BIG_BUCKET_MIN`].
-    pub fn big_threshold(&self, tail: usize) -> u32 {
-        let avg = tail.div_ceil(self.nb as usize);
-        (32 * avg).clamp(BIG_BUCKET_MIN as usize, u32::MAX as usize / 2) as u32
-    }
-    /// Upper bound on the number of big buckets.
-    pub fn big_capacity(&self, tail: usize) -> usize {
-        let entries = tail * self.nw as usize;
-        (entries / (self.big_threshold(tail) as usize + 1) + 1).min(self.buckets())
-    }
     /// Plan for an explicit window size.
     pub fn with_window(c: u32) -> Self {
         let nw = SCALAR_BITS.div_ceil(c);
@@ -84,6 +71,48 @@ impl MsmPlan {
 
 /// Smallest big-bucket threshold.
 pub const BIG_BUCKET_MIN: u32 = 64;
+/// Fewest sorted entries per thread of the balanced bucket accumulation.
+pub const ACC_MIN_PER_THREAD: usize = 16;
+/// Threads per block of `msm_bucket_acc`, and blocks per multiprocessor of its
+/// `__launch_bounds__` (cuda/msm.cu).
+pub const ACC_THREADS: u32 = 64;
+/// See [`ACC_THREADS`].
+pub const ACC_BLOCKS_PER_SM: u32 = 6;
+/// Default number of full waves of resident threads of the accumulation (4
+/// measured 2-3 % faster than 1 or 2 on the H200, no different from 8).
+pub const ACC_WAVES: u32 = 4;
+
+/// Work split of the balanced bucket accumulation (`msm_bucket_acc`): the
+/// sorted entries are cut into `threads` ranges of `per_thread` entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccSplit {
+    /// threads launched (a multiple of [`ACC_THREADS`] is not required)
+    pub threads: u32,
+    /// sorted entries per thread
+    pub per_thread: u32,
+    /// buckets with more points go to the big-bucket kernels: 32 ranges'
+    /// worth, so that the fix-up chain of a bucket stays short
+    pub big: u32,
+    /// upper bound on the number of big buckets
+    pub big_cap: usize,
+}
+
+impl AccSplit {
+    /// Split of `entries` sorted entries over `buckets` buckets for a GPU with
+    /// `slots` resident accumulation threads, in about `waves` waves.
+    pub fn new(entries: usize, buckets: usize, slots: u32, waves: u32) -> Self {
+        let target = (slots.max(1) as usize) * (waves.max(1) as usize);
+        let threads = entries.div_ceil(ACC_MIN_PER_THREAD).clamp(1, target);
+        let per_thread = entries.div_ceil(threads).max(1);
+        let big = (32 * per_thread).clamp(BIG_BUCKET_MIN as usize, u32::MAX as usize / 2);
+        AccSplit {
+            threads: threads as u32,
+            per_thread: per_thread as u32,
+            big: big as u32,
+            big_cap: (entries / (big + 1) + 1).min(buckets.max(1)),
+        }
+    }
+}
 /// Points per block in the big-bucket kernel.
 pub const BIG_PER_BLOCK: u32 = 2048;
 
@@ -178,6 +207,9 @@ pub struct NttPass {
     pub t: u32,
     /// log2 of consecutive low indices per tile
     pub lg_l: u32,
+    /// top index bits the tile also spans (only in the first pass, s_lo = 0,
+    /// of a plan for a DIF whose last pass writes bit-reversed)
+    pub hb: u32,
 }
 
 /// log2 of the shared-memory tile (elements) of `ntt_pass`.
@@ -187,13 +219,32 @@ pub const NTT_TILE_LOG: u32 = 10;
 /// at least 4 consecutive low indices, i.e. 128-byte runs).
 pub const NTT_MAX_LATER_STAGES: u32 = 8;
 
+/// Top index bits of the bit-reversing pass's tiles (runs of 4 consecutive
+/// outputs, 128 bytes, per warp store instead of scattered 32-byte writes).
+pub const NTT_BITREV_TOP_BITS: u32 = 2;
+
 /// Passes (in increasing stage order) that cover all log_n stages: the first
 /// pass takes up to 10 stages on contiguous tiles; the rest are split into
 /// the fewest passes of at most [`NTT_MAX_LATER_STAGES`] stages, balanced, and
 /// each tile is filled to 2^10 elements with consecutive low indices.
 pub fn ntt_passes(log_n: u32) -> Vec<NttPass> {
+    ntt_passes_with(log_n, 0)
+}
+
+/// The plan of a DIF whose last pass (stages 0..) writes bit-reversed: above
+/// one tile, that pass takes 10 - [`NTT_BITREV_TOP_BITS`] stages and spans the
+/// top [`NTT_BITREV_TOP_BITS`] index bits too (see `hb` in cuda/ntt.cu).
+pub fn ntt_passes_bitrev(log_n: u32) -> Vec<NttPass> {
+    if log_n <= NTT_TILE_LOG {
+        ntt_passes(log_n)
+    } else {
+        ntt_passes_with(log_n, NTT_BITREV_TOP_BITS)
+    }
+}
+
+fn ntt_passes_with(log_n: u32, hb: u32) -> Vec<NttPass> {
     let mut v = Vec::new();
-    let first = NTT_TILE_LOG.min(log_n);
+    let first = (NTT_TILE_LOG - hb).min(log_n);
     if first == 0 {
         return v;
     }
@@ -201,6 +252,7 @@ pub fn ntt_passes(log_n: u32) -> Vec<NttPass> {
         s_lo: 0,
         t: first,
         lg_l: 0,
+        hb: hb.min(log_n - first),
     });
     let rest = log_n - first;
     if rest == 0 {
@@ -211,7 +263,12 @@ pub fn ntt_passes(log_n: u32) -> Vec<NttPass> {
     for i in 0..k {
         let t = rest / k + u32::from(i < rest % k);
         let lg_l = s.min(NTT_TILE_LOG - t);
-        v.push(NttPass { s_lo: s, t, lg_l });
+        v.push(NttPass {
+            s_lo: s,
+            t,
+            lg_l,
+            hb: 0,
+        });
         s += t;
     }
     v
@@ -303,10 +360,25 @@ mod tests {
         assert_eq!(s.first, vec![0, 1, 2, 4]);
         assert_eq!(s.blk_bucket, vec![0, 1, 2, 2, 3, 3, 3]);
         assert_eq!(s.blk_part, vec![0, 0, 0, 1, 0, 1, 2]);
-        let p = MsmPlan::for_points(1 << 24);
-        assert_eq!(p.big_threshold(1 << 24), 1024);
-        assert_eq!(p.big_threshold(10), BIG_BUCKET_MIN);
-        assert!(p.big_capacity(1 << 24) >= (13 << 24) / 1025);
+    }
+
+    #[test]
+    fn accumulation_split_covers_every_entry() {
+        let slots = 132 * ACC_THREADS * ACC_BLOCKS_PER_SM;
+        for entries in [0usize, 1, 15, 16, 17, 1000, 13 << 24, (13 << 26) + 7] {
+            let a = AccSplit::new(entries, 13 << 19, slots, ACC_WAVES);
+            let t = a.threads as usize;
+            let l = a.per_thread as usize;
+            assert!(t >= 1 && t <= (slots * ACC_WAVES) as usize);
+            // the ranges cover every entry, and at most one range's worth of
+            // threads at the end has nothing to do
+            assert!(t * l >= entries, "{entries}: {t} x {l}");
+            assert!(t * l - entries <= t.max(l), "{entries}: {t} x {l}");
+            assert!(entries < ACC_MIN_PER_THREAD * t || l >= ACC_MIN_PER_THREAD);
+            assert!(a.big >= BIG_BUCKET_MIN && a.big as usize >= 32 * l);
+            // there cannot be more big buckets than the capacity
+            assert!(a.big_cap >= (entries / (a.big as usize + 1)).min(13 << 19));
+        }
     }
 
     #[test]
@@ -326,17 +398,29 @@ mod tests {
     #[test]
     fn ntt_pass_plan_covers_all_stages() {
         for log_n in 1..=28 {
-            let p = ntt_passes(log_n);
-            let mut s = 0;
-            for pass in &p {
-                assert_eq!(pass.s_lo, s);
-                assert!(pass.lg_l <= pass.s_lo);
-                assert!(pass.t + pass.lg_l <= NTT_TILE_LOG);
-                assert!(pass.t >= 1);
-                s += pass.t;
+            for (p, bitrev) in [(ntt_passes(log_n), false), (ntt_passes_bitrev(log_n), true)] {
+                let mut s = 0;
+                for (i, pass) in p.iter().enumerate() {
+                    assert_eq!(pass.s_lo, s);
+                    assert!(pass.lg_l <= pass.s_lo);
+                    assert!(pass.t + pass.lg_l + pass.hb <= NTT_TILE_LOG);
+                    assert!(pass.t >= 1);
+                    // top batch bits: first pass of a bit-reversing plan only,
+                    // untouched by that pass's stages
+                    if pass.hb > 0 {
+                        assert!(bitrev && i == 0 && pass.lg_l == 0);
+                        assert!(pass.t + pass.hb <= log_n);
+                    }
+                    s += pass.t;
+                }
+                assert_eq!(s, log_n);
             }
-            assert_eq!(s, log_n);
         }
+        assert_eq!(ntt_passes_bitrev(24).len(), 3);
+        assert_eq!(ntt_passes_bitrev(24)[0].hb, NTT_BITREV_TOP_BITS);
+        assert!(ntt_passes_bitrev(24)
+            .iter()
+            .all(|p| p.t + p.lg_l + p.hb == NTT_TILE_LOG));
         assert_eq!(ntt_passes(24).len(), 3);
         assert_eq!(ntt_passes(27).len(), 4);
         assert!(ntt_passes(27).iter().all(|p| p.t + p.lg_l == NTT_TILE_LOG));
