@@ -5,7 +5,12 @@
 //! says "+upload". Random points are tiled from 2^20 unique ones on the device.
 //!
 //! Usage: proofline-gpu-bench [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L]
-//!        [--mix ZERO,ONE] [--partition-points N] [--no-partition] [--reps R] [--json PATH]
+//!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib] [--no-partition]
+//!        [--reps R] [--json PATH]
+//!
+//! The partition benchmark gives each G1 query (A, B, L) the share of the aux points and the
+//! zero/one/other split measured on a real PoRep partition (`--partition-mix`, default the 8MiB
+//! circuit's, docs/filecoin.md).
 
 use std::time::Instant;
 
@@ -21,6 +26,7 @@ struct Opts {
     mix: ScalarMix,
     partition_points: usize,
     partition: bool,
+    partition_mix: &'static str,
     reps: usize,
     json: Option<String>,
 }
@@ -34,6 +40,7 @@ fn parse() -> Result<Opts, String> {
         mix: ScalarMix::default(),
         partition_points: 130_278_541,
         partition: true,
+        partition_mix: "8mib",
         reps: 5,
         json: None,
     };
@@ -54,6 +61,17 @@ fn parse() -> Result<Opts, String> {
             "--msm-max" => o.msm_max = num(val(i)?)? as u32,
             "--partition-points" => o.partition_points = num(val(i)?)? as usize,
             "--reps" => o.reps = num(val(i)?)?.max(1) as usize,
+            "--partition-mix" => {
+                o.partition_mix = match val(i)?.to_ascii_lowercase().as_str() {
+                    "8mib" => "8mib",
+                    "2kib" => "2kib",
+                    other => {
+                        return Err(format!(
+                            "--partition-mix: unknown circuit {other} (8mib, 2kib)"
+                        ))
+                    }
+                }
+            }
             "--json" => o.json = Some(val(i)?),
             "--mix" => {
                 let v: Vec<f64> = val(i)?.split(',').filter_map(|x| x.parse().ok()).collect();
@@ -254,26 +272,46 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         let mut b = g.upload_scalars(&host)?;
         let mut c = g.upload_scalars(&host)?;
         drop(host);
-        let aux = mixed_scalars(o.partition_points, mix, 17);
-        let aux_d = g.upload_scalars(&aux)?;
-        drop(aux);
+        // (query, share of the aux points, zero, one) of a real partition
+        let shape = partition_shape(o.partition_mix);
+        let mut queries = Vec::new();
+        for (k, (name, share, zero, one)) in shape.iter().enumerate() {
+            let len = ((o.partition_points as f64) * share).round() as usize;
+            let sc = mixed_scalars(
+                len,
+                ScalarMix {
+                    zero: *zero,
+                    one: *one,
+                },
+                17 + k as u64,
+            );
+            queries.push((*name, g.upload_scalars(&sc)?));
+        }
         // warm-up (tables, pool)
         g.h_poly_device(&mut a, &mut b, &mut c)?;
-        g.msm_device(&bases, &aux_d, true)?;
+        for (_, q) in &queries {
+            g.msm_device(&bases, q, true)?;
+        }
         g.synchronize()?;
         let mut steps = Vec::new();
         let t0 = Instant::now();
         let t = Instant::now();
         g.h_poly_device(&mut a, &mut b, &mut c)?;
         g.synchronize()?;
-        steps.push(("h_poly 2^27", t.elapsed().as_secs_f64() * 1e3));
+        steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
         let t = Instant::now();
         g.msm_device(&bases, &a, false)?;
-        steps.push(("H MSM 2^27 dense", t.elapsed().as_secs_f64() * 1e3));
-        for name in ["L MSM sparse", "A MSM sparse", "B_G1 MSM sparse"] {
+        steps.push((
+            "H MSM 2^27 dense".to_string(),
+            t.elapsed().as_secs_f64() * 1e3,
+        ));
+        for (name, q) in &queries {
             let t = Instant::now();
-            g.msm_device(&bases, &aux_d, true)?;
-            steps.push((name, t.elapsed().as_secs_f64() * 1e3));
+            let (_, st) = g.msm_device(&bases, q, true)?;
+            steps.push((
+                format!("{name} MSM sparse ({} points, tail {})", st.points, st.tail),
+                t.elapsed().as_secs_f64() * 1e3,
+            ));
         }
         let total = t0.elapsed().as_secs_f64() * 1e3;
         for (nm, ms) in &steps {
@@ -288,13 +326,36 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
             name: "PARTITION total (32 GiB shape)".into(),
             size: format!("2^27 / {}", o.partition_points),
             ms: total,
-            note: format!("mix {:.2}/{:.2}", mix.zero, mix.one),
+            note: format!("{} query shapes", o.partition_mix),
         });
-        results.push(json!({"bench": "partition_32gib", "domain_log": lg, "aux_points": o.partition_points, "mix": mix,
+        let shape_json: Vec<_> = shape
+            .iter()
+            .map(|(n, s, z, one)| json!({"query": n, "share": s, "zero": z, "one": one}))
+            .collect();
+        results.push(json!({"bench": "partition_32gib", "domain_log": lg, "aux_points": o.partition_points,
+            "circuit_mix": o.partition_mix, "queries": shape_json,
             "steps_ms": steps.iter().map(|(n, m)| json!({"step": n, "ms": m})).collect::<Vec<_>>(), "total_ms": total}));
     }
     let doc = json!({"device": g.device_info(), "images": g.kernel_images(), "results": results});
     Ok((doc, rows))
+}
+
+/// (query, share of the aux points, zero fraction, one fraction) of partition 0 of a real
+/// PoRep sector, measured with `fil-stats` (docs/filecoin.md).
+fn partition_shape(circuit: &str) -> [(&'static str, f64, f64, f64); 3] {
+    if circuit == "2kib" {
+        [
+            ("L", 1.0, 0.5130, 0.4707),
+            ("A", 0.9960, 0.5150, 0.4726),
+            ("B_G1", 0.2553, 0.4790, 0.4745),
+        ]
+    } else {
+        [
+            ("L", 1.0, 0.5066, 0.4642),
+            ("A", 0.9929, 0.5102, 0.4675),
+            ("B_G1", 0.2632, 0.4621, 0.4579),
+        ]
+    }
 }
 
 fn main() {
