@@ -342,6 +342,16 @@ fn msm_sparse_matches_blstrs() {
     let resident = g.upload_bases(&points).expect("upload");
     for (mi, m) in [
         mix(),
+        // the measured splits of a real 8MiB PoRep partition (docs/filecoin.md): L's, and
+        // B's, which has the largest "other" share (8 %)
+        ScalarMix {
+            zero: 0.5066,
+            one: 0.4642,
+        },
+        ScalarMix {
+            zero: 0.4621,
+            one: 0.4579,
+        },
         ScalarMix {
             zero: 0.0,
             one: 1.0,
