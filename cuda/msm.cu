@@ -50,9 +50,10 @@ DEVI u32 window_bits(const fr_t& s, u32 off, u32 c) {
 #define DIGIT_GROUP 8
 
 // pass 0: counts; pass 1: scatter into vals using cursor. Windows go in groups
-// of DIGIT_GROUP: a group's atomics are all issued before any of its stores
-// waits for a returned position, so a thread pays the atomic round trip once
-// per group instead of once per window.
+// of DIGIT_GROUP so that a group's atomics are issued before its stores wait
+// for the returned positions. Measured on the H200: no faster than one window
+// at a time (the scatter, ~18 ms at 2^24, is bound by the throughput of
+// atomics that return a value; the histogram's plain reductions take ~3.5 ms).
 extern "C" __global__ void msm_digits(const u32* scalars, u32 n, u32 c, u32 nw, u32 sparse,
                                       u32 pass, u32* counts, u32* cursor, u32* vals) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
