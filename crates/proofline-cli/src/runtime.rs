@@ -91,6 +91,20 @@ struct GpuMemory {
     backend: Arc<GpuBackend>,
 }
 
+impl GpuMemory {
+    /// Takes the device for the allocator. The pool keeps up to `budget` bytes of freed memory
+    /// cached across synchronisations: with the driver's default threshold (0) every
+    /// synchronisation hands freed memory back and each allocation of the next stage is cold
+    /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
+    fn new(backend: Arc<GpuBackend>, budget: u64) -> Result<Self, String> {
+        backend
+            .context()
+            .set_pool_release_threshold(budget)
+            .map_err(|e| format!("setting the memory pool's release threshold: {e}"))?;
+        Ok(GpuMemory { backend })
+    }
+}
+
 impl MemoryDevice for GpuMemory {
     fn label(&self) -> String {
         self.backend.name().to_string()
@@ -121,9 +135,7 @@ fn gpu_options(
         b => b,
     };
     let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, store);
-    opts.memory = Box::new(GpuMemory {
-        backend: backend.clone(),
-    });
+    opts.memory = Box::new(GpuMemory::new(backend.clone(), budget)?);
     opts.memory_budget = budget;
     opts.backend = backend;
     Ok(opts)

@@ -6,7 +6,11 @@
 //!
 //! Usage: proofline-gpu-bench [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L]
 //!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib] [--no-partition]
-//!        [--reps R] [--json PATH]
+//!        [--cold-pool] [--reps R] [--json PATH]
+//!
+//! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
+//! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
+//! synchronisation), which is how the figures up to commit 2b5a484 were taken.
 //!
 //! The partition benchmark gives each G1 query (A, B, L) the share of the aux points and the
 //! zero/one/other split measured on a real PoRep partition (`--partition-mix`, default the 8MiB
@@ -27,6 +31,7 @@ struct Opts {
     partition_points: usize,
     partition: bool,
     partition_mix: &'static str,
+    cold_pool: bool,
     reps: usize,
     json: Option<String>,
 }
@@ -41,6 +46,7 @@ fn parse() -> Result<Opts, String> {
         partition_points: 130_278_541,
         partition: true,
         partition_mix: "8mib",
+        cold_pool: false,
         reps: 5,
         json: None,
     };
@@ -88,6 +94,11 @@ fn parse() -> Result<Opts, String> {
                 i += 1;
                 continue;
             }
+            "--cold-pool" => {
+                o.cold_pool = true;
+                i += 1;
+                continue;
+            }
             "-h" | "--help" => return Err("see the module doc for usage".into()),
             _ => return Err(format!("unknown argument {a}")),
         }
@@ -128,6 +139,11 @@ struct Row {
 
 fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
     let g = GpuContext::new(0)?;
+    // As the daemon's VRAM allocator does: freed memory stays cached in the pool across
+    // synchronisations (with the default threshold, 0, every call's buffers are allocated cold).
+    if !o.cold_pool {
+        g.set_pool_release_threshold(u64::MAX)?;
+    }
     let mut rows = Vec::new();
     let mut results = Vec::new();
     eprintln!("device: {:?}; {}", g.device_info(), g.kernel_images());
