@@ -166,6 +166,22 @@ extern "C" __global__ void scan_add(u32* out, const u32* tile_sums, u32 m) {
     if (i < m) out[i] += tile_sums[i / SCAN_TILE];
 }
 
+// Tree sum of the XYZZ values of a block of RED_THREADS threads through shared
+// memory; the total ends in thread 0's `acc` (every thread must call it).
+DEVI void block_sum(xyzz_t& acc) {
+    __shared__ uint4 sh[RED_THREADS * 12];
+    u32* mine = reinterpret_cast<u32*>(&sh[12 * threadIdx.x]);
+    acc.store(mine);
+    __syncthreads();
+    for (u32 off = RED_THREADS / 2; off > 0; off >>= 1) {
+        if (threadIdx.x < off) {
+            acc.add(xyzz_t::load(reinterpret_cast<u32*>(&sh[12 * (threadIdx.x + off)])));
+            acc.store(mine);
+        }
+        __syncthreads();
+    }
+}
+
 // ---- buckets -------------------------------------------------------------------
 
 // Buckets with more than `big` points go to the big-bucket kernels: their
@@ -298,7 +314,6 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS)
 msm_big_partial(const u32* bases, const u32* vals, const u32* cursor, const u32* counts,
                 const u32* big_list, const u32* blk_bucket, const u32* blk_part, u32 per_block,
                 u32* partial) {
-    __shared__ uint4 sh[RED_THREADS * 12];
     u32 g = big_list[2 * blk_bucket[blockIdx.x]];
     u32 end = cursor[g];
     u32 beg = end - counts[g] + blk_part[blockIdx.x] * per_block;
@@ -310,17 +325,7 @@ msm_big_partial(const u32* bases, const u32* vals, const u32* cursor, const u32*
         if (p.is_inf()) continue;
         acc.add_affine(p.x, fp_t::cneg(p.y, (v >> 31) != 0));
     }
-    u32* mine = reinterpret_cast<u32*>(&sh[12 * threadIdx.x]);
-    acc.store(mine);
-    __syncthreads();
-    for (u32 off = RED_THREADS / 2; off > 0; off >>= 1) {
-        if (threadIdx.x < off) {
-            xyzz_t o = xyzz_t::load(reinterpret_cast<u32*>(&sh[12 * (threadIdx.x + off)]));
-            acc.add(o);
-            acc.store(mine);
-        }
-        __syncthreads();
-    }
+    block_sum(acc);
     if (threadIdx.x == 0) acc.store(partial + 48 * (size_t)blockIdx.x);
 }
 
@@ -328,22 +333,11 @@ msm_big_partial(const u32* bases, const u32* vals, const u32* cursor, const u32*
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
 msm_big_final(const u32* partial, const u32* first, const u32* count, const u32* big_list,
               u32* buckets) {
-    __shared__ uint4 sh[RED_THREADS * 12];
     const u32* base = partial + 48 * (size_t)first[blockIdx.x];
     u32 cnt = count[blockIdx.x];
     xyzz_t acc = xyzz_t::inf();
     for (u32 k = threadIdx.x; k < cnt; k += RED_THREADS) acc.add(xyzz_t::load(base + 48 * (size_t)k));
-    u32* mine = reinterpret_cast<u32*>(&sh[12 * threadIdx.x]);
-    acc.store(mine);
-    __syncthreads();
-    for (u32 off = RED_THREADS / 2; off > 0; off >>= 1) {
-        if (threadIdx.x < off) {
-            xyzz_t o = xyzz_t::load(reinterpret_cast<u32*>(&sh[12 * (threadIdx.x + off)]));
-            acc.add(o);
-            acc.store(mine);
-        }
-        __syncthreads();
-    }
+    block_sum(acc);
     if (threadIdx.x == 0) acc.store(buckets + 48 * (size_t)big_list[2 * blockIdx.x]);
 }
 
@@ -383,7 +377,6 @@ DEVI void mul_small(xyzz_t& r, const xyzz_t& p, u32 k) {
 // and the block tree-sums the threads into partial[w * groups + grp].
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
 msm_window_combine(const u32* segres, u32 segs, u32 seg, u32 groups, u32* partial) {
-    __shared__ uint4 sh[RED_THREADS * 12];
     u32 w = blockIdx.x / groups, grp = blockIdx.x % groups;
     u32 per_blk = (segs + groups - 1) / groups;
     u32 per = (per_blk + RED_THREADS - 1) / RED_THREADS;
@@ -411,38 +404,17 @@ msm_window_combine(const u32* segres, u32 segs, u32 seg, u32 groups, u32* partia
         mul_small(q, acc, seg);
         wsum.add(q);
     }
-    u32* mine = reinterpret_cast<u32*>(&sh[12 * threadIdx.x]);
-    wsum.store(mine);
-    __syncthreads();
-    for (u32 off = RED_THREADS / 2; off > 0; off >>= 1) {
-        if (threadIdx.x < off) {
-            xyzz_t o = xyzz_t::load(reinterpret_cast<u32*>(&sh[12 * (threadIdx.x + off)]));
-            wsum.add(o);
-            wsum.store(mine);
-        }
-        __syncthreads();
-    }
+    block_sum(wsum);
     if (threadIdx.x == 0) wsum.store(partial + 48 * (size_t)blockIdx.x);
 }
 
 // one block per group: Jacobian(out[g]) = sum of in[g * count .. (g+1) * count)
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
 xyzz_reduce(const u32* in, u32 count, u32* out) {
-    __shared__ uint4 sh[RED_THREADS * 12];
     const u32* base = in + 48 * (size_t)blockIdx.x * count;
     xyzz_t acc = xyzz_t::inf();
     for (u32 k = threadIdx.x; k < count; k += RED_THREADS) acc.add(xyzz_t::load(base + 48 * (size_t)k));
-    u32* mine = reinterpret_cast<u32*>(&sh[12 * threadIdx.x]);
-    acc.store(mine);
-    __syncthreads();
-    for (u32 off = RED_THREADS / 2; off > 0; off >>= 1) {
-        if (threadIdx.x < off) {
-            xyzz_t o = xyzz_t::load(reinterpret_cast<u32*>(&sh[12 * (threadIdx.x + off)]));
-            acc.add(o);
-            acc.store(mine);
-        }
-        __syncthreads();
-    }
+    block_sum(acc);
     if (threadIdx.x == 0) acc.store_jacobian(out + 36 * blockIdx.x);
 }
 
@@ -463,7 +435,6 @@ extern "C" __global__ void msm_collect_ones(const u32* scalars, u32 n, u32* coun
 // grid-stride sum of bases[list[k]], k < *count; one XYZZ per block
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
 msm_sum_ones(const u32* bases, const u32* list, const u32* count, u32* out) {
-    __shared__ uint4 sh[RED_THREADS * 12];
     xyzz_t acc = xyzz_t::inf();
     u32 cnt = *count;
     for (u32 k = blockIdx.x * RED_THREADS + threadIdx.x; k < cnt; k += gridDim.x * RED_THREADS) {
@@ -471,17 +442,7 @@ msm_sum_ones(const u32* bases, const u32* list, const u32* count, u32* out) {
         if (p.is_inf()) continue;
         acc.add_affine(p.x, p.y);
     }
-    u32* mine = reinterpret_cast<u32*>(&sh[12 * threadIdx.x]);
-    acc.store(mine);
-    __syncthreads();
-    for (u32 off = RED_THREADS / 2; off > 0; off >>= 1) {
-        if (threadIdx.x < off) {
-            xyzz_t o = xyzz_t::load(reinterpret_cast<u32*>(&sh[12 * (threadIdx.x + off)]));
-            acc.add(o);
-            acc.store(mine);
-        }
-        __syncthreads();
-    }
+    block_sum(acc);
     if (threadIdx.x == 0) acc.store(out + 48 * blockIdx.x);
 }
 

@@ -12,13 +12,14 @@
 //    are coalesced runs of 32 * 2^lg_l bytes), runs the t stages, and writes
 //    the tile back. dif = 1: Gentleman-Sande (natural in, bit-reversed out,
 //    stages high to low); dif = 0: Cooley-Tukey (bit-reversed in, natural out,
-//    stages low to high). Twiddles: tw[m] = w^m, m < n/2, w the n-th root.
+//    stages low to high). Twiddles: one table per stage s, w^(j 2^(log n - 1 - s))
+//    for j < 2^s (`twiddle`), w the n-th root.
 //    Scaling (coset powers, n^-1) is fused into the load of the first pass and
 //    the store of the last; the last DIF pass can write bit-reversed into a
 //    second buffer, which removes the separate permutation pass.
 //  * fr_h_pointwise: a = (a * b - c) * zinv.
-//  * fr_build_table: out[m] = lo[m & lo_mask] * hi[m >> lo_bits] (twiddles,
-//    coset powers), from two small host-computed tables.
+//  * fr_build_stage_tables: the twiddle tables, from two small host-computed
+//    power tables (out = lo[m & lo_mask] * hi[m >> lo_bits] = w^m).
 #include "fr.cuh"
 
 #define NTT_TILE 1024
@@ -31,19 +32,12 @@ DEVI fr_t pow_from_tables(const u32* lo, const u32* hi, u32 idx, u32 lo_bits) {
     return fr_t::mul(a, b);
 }
 
-extern "C" __global__ void fr_build_table(u32* out, const u32* lo, const u32* hi, u32 count, u32 lo_bits) {
-    u32 m = blockIdx.x * blockDim.x + threadIdx.x;
-    if (m >= count) return;
-    pow_from_tables(lo, hi, m, lo_bits).store(out + 8 * (size_t)m);
-}
-
 // Twiddle w^(j 2^(log_n - 1 - s)) of a butterfly of stage s whose lower index
-// is j mod 2^s. Flat table (staged = 0): tw[m] = w^m, m < n/2: lanes of a warp
-// read entries 2^(log_n - 1 - s) apart. Stage tables (staged = 1): T_s[j] at
-// tw[2^s - 1 + j], one contiguous table per stage: lanes read neighbours.
-DEVI fr_t twiddle(const u32* tw, u32 staged, u32 log_n, u32 s, size_t j) {
-    size_t at = staged ? (((size_t)1 << s) - 1 + j) : (j << (log_n - 1 - s));
-    return fr_t::load(tw + 8 * at);
+// is j mod 2^s: T_s[j] at tw[2^s - 1 + j], one contiguous table per stage, so
+// the lanes of a warp read neighbours (one flat table of w^m, read at stride
+// 2^(log_n - 1 - s), was 5-13 % slower on the H200: docs/gpu-kernels.md).
+DEVI fr_t twiddle(const u32* tw, u32 s, size_t j) {
+    return fr_t::load(tw + 8 * (((size_t)1 << s) - 1 + j));
 }
 
 // out[2^s - 1 + j] = w^(j 2^(log_n - 1 - s)) for s < log_n, j < 2^s (the stage
@@ -101,7 +95,7 @@ struct scale_t {
 DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t,
                         u32 lg_l, u32 dif, const u32* lc, const u32* lplo, const u32* lphi,
                         u32 lrev, const u32* sc, const u32* splo, const u32* sphi,
-                        u32 bitrev_out, u32 lo_bits, u32 hb, u32 staged) {
+                        u32 bitrev_out, u32 lo_bits, u32 hb) {
     // two planes (low and high 16 bytes of each element): conflict-free 16-byte accesses
     __shared__ uint4 sm[NTT_TILE * 2];
     const scale_t ls{lc, lplo, lphi, lo_bits}, ss{sc, splo, sphi, lo_bits};
@@ -163,13 +157,13 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
                 size_t ma = g0 << (log_n - s - 2);
                 fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e0 + eh);
                 fr_t x2 = load_sm(sm, e0 + 2 * eh), x3 = load_sm(sm, e0 + 3 * eh);
-                fr_t wb = twiddle(tw, staged, log_n, s + 1, g0 + ((size_t)1 << s));
+                fr_t wb = twiddle(tw, s + 1, g0 + ((size_t)1 << s));
                 if (dif) {
                     fr_t y0 = fr_t::add(x0, x2), y2 = fr_t::sub(x0, x2);
                     fr_t y1 = fr_t::add(x1, x3), y3 = fr_t::mul(fr_t::sub(x1, x3), wb);
                     if (ma != 0) {
-                        y2 = fr_t::mul(y2, twiddle(tw, staged, log_n, s + 1, g0));
-                        fr_t wc = twiddle(tw, staged, log_n, s, g0);
+                        y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
+                        fr_t wc = twiddle(tw, s, g0);
                         x1 = fr_t::mul(fr_t::sub(y0, y1), wc);
                         x3 = fr_t::mul(fr_t::sub(y2, y3), wc);
                     } else {
@@ -180,13 +174,13 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
                     x2 = fr_t::add(y2, y3);
                 } else {
                     if (ma != 0) {
-                        fr_t wc = twiddle(tw, staged, log_n, s, g0);
+                        fr_t wc = twiddle(tw, s, g0);
                         x1 = fr_t::mul(x1, wc);
                         x3 = fr_t::mul(x3, wc);
                     }
                     fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
                     fr_t y2 = fr_t::add(x2, x3), y3 = fr_t::sub(x2, x3);
-                    if (ma != 0) y2 = fr_t::mul(y2, twiddle(tw, staged, log_n, s + 1, g0));
+                    if (ma != 0) y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
                     y3 = fr_t::mul(y3, wb);
                     x0 = fr_t::add(y0, y2);
                     x2 = fr_t::sub(y0, y2);
@@ -217,9 +211,9 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
                 if (dif) {
                     y0 = fr_t::add(x0, x1);
                     y1 = fr_t::sub(x0, x1);
-                    if (m != 0) y1 = fr_t::mul(y1, twiddle(tw, staged, log_n, s, m));
+                    if (m != 0) y1 = fr_t::mul(y1, twiddle(tw, s, m));
                 } else {
-                    fr_t v = m != 0 ? fr_t::mul(x1, twiddle(tw, staged, log_n, s, m)) : x1;
+                    fr_t v = m != 0 ? fr_t::mul(x1, twiddle(tw, s, m)) : x1;
                     y0 = fr_t::add(x0, v);
                     y1 = fr_t::sub(x0, v);
                 }
@@ -252,10 +246,10 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
 #define NTT_PASS_ARGS                                                                          \
     const u32 *in, u32 *out, const u32 *tw, u32 log_n, u32 s_lo, u32 t, u32 lg_l, u32 dif,    \
         const u32 *lc, const u32 *lplo, const u32 *lphi, u32 lrev, const u32 *sc,              \
-        const u32 *splo, const u32 *sphi, u32 bitrev_out, u32 lo_bits, u32 hb, u32 staged
+        const u32 *splo, const u32 *sphi, u32 bitrev_out, u32 lo_bits, u32 hb
 #define NTT_PASS_CALL                                                                          \
     in, out, tw, log_n, s_lo, t, lg_l, dif, lc, lplo, lphi, lrev, sc, splo, sphi, bitrev_out, \
-        lo_bits, hb, staged
+        lo_bits, hb
 // Radix-4 steps, register cap for 3 blocks of 256 threads per SM (80 registers). Measured on
 // the H200 (docs/gpu-kernels.md) against: no cap (102 registers, 2 blocks), blocks of 128, and
 // plain radix-2 stages (64 registers, 4 blocks), all slower.

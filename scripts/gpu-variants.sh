@@ -5,12 +5,12 @@
 # kernel variants that the benchmark knobs select, in one go, so that one device call decides
 # between them. Writes variants-*.json / .log under $OUT and prints a table last.
 #
-#   NTT: PROOFLINE_GPU_NTT_TWIDDLES (staged | flat), forward NTT 2^24..2^27
+#   NTT: forward NTT 2^24..2^27 (the baseline of the call)
 #   MSM: PROOFLINE_GPU_ACC_WAVES, dense MSM 2^24, then the per-step profile
 #        (PROOFLINE_GPU_PROFILE=1) of a 2^24 run
 #
 # Device-tool call: run carry=[".gpu-bin"] command="bash scripts/gpu-variants.sh"
-# Environment: NTT_TWIDDLES, ACC_WAVES (space-separated lists), REPS (default 7).
+# Environment: ACC_WAVES (space-separated list), REPS (default 7).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.gpu-bin/proofline-gpu-bench"
@@ -37,12 +37,10 @@ for r in doc["results"]:
 EOF
 }
 
-for tw in ${NTT_TWIDDLES:-staged flat}; do
-    j="$OUT/variants-ntt-$tw.json"
-    PROOFLINE_GPU_NTT_TWIDDLES="$tw" timeout 300 "$BIN" --ntt-min 24 --ntt-max 27 --msm-min 10 --msm-max 10 \
-        --no-partition --reps "$REPS" --json "$j" > "$OUT/variants-ntt-$tw.log" 2>&1
-    row "ntt twiddles $tw" "$j"
-done
+j="$OUT/variants-ntt.json"
+timeout 300 "$BIN" --ntt-min 24 --ntt-max 27 --msm-min 10 --msm-max 10 \
+    --no-partition --reps "$REPS" --json "$j" > "$OUT/variants-ntt.log" 2>&1
+row "ntt" "$j"
 for w in ${ACC_WAVES:-2 4}; do
     j="$OUT/variants-msm-w$w.json"
     PROOFLINE_GPU_ACC_WAVES="$w" timeout 300 "$BIN" --ntt-min 10 --ntt-max 10 --msm-min 24 --msm-max 24 \

@@ -3,6 +3,7 @@
 //! benchmark. Not on the proving path.
 
 use blstrs::{G1Affine, G1Projective, Scalar};
+use cudarc::driver::CudaFunction;
 
 use crate::context::{Arg, GpuContext};
 use crate::error::GpuError;
@@ -45,26 +46,12 @@ impl GpuContext {
         op: FieldOp,
     ) -> Result<Vec<[u32; 8]>, GpuError> {
         let n = a.len().min(b.len());
-        let da = self.upload_u32(scalars_as_u32(&a[..n]))?;
-        let db = self.upload_u32(scalars_as_u32(&b[..n]))?;
-        let out = self.alloc_u32(n * 8)?;
-        self.launch(
+        self.limb_op(
             &self.k.fr_op_test,
-            n.div_ceil(256) as u32,
-            256,
-            &[
-                Arg::U64(self.ptr(&da)),
-                Arg::U64(self.ptr(&db)),
-                Arg::U64(self.ptr(&out)),
-                Arg::U32(n as u32),
-                Arg::U32(op as u32),
-            ],
-        )?;
-        let mut h = vec![0u32; n * 8];
-        self.download(&out, &mut h)?;
-        Ok(h.chunks_exact(8)
-            .map(|c| c.try_into().unwrap_or([0; 8]))
-            .collect())
+            scalars_as_u32(&a[..n]),
+            scalars_as_u32(&b[..n]),
+            op,
+        )
     }
 
     /// Fp element-wise op on raw Montgomery limbs (12 x u32 LE each).
@@ -77,11 +64,23 @@ impl GpuContext {
         let n = a.len().min(b.len());
         let fa: Vec<u32> = a[..n].iter().flatten().copied().collect();
         let fb: Vec<u32> = b[..n].iter().flatten().copied().collect();
-        let da = self.upload_u32(&fa)?;
-        let db = self.upload_u32(&fb)?;
-        let out = self.alloc_u32(n * 12)?;
+        self.limb_op(&self.k.fp_op_test, &fa, &fb, op)
+    }
+
+    /// Runs a field-op test kernel over `a`, `b` (W limbs per element) and returns the results.
+    fn limb_op<const W: usize>(
+        &self,
+        kernel: &CudaFunction,
+        a: &[u32],
+        b: &[u32],
+        op: FieldOp,
+    ) -> Result<Vec<[u32; W]>, GpuError> {
+        let n = a.len() / W;
+        let da = self.upload_u32(a)?;
+        let db = self.upload_u32(b)?;
+        let out = self.alloc_u32(n * W)?;
         self.launch(
-            &self.k.fp_op_test,
+            kernel,
             n.div_ceil(256) as u32,
             256,
             &[
@@ -92,10 +91,10 @@ impl GpuContext {
                 Arg::U32(op as u32),
             ],
         )?;
-        let mut h = vec![0u32; n * 12];
+        let mut h = vec![0u32; n * W];
         self.download(&out, &mut h)?;
-        Ok(h.chunks_exact(12)
-            .map(|c| c.try_into().unwrap_or([0; 12]))
+        Ok(h.chunks_exact(W)
+            .map(|c| c.try_into().unwrap_or([0; W]))
             .collect())
     }
 

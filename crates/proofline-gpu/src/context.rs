@@ -135,11 +135,8 @@ pub(crate) struct Kernels {
     pub fr_mul_bench: CudaFunction,
     pub fp_mul_bench: CudaFunction,
     // ntt
-    pub fr_build_table: CudaFunction,
     pub ntt_pass: CudaFunction,
     pub fr_build_stage_tables: CudaFunction,
-    /// twiddles as one contiguous table per stage (else one flat table)
-    pub staged_twiddles: bool,
     pub fr_h_pointwise: CudaFunction,
     // msm
     pub msm_digits: CudaFunction,
@@ -238,10 +235,8 @@ impl GpuContext {
             g1_op_test: f(&arith, "g1_op_test")?,
             fr_mul_bench: f(&arith, "fr_mul_bench")?,
             fp_mul_bench: f(&arith, "fp_mul_bench")?,
-            fr_build_table: f(&ntt, "fr_build_table")?,
             ntt_pass: f(&ntt, "ntt_pass")?,
             fr_build_stage_tables: f(&ntt, "fr_build_stage_tables")?,
-            staged_twiddles: std::env::var("PROOFLINE_GPU_NTT_TWIDDLES").as_deref() != Ok("flat"),
             fr_h_pointwise: f(&ntt, "fr_h_pointwise")?,
             msm_digits: f(&msm, "msm_digits")?,
             msm_count_tail: f(&msm, "msm_count_tail")?,

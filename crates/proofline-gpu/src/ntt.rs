@@ -112,46 +112,26 @@ impl GpuContext {
         let w = root_of_unity(log_n);
         let winv = w.invert().unwrap_or(Scalar::ONE);
         // twiddles: one contiguous table per stage (n - 1 entries, see
-        // `twiddle` in cuda/ntt.cu) or, with the benchmark knob
-        // PROOFLINE_GPU_NTT_TWIDDLES=flat, w^m for m < n/2
-        let staged = self.k.staged_twiddles;
+        // `twiddle` in cuda/ntt.cu), from the split power tables of w
         let build = |base: Scalar| -> Result<CudaSlice<u32>, GpuError> {
             let t = pow_tables(base, half);
             let lo = self.upload_u32(scalars_as_u32(&t.lo))?;
             let hi = self.upload_u32(scalars_as_u32(&t.hi))?;
-            let (lo, hi) = (self.ptr(&lo), self.ptr(&hi));
-            if staged {
-                let count = (n - 1).max(1);
-                let out = self.alloc_u32(count * FR_WORDS)?;
-                self.launch(
-                    &self.k.fr_build_stage_tables,
-                    grid(count),
-                    THREADS,
-                    &[
-                        Arg::U64(self.ptr(&out)),
-                        Arg::U64(lo),
-                        Arg::U64(hi),
-                        Arg::U32(log_n),
-                        Arg::U32(t.lo_bits),
-                    ],
-                )?;
-                Ok(out)
-            } else {
-                let out = self.alloc_u32(half * FR_WORDS)?;
-                self.launch(
-                    &self.k.fr_build_table,
-                    grid(half),
-                    THREADS,
-                    &[
-                        Arg::U64(self.ptr(&out)),
-                        Arg::U64(lo),
-                        Arg::U64(hi),
-                        Arg::U32(half as u32),
-                        Arg::U32(t.lo_bits),
-                    ],
-                )?;
-                Ok(out)
-            }
+            let count = (n - 1).max(1);
+            let out = self.alloc_u32(count * FR_WORDS)?;
+            self.launch(
+                &self.k.fr_build_stage_tables,
+                grid(count),
+                THREADS,
+                &[
+                    Arg::U64(self.ptr(&out)),
+                    Arg::U64(self.ptr(&lo)),
+                    Arg::U64(self.ptr(&hi)),
+                    Arg::U32(log_n),
+                    Arg::U32(t.lo_bits),
+                ],
+            )?;
+            Ok(out)
         };
         let tw_fwd = build(w)?;
         let tw_inv = build(winv)?;
@@ -244,7 +224,6 @@ impl GpuContext {
                     Arg::U32((last && bitrev_out) as u32),
                     Arg::U32(lo_bits),
                     Arg::U32(p.hb),
-                    Arg::U32(self.k.staged_twiddles as u32),
                 ],
             )?;
         }
