@@ -19,8 +19,10 @@ use actix::prelude::*;
 use metrics::gauge;
 use tokio::sync::oneshot;
 
-use crate::messages::{LeaseError, ReleaseLease, RequestLease};
-use crate::telemetry::{self, actor, Busy};
+use crate::messages::{
+    AllocatorSnapshot, LeaseError, ReleaseLease, RequestLease, Snapshot, TrimWhenIdle,
+};
+use crate::telemetry::{actor, Busy, Mailbox, Named};
 
 /// The device-global memory operations an allocator may perform.
 pub trait MemoryDevice: Send + 'static {
@@ -46,7 +48,7 @@ impl MemoryDevice for HostMemory {
 pub struct Lease {
     id: u64,
     bytes: u64,
-    allocator: Addr<VramAllocator>,
+    allocator: Mailbox<VramAllocator>,
 }
 
 impl Lease {
@@ -58,7 +60,6 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        telemetry::enqueued(actor::ALLOCATOR);
         self.allocator.do_send(ReleaseLease { id: self.id });
     }
 }
@@ -69,26 +70,6 @@ struct Pending {
     since: Instant,
     reply: oneshot::Sender<Lease>,
 }
-
-/// Snapshot of an allocator's state.
-#[derive(Clone, Debug, serde::Serialize, PartialEq, Eq)]
-pub struct AllocatorSnapshot {
-    /// Device label.
-    pub device: String,
-    /// Total budget, bytes.
-    pub budget: u64,
-    /// Bytes currently leased.
-    pub leased: u64,
-    /// Leases outstanding.
-    pub leases: usize,
-    /// Requests waiting.
-    pub waiting: usize,
-}
-
-/// Ask for a snapshot.
-#[derive(Message)]
-#[rtype(result = "AllocatorSnapshot")]
-pub struct Snapshot;
 
 /// The allocator actor.
 pub struct VramAllocator {
@@ -152,13 +133,17 @@ impl VramAllocator {
             let lease = Lease {
                 id,
                 bytes: p.bytes,
-                allocator: ctx.address(),
+                allocator: Mailbox::new(ctx.address()),
             };
             // If the requester is gone, the returned lease drops here and releases itself.
             let _ = p.reply.send(lease);
         }
         self.publish();
     }
+}
+
+impl Named for VramAllocator {
+    const NAME: &'static str = actor::ALLOCATOR;
 }
 
 impl Actor for VramAllocator {
@@ -175,7 +160,7 @@ impl Handler<RequestLease> for VramAllocator {
     type Result = ResponseFuture<Result<Lease, LeaseError>>;
 
     fn handle(&mut self, msg: RequestLease, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::ALLOCATOR);
+        let _busy = Busy::start(Self::NAME);
         if msg.bytes > self.budget {
             let err = LeaseError::ExceedsBudget {
                 requested: msg.bytes,
@@ -200,7 +185,7 @@ impl Handler<ReleaseLease> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: ReleaseLease, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(actor::ALLOCATOR);
+        let _busy = Busy::start(Self::NAME);
         if let Some(bytes) = self.active.remove(&msg.id) {
             self.leased -= bytes;
         }
@@ -213,16 +198,11 @@ impl Handler<ReleaseLease> for VramAllocator {
     }
 }
 
-/// Ask the allocator to trim the device's memory pool as soon as no lease is outstanding.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct TrimWhenIdle;
-
 impl Handler<TrimWhenIdle> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, _: TrimWhenIdle, _: &mut Context<Self>) {
-        let _busy = Busy::start(actor::ALLOCATOR);
+        let _busy = Busy::start(Self::NAME);
         if self.active.is_empty() {
             self.device.trim();
         } else {
@@ -235,7 +215,7 @@ impl Handler<Snapshot> for VramAllocator {
     type Result = MessageResult<Snapshot>;
 
     fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::ALLOCATOR);
+        let _busy = Busy::start(Self::NAME);
         MessageResult(AllocatorSnapshot {
             device: self.label.clone(),
             budget: self.budget,
@@ -263,7 +243,6 @@ mod tests {
     }
 
     fn req(bytes: u64) -> RequestLease {
-        telemetry::enqueued(actor::ALLOCATOR);
         RequestLease {
             bytes,
             owner: "t".into(),
@@ -273,7 +252,8 @@ mod tests {
     #[actix::test]
     async fn grants_in_order_never_overcommits_and_waits() {
         let trims = Arc::new(AtomicUsize::new(0));
-        let alloc = VramAllocator::new(Box::new(CountingDevice(trims.clone())), 100).start();
+        let alloc =
+            Mailbox::new(VramAllocator::new(Box::new(CountingDevice(trims.clone())), 100).start());
         let l1 = alloc.send(req(60)).await.unwrap().unwrap();
         // 50 does not fit next to 60: it waits; a later 10 that would fit must wait behind it.
         let f2 = alloc.send(req(50));
@@ -309,7 +289,7 @@ mod tests {
 
     #[actix::test]
     async fn oversize_requests_fail_and_abandoned_requests_leave_the_queue() {
-        let alloc = VramAllocator::new(Box::new(HostMemory), 100).start();
+        let alloc = Mailbox::new(VramAllocator::new(Box::new(HostMemory), 100).start());
         let err = alloc.send(req(101)).await.unwrap().unwrap_err();
         assert!(matches!(
             err,

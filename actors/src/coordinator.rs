@@ -1,16 +1,10 @@
 //! The job coordinator: accepts planned jobs, admits their partitions into the pipeline by
-//! priority, drives each partition through the stage actors, assembles results, handles
-//! cancellation, and journals job state.
+//! priority, assembles results, handles cancellation, and journals job state.
 //!
-//! Each admitted partition runs as one future on the coordinator's context
-//! ([`drive_partition`]): it sends typed messages to the stage actors and awaits their replies;
-//! the coordinator's own state changes only in its handlers and in the completion callback of
-//! that future, so no lock guards it.
-//!
-//! Ownership along a partition: the circuit thunk moves into `Synthesize`; the synthesized a, b,
-//! c move into `ComputeH` (with their memory lease) and are freed there; the assignment is
-//! wrapped in an `Arc` read by `PlanMsm`; the MSM plan is an `Arc` read concurrently by
-//! `ComputeSparseG1` and `MsmG2`; the proof comes back by value.
+//! Each admitted partition runs as one future on the coordinator's context (the partition
+//! driver, [`crate::partition`]): it sends typed messages to the stage actors and awaits their
+//! replies; the coordinator's own state changes only in its handlers and in the completion
+//! callback of that future, so no lock guards it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -19,34 +13,16 @@ use std::time::Instant;
 use actix::prelude::*;
 use blstrs::{Bls12, Scalar};
 use metrics::{counter, gauge};
-use proofline_groth16::{
-    proof_to_bytes, MsmResults, Proof, SharedProvingKey, SynthesizedPartition,
-};
-use proofline_jobs::{scalar_to_hex, CircuitThunk, JobPlan, JobRequest, ParamsSpec};
+use proofline_groth16::{proof_to_bytes, Proof, SharedProvingKey};
+use proofline_jobs::{scalar_to_hex, CircuitThunk, ParamsSpec};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::allocator::VramAllocator;
 use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
 use crate::journal::{FinishedRecord, Journal};
 use crate::messages::*;
-use crate::telemetry::{self, actor, Busy, Secs};
-use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
-
-/// Addresses of the stage actors.
-#[derive(Clone)]
-pub struct Stages {
-    /// Parameter loader.
-    pub params: Addr<ParamsLoader>,
-    /// Synthesis pool.
-    pub synthesis: Addr<SynthesisActor>,
-    /// CPU-MSM pool.
-    pub cpu_msm: Addr<CpuMsmActor>,
-    /// Memory allocator of the compute device.
-    pub allocator: Addr<VramAllocator>,
-    /// Compute actors of the device.
-    pub compute: Addr<ComputeActor>,
-}
+use crate::partition::{drive_partition, Stages};
+use crate::telemetry::{actor, Busy, Named, Secs};
 
 /// Coordinator limits.
 #[derive(Clone, Copy, Debug)]
@@ -74,25 +50,6 @@ struct JobEntry {
     final_check: Option<proofline_jobs::FinalCheck>,
     final_handle: Option<SpawnHandle>,
     pk: Option<SharedProvingKey>,
-}
-
-/// Why a submission was refused.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum SubmitError {
-    /// Too many unfinished jobs.
-    #[error("queue full: {0} unfinished jobs (pipeline.max_queued_jobs)")]
-    QueueFull(usize),
-    /// A job with this id exists.
-    #[error("job id {0} already exists")]
-    Duplicate(String),
-    /// The job could not be written to the journal, so it would not survive a restart.
-    #[error("cannot journal job {id}: {message}")]
-    Journal {
-        /// Job id.
-        id: String,
-        /// The I/O error.
-        message: String,
-    },
 }
 
 /// The coordinator actor.
@@ -224,7 +181,6 @@ impl JobCoordinator {
                     match (job.final_check.take(), job.pk.clone()) {
                         (Some(check), Some(pk)) => {
                             // The adapter's check of the whole proof, on a CPU-MSM thread.
-                            telemetry::enqueued(actor::CPU_MSM);
                             let fut = self.stages.cpu_msm.send(RunFinalCheck {
                                 check,
                                 pk,
@@ -385,25 +341,15 @@ impl Actor for JobCoordinator {
     type Context = Context<Self>;
 }
 
-/// Accept a planned job.
-#[derive(Message)]
-#[rtype(result = "Result<JobStatus, SubmitError>")]
-pub struct SubmitPlanned {
-    /// Id (fresh, or the journaled one after a restart).
-    pub id: JobId,
-    /// The request, journaled so the job survives a restart.
-    pub request: JobRequest,
-    /// The adapter's plan.
-    pub plan: JobPlan,
-    /// Whether to journal the request (false when it is being replayed from the journal).
-    pub journal: bool,
+impl Named for JobCoordinator {
+    const NAME: &'static str = actor::COORDINATOR;
 }
 
 impl Handler<SubmitPlanned> for JobCoordinator {
     type Result = Result<JobStatus, SubmitError>;
 
     fn handle(&mut self, msg: SubmitPlanned, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         let unfinished = self.unfinished();
         if unfinished >= self.limits.max_queued {
             return Err(SubmitError::QueueFull(unfinished));
@@ -482,16 +428,11 @@ impl Handler<SubmitPlanned> for JobCoordinator {
     }
 }
 
-/// Restore a finished job from the journal.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct RestoreFinished(pub FinishedRecord);
-
 impl Handler<RestoreFinished> for JobCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: RestoreFinished, _: &mut Context<Self>) {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         let FinishedRecord { status, result } = msg.0;
         let id = status.id.clone();
         self.seq += 1;
@@ -523,46 +464,31 @@ impl Handler<RestoreFinished> for JobCoordinator {
     }
 }
 
-/// Status of one job.
-#[derive(Message)]
-#[rtype(result = "Option<JobStatus>")]
-pub struct GetStatus(pub JobId);
-
 impl Handler<GetStatus> for JobCoordinator {
     type Result = Option<JobStatus>;
 
     fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         self.jobs.get(&msg.0).map(|j| j.status.clone())
     }
 }
-
-/// Status and, when succeeded, result of one job.
-#[derive(Message)]
-#[rtype(result = "Option<(JobStatus, Option<Arc<JobResult>>)>")]
-pub struct GetResult(pub JobId);
 
 impl Handler<GetResult> for JobCoordinator {
     type Result = Option<(JobStatus, Option<Arc<JobResult>>)>;
 
     fn handle(&mut self, msg: GetResult, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         self.jobs
             .get(&msg.0)
             .map(|j| (j.status.clone(), j.result.clone()))
     }
 }
 
-/// All known jobs, newest first.
-#[derive(Message)]
-#[rtype(result = "Vec<JobStatus>")]
-pub struct ListJobs;
-
 impl Handler<ListJobs> for JobCoordinator {
     type Result = MessageResult<ListJobs>;
 
     fn handle(&mut self, _: ListJobs, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         let mut v: Vec<(u64, JobStatus)> = self
             .jobs
             .values()
@@ -573,16 +499,11 @@ impl Handler<ListJobs> for JobCoordinator {
     }
 }
 
-/// Cancel a job (no effect on a finished one).
-#[derive(Message)]
-#[rtype(result = "Option<JobStatus>")]
-pub struct CancelJob(pub JobId);
-
 impl Handler<CancelJob> for JobCoordinator {
     type Result = Option<JobStatus>;
 
     fn handle(&mut self, msg: CancelJob, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         let state = self.jobs.get(&msg.0)?.status.state;
         if !state.is_terminal() {
             self.stop_running(&msg.0, ctx);
@@ -601,16 +522,11 @@ impl Handler<CancelJob> for JobCoordinator {
     }
 }
 
-/// Resolves when the job reaches a terminal state (None: unknown job or shutdown).
-#[derive(Message)]
-#[rtype(result = "Option<JobStatus>")]
-pub struct AwaitJob(pub JobId);
-
 impl Handler<AwaitJob> for JobCoordinator {
     type Result = ResponseFuture<Option<JobStatus>>;
 
     fn handle(&mut self, msg: AwaitJob, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         match self.jobs.get_mut(&msg.0) {
             None => Box::pin(async { None }),
             Some(j) if j.status.state.is_terminal() => {
@@ -626,29 +542,11 @@ impl Handler<AwaitJob> for JobCoordinator {
     }
 }
 
-/// Counts for health checks.
-#[derive(Message)]
-#[rtype(result = "PipelineCounts")]
-pub struct Counts;
-
-/// Job counts by state and partitions in flight.
-#[derive(Clone, Debug, Default, serde::Serialize, PartialEq, Eq)]
-pub struct PipelineCounts {
-    /// Jobs queued.
-    pub queued: usize,
-    /// Jobs running.
-    pub running: usize,
-    /// Finished jobs retained.
-    pub finished: usize,
-    /// Partitions in the pipeline.
-    pub partitions_in_flight: usize,
-}
-
 impl Handler<Counts> for JobCoordinator {
     type Result = MessageResult<Counts>;
 
     fn handle(&mut self, _: Counts, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COORDINATOR);
+        let _busy = Busy::start(Self::NAME);
         let mut c = PipelineCounts {
             partitions_in_flight: self.in_flight,
             ..Default::default()
@@ -662,174 +560,4 @@ impl Handler<Counts> for JobCoordinator {
         }
         MessageResult(c)
     }
-}
-
-/// Bytes of device memory the H stage of a partition holds: a, b, c over the domain.
-fn h_stage_bytes(constraints: usize) -> u64 {
-    let n = constraints.max(1).next_power_of_two() as u64;
-    3 * n * std::mem::size_of::<Scalar>() as u64
-}
-
-/// Bytes the sparse G1 stage gathers: the tail bases and scalars of A, B and L.
-fn sparse_stage_bytes(plan: &proofline_groth16::MsmPlan) -> u64 {
-    let tail = (plan.a.tail_index.len() + plan.b.tail_index.len() + plan.l.tail_index.len()) as u64;
-    let point = std::mem::size_of::<blstrs::G1Affine>() as u64;
-    tail * (point + 32) + 1
-}
-
-/// Asks the allocator for a lease, accounting the wait in the partition's timings.
-async fn request_lease(
-    stages: &Stages,
-    bytes: u64,
-    owner: String,
-    t: &mut StageTimings,
-) -> Result<crate::allocator::Lease, StageError> {
-    let s = Instant::now();
-    telemetry::enqueued(actor::ALLOCATOR);
-    let lease = stages
-        .allocator
-        .send(RequestLease { bytes, owner })
-        .await??;
-    t.lease_wait_s += s.secs();
-    Ok(lease)
-}
-
-/// Awaits `f`, returning its output and the seconds it took.
-async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
-    let s = Instant::now();
-    let r = f.await;
-    (r, s.secs())
-}
-
-/// Drives one partition through the stages. Returns the verified proof and the stage timings.
-async fn drive_partition(
-    stages: Stages,
-    job: JobId,
-    k: usize,
-    params: ParamsSpec,
-    circuit: CircuitThunk,
-    expected: Vec<Scalar>,
-    cancel: CancelToken,
-) -> (
-    Result<(Proof<Bls12>, SharedProvingKey), StageError>,
-    StageTimings,
-) {
-    let mut t = StageTimings::default();
-    let start = Instant::now();
-    let res = drive_stages(&stages, &job, k, params, circuit, expected, cancel, &mut t).await;
-    t.total_s = start.secs();
-    telemetry::stage("partition_total", t.total_s);
-    (res, t)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn drive_stages(
-    stages: &Stages,
-    job: &JobId,
-    k: usize,
-    params: ParamsSpec,
-    circuit: CircuitThunk,
-    expected: Vec<Scalar>,
-    cancel: CancelToken,
-    t: &mut StageTimings,
-) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
-    let s = Instant::now();
-    telemetry::enqueued(actor::PARAMS);
-    let pk = stages.params.send(LoadParams { spec: params }).await??;
-    t.params_s = s.secs();
-
-    let s = Instant::now();
-    telemetry::enqueued(actor::SYNTHESIS);
-    let synth = stages
-        .synthesis
-        .send(Synthesize {
-            job: job.clone(),
-            partition: k,
-            circuit,
-            expected_inputs: expected.clone(),
-            pk: pk.clone(),
-            cancel: cancel.clone(),
-        })
-        .await??;
-    t.synthesis_s = s.secs();
-    cancel.check()?;
-
-    let SynthesizedPartition {
-        a,
-        b,
-        c,
-        assignment,
-    } = synth;
-    let assignment = Arc::new(assignment);
-    let lease = request_lease(stages, h_stage_bytes(a.len()), format!("{job}/{k}/h"), t).await?;
-
-    // H on the compute actor while the CPU-MSM actor splits the sparse scalars.
-    telemetry::enqueued(actor::COMPUTE);
-    let h_fut = stages.compute.send(ComputeH {
-        pk: pk.clone(),
-        a,
-        b,
-        c,
-        lease,
-        cancel: cancel.clone(),
-    });
-    telemetry::enqueued(actor::CPU_MSM);
-    let plan_fut = stages.cpu_msm.send(PlanMsm {
-        assignment: assignment.clone(),
-    });
-    let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
-    t.h_s = h_s;
-    t.msm_plan_s = plan_s;
-    let h = h??;
-    let plan = Arc::new(plan?);
-    drop(assignment);
-    cancel.check()?;
-
-    let lease = request_lease(
-        stages,
-        sparse_stage_bytes(&plan),
-        format!("{job}/{k}/msm"),
-        t,
-    )
-    .await?;
-
-    // Sparse G1 MSMs on the compute actor while the G2 MSM runs on a CPU-MSM actor.
-    telemetry::enqueued(actor::COMPUTE);
-    let g1_fut = stages.compute.send(ComputeSparseG1 {
-        pk: pk.clone(),
-        plan: plan.clone(),
-        lease,
-        cancel: cancel.clone(),
-    });
-    telemetry::enqueued(actor::CPU_MSM);
-    let g2_fut = stages.cpu_msm.send(MsmG2 {
-        pk: pk.clone(),
-        plan: plan.clone(),
-        cancel: cancel.clone(),
-    });
-    let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
-    t.msm_g1_s = g1_s;
-    t.msm_g2_s = g2_s;
-    let (l, a, b_g1) = g1??;
-    let b_g2 = g2??;
-    drop(plan);
-
-    let s = Instant::now();
-    telemetry::enqueued(actor::CPU_MSM);
-    let proof = stages
-        .cpu_msm
-        .send(AssembleVerify {
-            pk: pk.clone(),
-            results: MsmResults {
-                h,
-                l,
-                a,
-                b_g1,
-                b_g2,
-            },
-            public_inputs: expected,
-        })
-        .await??;
-    t.verify_s = s.secs();
-    Ok((proof, pk))
 }

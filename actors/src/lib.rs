@@ -10,7 +10,8 @@
 //! The actors know nothing of HTTP; the daemon is a thin layer over [`Pipeline`].
 //!
 //! * [`messages`]: every message between actors, with who owns which buffer;
-//! * [`coordinator`]: jobs, admission by priority, the per-partition driver, cancellation;
+//! * [`coordinator`]: jobs, admission by priority, cancellation, results;
+//! * [`partition`]: the partition driver, one partition's messages from parameters to proof;
 //! * [`workers`]: the synthesis, CPU-MSM, compute and parameter-loader actors;
 //! * [`allocator`]: the memory budget and the device-global operations of one device;
 //! * [`journal`]: accepted and finished jobs on disk;
@@ -21,12 +22,13 @@ pub mod coordinator;
 pub mod job;
 pub mod journal;
 pub mod messages;
+pub mod partition;
 pub mod pipeline;
 pub mod telemetry;
 pub mod workers;
 
-pub use allocator::{AllocatorSnapshot, HostMemory, MemoryDevice};
-pub use coordinator::{PipelineCounts, SubmitError};
+pub use allocator::{HostMemory, MemoryDevice};
 pub use job::{JobFailure, JobResult, JobState, JobStatus, StageTimings};
 pub use messages::JobId;
+pub use messages::{AllocatorSnapshot, PipelineCounts, SubmitError};
 pub use pipeline::{Pipeline, PipelineError, PipelineOptions, ResultError, SubmitRejected};

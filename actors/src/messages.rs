@@ -25,12 +25,13 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use proofline_groth16::{
     Assignment, MsmPlan, MsmResults, Proof, ProverError, SharedProvingKey, SynthesizedPartition,
 };
-use proofline_jobs::{CircuitThunk, JobError, ParamsSpec};
+use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
+use proofline_wire::{JobResult, JobStatus};
 
 use crate::allocator::Lease;
+use crate::journal::FinishedRecord;
 
-/// Identifies a job.
-pub type JobId = String;
+pub use proofline_wire::JobId;
 
 /// Shared cancellation flag of a job: stages skip work for cancelled jobs.
 #[derive(Clone, Debug, Default)]
@@ -136,6 +137,31 @@ pub enum LeaseError {
     #[error("allocator stopped")]
     AllocatorGone,
 }
+
+/// Snapshot of an allocator's state.
+#[derive(Clone, Debug, serde::Serialize, PartialEq, Eq)]
+pub struct AllocatorSnapshot {
+    /// Device label.
+    pub device: String,
+    /// Total budget, bytes.
+    pub budget: u64,
+    /// Bytes currently leased.
+    pub leased: u64,
+    /// Leases outstanding.
+    pub leases: usize,
+    /// Requests waiting.
+    pub waiting: usize,
+}
+
+/// Ask for a snapshot.
+#[derive(Message)]
+#[rtype(result = "AllocatorSnapshot")]
+pub struct Snapshot;
+
+/// Ask the allocator to trim the device's memory pool as soon as no lease is outstanding.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct TrimWhenIdle;
 
 /// Load (once) and return the resident parameters of a job.
 #[derive(Message)]
@@ -256,4 +282,87 @@ pub struct AssembleVerify {
     pub results: MsmResults,
     /// Public inputs without ONE.
     pub public_inputs: Vec<Scalar>,
+}
+
+// ---- the coordinator's messages (from `Pipeline`) -------------------------------------------
+
+/// Why a submission was refused.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum SubmitError {
+    /// Too many unfinished jobs.
+    #[error("queue full: {0} unfinished jobs (pipeline.max_queued_jobs)")]
+    QueueFull(usize),
+    /// A job with this id exists.
+    #[error("job id {0} already exists")]
+    Duplicate(String),
+    /// The job could not be written to the journal, so it would not survive a restart.
+    #[error("cannot journal job {id}: {message}")]
+    Journal {
+        /// Job id.
+        id: String,
+        /// The I/O error.
+        message: String,
+    },
+}
+
+/// Accept a planned job.
+#[derive(Message)]
+#[rtype(result = "Result<JobStatus, SubmitError>")]
+pub struct SubmitPlanned {
+    /// Id (fresh, or the journaled one after a restart).
+    pub id: JobId,
+    /// The request, journaled so the job survives a restart.
+    pub request: JobRequest,
+    /// The adapter's plan.
+    pub plan: JobPlan,
+    /// Whether to journal the request (false when it is being replayed from the journal).
+    pub journal: bool,
+}
+
+/// Restore a finished job from the journal.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RestoreFinished(pub FinishedRecord);
+
+/// Status of one job.
+#[derive(Message)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct GetStatus(pub JobId);
+
+/// Status and, when succeeded, result of one job.
+#[derive(Message)]
+#[rtype(result = "Option<(JobStatus, Option<Arc<JobResult>>)>")]
+pub struct GetResult(pub JobId);
+
+/// All known jobs, newest first.
+#[derive(Message)]
+#[rtype(result = "Vec<JobStatus>")]
+pub struct ListJobs;
+
+/// Cancel a job (no effect on a finished one).
+#[derive(Message)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct CancelJob(pub JobId);
+
+/// Resolves when the job reaches a terminal state (None: unknown job or shutdown).
+#[derive(Message)]
+#[rtype(result = "Option<JobStatus>")]
+pub struct AwaitJob(pub JobId);
+
+/// Counts for health checks.
+#[derive(Message)]
+#[rtype(result = "PipelineCounts")]
+pub struct Counts;
+
+/// Job counts by state and partitions in flight.
+#[derive(Clone, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct PipelineCounts {
+    /// Jobs queued.
+    pub queued: usize,
+    /// Jobs running.
+    pub running: usize,
+    /// Finished jobs retained.
+    pub finished: usize,
+    /// Partitions in the pipeline.
+    pub partitions_in_flight: usize,
 }

@@ -36,11 +36,13 @@ use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsStore};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
-use crate::allocator::{AllocatorSnapshot, HostMemory, MemoryDevice, Snapshot, VramAllocator};
-use crate::coordinator::*;
+use crate::allocator::{HostMemory, MemoryDevice, VramAllocator};
+use crate::coordinator::{JobCoordinator, Limits};
 use crate::job::{JobResult, JobState, JobStatus};
 use crate::journal::{Backlog, Journal};
-use crate::messages::JobId;
+use crate::messages::*;
+use crate::partition::Stages;
+use crate::telemetry::Mailbox;
 use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Everything the pipeline is started with.
@@ -158,8 +160,8 @@ pub enum ResultError {
 
 /// Handle to a running pipeline.
 pub struct Pipeline {
-    coordinator: Addr<JobCoordinator>,
-    allocator: Addr<VramAllocator>,
+    coordinator: Mailbox<JobCoordinator>,
+    allocator: Mailbox<VramAllocator>,
     registry: Arc<AdapterRegistry>,
     backend_name: String,
     system: System,
@@ -204,16 +206,21 @@ impl Pipeline {
             .spawn(move || {
                 let sys = System::new();
                 let addrs = sys.block_on(async move {
-                    let params = SyncArbiter::start(1, move || ParamsLoader::new(store.clone()));
-                    let synthesis =
-                        SyncArbiter::start(cfg.synthesis_workers, SynthesisActor::default);
-                    let cpu_msm = SyncArbiter::start(cfg.cpu_msm_workers, move || {
-                        CpuMsmActor::new(cpu_backend.clone())
-                    });
-                    let compute = SyncArbiter::start(cfg.compute_slots, move || {
+                    let params = Mailbox::new(SyncArbiter::start(1, move || {
+                        ParamsLoader::new(store.clone())
+                    }));
+                    let synthesis = Mailbox::new(SyncArbiter::start(
+                        cfg.synthesis_workers,
+                        SynthesisActor::default,
+                    ));
+                    let cpu_msm =
+                        Mailbox::new(SyncArbiter::start(cfg.cpu_msm_workers, move || {
+                            CpuMsmActor::new(cpu_backend.clone())
+                        }));
+                    let compute = Mailbox::new(SyncArbiter::start(cfg.compute_slots, move || {
                         ComputeActor::new(backend.clone())
-                    });
-                    let allocator = VramAllocator::new(memory, budget).start();
+                    }));
+                    let allocator = Mailbox::new(VramAllocator::new(memory, budget).start());
                     let stages = Stages {
                         params,
                         synthesis,
@@ -226,7 +233,8 @@ impl Pipeline {
                         max_queued: cfg.max_queued_jobs,
                         retain_finished: cfg.retain_finished_jobs,
                     };
-                    let coordinator = JobCoordinator::new(stages, limits, journal).start();
+                    let coordinator =
+                        Mailbox::new(JobCoordinator::new(stages, limits, journal).start());
                     (System::current(), coordinator, allocator)
                 });
                 if tx.send(addrs).is_ok() {
@@ -303,7 +311,6 @@ impl Pipeline {
             })
             .map_err(|e| JobError::Internal(format!("cannot start planning thread: {e}")))?;
         let (request, plan) = rx.await.map_err(|_| SubmitRejected::ShuttingDown)??;
-        crate::telemetry::enqueued(crate::telemetry::actor::COORDINATOR);
         self.coordinator
             .send(SubmitPlanned {
                 id,
@@ -322,7 +329,6 @@ impl Pipeline {
         M::Result: Send,
         JobCoordinator: Handler<M>,
     {
-        crate::telemetry::enqueued(crate::telemetry::actor::COORDINATOR);
         self.coordinator.send(msg).await.ok()
     }
 
@@ -370,7 +376,6 @@ impl Pipeline {
 
     /// The allocator's state.
     pub async fn memory(&self) -> Option<AllocatorSnapshot> {
-        crate::telemetry::enqueued(crate::telemetry::actor::ALLOCATOR);
         self.allocator.send(Snapshot).await.ok()
     }
 

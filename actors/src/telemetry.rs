@@ -7,10 +7,14 @@
 //! * `proofline_actor_messages_total{actor}` (counter): messages handled;
 //! * `proofline_stage_seconds{stage}` (histogram): latency of each pipeline stage per partition.
 //!
-//! Senders call [`enqueued`] before sending; handlers hold a [`Busy`] guard for their duration.
+//! Every message goes through a [`Mailbox`], which counts it into the depth gauge in the same
+//! call that sends it, so the gauge cannot drift from the sends; handlers hold a [`Busy`] guard
+//! for their duration, which takes the message off the gauge.
 
 use std::time::Instant;
 
+use actix::dev::ToEnvelope;
+use actix::prelude::*;
 use metrics::{counter, gauge, histogram};
 
 /// Actor names used as the `actor` label.
@@ -29,9 +33,65 @@ pub mod actor {
     pub const COMPUTE: &str = "compute";
 }
 
-/// Records one message entering `actor`'s mailbox.
-pub fn enqueued(actor: &'static str) {
+/// An actor's name in metrics (the `actor` label).
+pub trait Named {
+    /// The label, one of [`actor`]'s constants.
+    const NAME: &'static str;
+}
+
+fn enqueued(actor: &'static str) {
     gauge!("proofline_mailbox_depth", "actor" => actor).increment(1.0);
+}
+
+/// The address of an actor (or actor pool) through which every message is counted into
+/// `proofline_mailbox_depth{actor}` as it is sent.
+pub struct Mailbox<A: Actor + Named> {
+    addr: Addr<A>,
+}
+
+impl<A: Actor + Named> Clone for Mailbox<A> {
+    fn clone(&self) -> Self {
+        Mailbox {
+            addr: self.addr.clone(),
+        }
+    }
+}
+
+impl<A: Actor + Named> std::fmt::Debug for Mailbox<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailbox").field("actor", &A::NAME).finish()
+    }
+}
+
+impl<A: Actor + Named> Mailbox<A> {
+    /// Wraps a started actor's address.
+    pub fn new(addr: Addr<A>) -> Self {
+        Mailbox { addr }
+    }
+
+    /// Sends `msg` and returns the reply future.
+    pub fn send<M>(&self, msg: M) -> Request<A, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+    {
+        enqueued(A::NAME);
+        self.addr.send(msg)
+    }
+
+    /// Sends `msg` without waiting for a reply.
+    pub fn do_send<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+        A::Context: ToEnvelope<A, M>,
+    {
+        enqueued(A::NAME);
+        self.addr.do_send(msg)
+    }
 }
 
 /// Held by a handler: takes the message off the depth gauge and accounts busy time on drop.

@@ -22,7 +22,7 @@ use proofline_jobs::{JobError, ParamsStore};
 use tracing::info_span;
 
 use crate::messages::*;
-use crate::telemetry::{self, actor, Busy, Secs};
+use crate::telemetry::{self, actor, Busy, Named, Secs};
 
 /// Runs a stage, turning a panic (a circuit's assertion, a backend bug) into a stage error, so
 /// that one bad job fails alone and the actor's thread keeps serving.
@@ -60,11 +60,15 @@ impl Actor for ParamsLoader {
     type Context = SyncContext<Self>;
 }
 
+impl Named for ParamsLoader {
+    const NAME: &'static str = actor::PARAMS;
+}
+
 impl Handler<LoadParams> for ParamsLoader {
     type Result = Result<SharedProvingKey, JobError>;
 
     fn handle(&mut self, msg: LoadParams, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::PARAMS);
+        let _busy = Busy::start(Self::NAME);
         let _span = info_span!("load_params", params = %msg.spec.id).entered();
         self.store.get(&msg.spec)
     }
@@ -78,11 +82,15 @@ impl Actor for SynthesisActor {
     type Context = SyncContext<Self>;
 }
 
+impl Named for SynthesisActor {
+    const NAME: &'static str = actor::SYNTHESIS;
+}
+
 impl Handler<Synthesize> for SynthesisActor {
     type Result = Result<SynthesizedPartition, StageError>;
 
     fn handle(&mut self, msg: Synthesize, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::SYNTHESIS);
+        let _busy = Busy::start(Self::NAME);
         let _span = info_span!("synthesize", job = %msg.job, partition = msg.partition).entered();
         msg.cancel.check()?;
         guarded("synthesis", || synthesize(msg))
@@ -132,11 +140,15 @@ impl Actor for CpuMsmActor {
     type Context = SyncContext<Self>;
 }
 
+impl Named for CpuMsmActor {
+    const NAME: &'static str = actor::CPU_MSM;
+}
+
 impl Handler<PlanMsm> for CpuMsmActor {
     type Result = MessageResult<PlanMsm>;
 
     fn handle(&mut self, msg: PlanMsm, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::CPU_MSM);
+        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
         let plan = MsmPlan::build(&msg.assignment);
         telemetry::stage("msm_plan", t.secs());
@@ -148,7 +160,7 @@ impl Handler<MsmG2> for CpuMsmActor {
     type Result = Result<G2Projective, StageError>;
 
     fn handle(&mut self, msg: MsmG2, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::CPU_MSM);
+        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let t = Instant::now();
         let r = guarded("msm_g2", || {
@@ -163,7 +175,7 @@ impl Handler<AssembleVerify> for CpuMsmActor {
     type Result = Result<Proof<Bls12>, StageError>;
 
     fn handle(&mut self, msg: AssembleVerify, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::CPU_MSM);
+        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
         let (r, s) = prover::random_r_s(&mut rand::rngs::OsRng);
         let proof = prover::assemble(&msg.pk, &msg.results, r, s);
@@ -179,7 +191,7 @@ impl Handler<RunFinalCheck> for CpuMsmActor {
     type Result = MessageResult<RunFinalCheck>;
 
     fn handle(&mut self, msg: RunFinalCheck, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::CPU_MSM);
+        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
         let RunFinalCheck { check, pk, proof } = msg;
         let verdict = guarded("final_check", || {
@@ -210,11 +222,15 @@ impl Actor for ComputeActor {
     type Context = SyncContext<Self>;
 }
 
+impl Named for ComputeActor {
+    const NAME: &'static str = actor::COMPUTE;
+}
+
 impl Handler<ComputeH> for ComputeActor {
     type Result = Result<G1Projective, StageError>;
 
     fn handle(&mut self, msg: ComputeH, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COMPUTE);
+        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let ComputeH {
             pk, a, b, c, lease, ..
@@ -238,7 +254,7 @@ impl Handler<ComputeSparseG1> for ComputeActor {
     type Result = Result<(G1Projective, G1Projective, G1Projective), StageError>;
 
     fn handle(&mut self, msg: ComputeSparseG1, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(actor::COMPUTE);
+        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let t = Instant::now();
         let r = guarded("msm_g1_sparse", || {

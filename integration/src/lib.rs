@@ -39,7 +39,7 @@ pub fn test_config(params_dir: &Path) -> anyhow::Result<Config> {
 
 /// Starts a daemon with `cfg`.
 pub fn start(cfg: &Config) -> anyhow::Result<Daemon> {
-    proofline::runtime::init_logging(cfg);
+    proofline_runtime::init_logging(cfg);
     Daemon::start(cfg)
 }
 

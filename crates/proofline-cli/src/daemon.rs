@@ -23,8 +23,8 @@ impl Daemon {
     /// Starts the pipeline and binds the server to `cfg.server.bind` (port 0: any free port).
     pub fn start(cfg: &Config) -> anyhow::Result<Self> {
         // The recorder first, so that the actors' first metrics are recorded.
-        let metrics = crate::runtime::metrics_handle();
-        let pipeline = Arc::new(crate::runtime::start_pipeline(cfg)?);
+        let metrics = proofline_runtime::metrics_handle();
+        let pipeline = Arc::new(proofline_runtime::start_pipeline(cfg)?);
         let opts = ServerOptions {
             bind: cfg
                 .server

@@ -1,10 +1,8 @@
-//! The `proofline` binary's building blocks, as a library so that the integration harness and
-//! embedders start exactly what the daemon starts.
+//! The `proofline` binary's building blocks, as a library so that the integration harness starts
+//! exactly what the daemon starts. The pipeline itself is started by `proofline-runtime`.
 //!
-//! * [`runtime`]: configuration → logging, metrics recorder, adapters, parameter store, pipeline;
 //! * [`daemon`]: the pipeline plus the HTTP server on a background thread, start and stop;
 //! * [`setup`]: parameter generation and verifying keys of the built-in circuits.
 
 pub mod daemon;
-pub mod runtime;
 pub mod setup;

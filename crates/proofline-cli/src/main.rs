@@ -10,12 +10,13 @@ use bellperson::groth16;
 use blstrs::Bls12;
 use clap::{Args, Parser, Subcommand};
 use proofline::daemon::Daemon;
-use proofline::{runtime, setup};
+use proofline::setup;
 use proofline_actors::{JobState, JobStatus};
 use proofline_client::Client;
 use proofline_config::Config;
 use proofline_jobs::builtin::BuiltinCircuit;
 use proofline_jobs::{parse_scalar_hex, JobRequest};
+use proofline_runtime as runtime;
 
 #[derive(Parser)]
 #[command(

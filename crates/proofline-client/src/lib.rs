@@ -3,8 +3,7 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use proofline_actors::JobStatus;
-use proofline_jobs::JobRequest;
+use proofline_wire::{ErrorBody, JobRequest, JobStatus};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -67,17 +66,6 @@ impl ResultBody {
                 message: e.to_string(),
             })
     }
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ErrorInner,
-}
-
-#[derive(Deserialize)]
-struct ErrorInner {
-    code: String,
-    message: String,
 }
 
 /// Client of one daemon.

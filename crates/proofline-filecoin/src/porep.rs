@@ -131,7 +131,7 @@ impl PorepC2Adapter {
             &rp_field,
             format!("unsupported sector size {s}")
         )))?;
-        if let Some(expected) = req.expected_public_inputs()? {
+        if let Some(expected) = proofline_jobs::expected_public_inputs(req)? {
             let all: Vec<Scalar> = partitions
                 .iter()
                 .flat_map(|p| p.public_inputs.iter().copied())

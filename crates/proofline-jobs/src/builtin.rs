@@ -156,7 +156,7 @@ impl JobAdapter for BuiltinAdapter {
             }
         };
         let public_inputs = Sha256Preimage::public_inputs(&preimage);
-        if let Some(expected) = req.expected_public_inputs()? {
+        if let Some(expected) = crate::expected_public_inputs(req)? {
             if expected.len() != public_inputs.len() {
                 return Err(JobError::field(
                     "public_inputs",

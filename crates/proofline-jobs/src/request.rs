@@ -1,30 +1,11 @@
-//! The job request as clients send it, and the hex encoding of field elements.
+//! The hex encoding of field elements in requests and results, and the request's optional
+//! expected public inputs. The request type itself is [`proofline_wire::JobRequest`].
 
 use blstrs::Scalar;
 use ff::PrimeField;
-use serde::{Deserialize, Serialize};
+use proofline_wire::JobRequest;
 
 use crate::JobError;
-
-/// A proof job request (the body of `POST /v1/jobs`, or the input of `proofline prove`).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct JobRequest {
-    /// Job kind: `"groth16"` (built-in circuits) or `"porep-c2"`.
-    pub kind: String,
-    /// Circuit name, for kinds that offer several (`"sha256-2"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub circuit: Option<String>,
-    /// Kind-specific input (witness material).
-    #[serde(default)]
-    pub input: serde_json::Value,
-    /// Expected public inputs (without ONE), each as [`scalar_to_hex`]; optional.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub public_inputs: Option<Vec<String>>,
-    /// Larger runs first among queued jobs; default 0.
-    #[serde(default)]
-    pub priority: i32,
-}
 
 /// Hex of the canonical 32-byte little-endian encoding of a field element.
 pub fn scalar_to_hex(s: &Scalar) -> String {
@@ -52,18 +33,16 @@ pub fn parse_scalar_hex(field: &str, text: &str) -> Result<Scalar, JobError> {
     })
 }
 
-impl JobRequest {
-    /// The expected public inputs, parsed, if the request gives them.
-    pub fn expected_public_inputs(&self) -> Result<Option<Vec<Scalar>>, JobError> {
-        let Some(list) = &self.public_inputs else {
-            return Ok(None);
-        };
-        list.iter()
-            .enumerate()
-            .map(|(i, t)| parse_scalar_hex(&format!("public_inputs[{i}]"), t))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
-    }
+/// The expected public inputs a request gives, parsed (`None` when it gives none).
+pub fn expected_public_inputs(request: &JobRequest) -> Result<Option<Vec<Scalar>>, JobError> {
+    let Some(list) = &request.public_inputs else {
+        return Ok(None);
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, t)| parse_scalar_hex(&format!("public_inputs[{i}]"), t))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 #[cfg(test)]
@@ -88,11 +67,5 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("canonical"));
-    }
-
-    #[test]
-    fn unknown_fields_are_rejected() {
-        let e = serde_json::from_str::<JobRequest>(r#"{"kind":"groth16","bogus":1}"#).unwrap_err();
-        assert!(e.to_string().contains("bogus"));
     }
 }

@@ -1,5 +1,8 @@
 //! From configuration to a running pipeline: logging, the metrics recorder, the adapters of every
 //! job kind, the resident parameter store (with a progress bar on loads), and the backend.
+//!
+//! The daemon, the CLI's in-process `prove`, the integration harness and a sealing worker that
+//! embeds proofline all start the pipeline through [`start_pipeline`].
 
 use std::sync::{Arc, OnceLock};
 
