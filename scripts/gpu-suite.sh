@@ -30,7 +30,7 @@ build() {
     # carried binaries stay small (the shipped default is sm_80/86/89/90 + PTX)
     export PROOFLINE_CUDA_ARCHS="${PROOFLINE_CUDA_ARCHS:-90}" PROOFLINE_CUDA_PTX="${PROOFLINE_CUDA_PTX:-0}"
     rm -rf "$BIN" && mkdir -p "$BIN/cubins"
-    cargo test -p proofline-gpu --release --no-run --message-format=json \
+    cargo test -p proofline-gpu --features testkit --release --no-run --message-format=json \
         | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -42,7 +42,7 @@ for line in sys.stdin:
     while read -r kind name exe; do
         cp "$exe" "$BIN/test-$kind-$name"
     done < "$BIN/tests.txt"
-    cargo build -p proofline-gpu --release --bin proofline-gpu-bench
+    cargo build -p proofline-gpu --features testkit --release --bin proofline-gpu-bench
     cp "$CARGO_TARGET_DIR/release/proofline-gpu-bench" "$BIN/"
     # the embedded cubins, for SASS checks on the device
     find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.cubin' -newer "$BIN/tests.txt" -exec cp {} "$BIN/cubins/" \; 2>/dev/null || true

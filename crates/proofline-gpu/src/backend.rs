@@ -1,23 +1,37 @@
-//! The GPU implementation of proofline-groth16's [`ProverBackend`]: the transforms, the H
-//! polynomial and the G1 MSMs run on one device through a [`GpuContext`]; the G2 MSM stays on
-//! the CPU (blst), where it overlaps the GPU work in the pipeline.
-//!
-//! One `GpuBackend` owns one context (one device index, one stream). The pipeline gives each
-//! compute slot its own backend, so slots never share a stream; device-global operations are not
-//! called from here (they belong to the allocator actor, through `GpuMemory`).
+//! proofline-groth16's [`ProverBackend`] on one GPU slot, for callers that run the prover's
+//! stages on plain host buffers (`prover::prove`, tools, tests). Each call uploads its inputs
+//! and runs under an arena sized by `bytes.rs`; the pipeline's compute actors do better with
+//! the slot's stage API (resident bases, H read straight from the device). The G2 MSM stays on
+//! the CPU.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 use proofline_groth16::msm::{check_bases, SparseScalars};
 use proofline_groth16::{BackendError, CpuBackend, NttKind, ProverBackend};
 
-use crate::{GpuContext, GpuError};
+use crate::abi::{AFFINE_WORDS, FR_WORDS};
+use crate::arena::{charge_of, Arena};
+use crate::bytes::{pippenger_bytes, sparse_stage_bytes, QueryShape};
+use crate::error::GpuError;
+use crate::exec::{DevBuf, Exec, Readback};
+use crate::layout::{affines_as_u32, scalars_as_u32, scalars_as_u32_mut};
+use crate::msm::{self, Bases, MsmStats};
+use crate::ntt::{self, build_tables, NttTables};
+use crate::resident::Residency;
+use crate::slot::{DeviceWords, GpuSlot, Lane};
 
-/// A device's compute backend.
+/// A slot as a [`ProverBackend`]: one call at a time (the slot has one stream).
 pub struct GpuBackend {
-    ctx: GpuContext,
-    cpu: CpuBackend,
+    inner: Mutex<Inner>,
     name: String,
+}
+
+struct Inner {
+    slot: GpuSlot,
+    tables: HashMap<u32, NttTables<DeviceWords>>,
 }
 
 impl std::fmt::Debug for GpuBackend {
@@ -33,19 +47,39 @@ fn dev(e: GpuError) -> BackendError {
 }
 
 impl GpuBackend {
-    /// Opens device `index` (its kernels load here, never on a request path).
-    pub fn new(index: usize) -> Result<Self, GpuError> {
-        let ctx = GpuContext::new(index)?;
-        Ok(GpuBackend {
-            name: format!("cuda:{index}"),
-            ctx,
-            cpu: CpuBackend,
-        })
+    /// A backend over `slot`.
+    pub fn new(slot: GpuSlot) -> Self {
+        GpuBackend {
+            name: slot.label(),
+            inner: Mutex::new(Inner {
+                slot,
+                tables: HashMap::new(),
+            }),
+        }
     }
 
-    /// The context.
-    pub fn context(&self) -> &GpuContext {
-        &self.ctx
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Inner) -> Result<T, GpuError>,
+    ) -> Result<T, BackendError> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut g).map_err(dev)
+    }
+}
+
+impl Inner {
+    fn tables(&mut self, log_n: u32) -> Result<ntt::TablePtrs, GpuError> {
+        if !self.tables.contains_key(&log_n) {
+            let arena = Arena::new(u64::MAX, "backend tables");
+            let t = self
+                .slot
+                .run(Lane::Resident, &arena, |e| build_tables(e, log_n))?;
+            self.tables.insert(log_n, t.map(|b| b.into_resident()));
+        }
+        self.tables
+            .get(&log_n)
+            .map(|t| t.ptrs())
+            .ok_or_else(|| GpuError::InvalidInput("tables".into()))
     }
 }
 
@@ -61,7 +95,16 @@ impl ProverBackend for GpuBackend {
             NttKind::CosetForward => crate::NttKind::CosetForward,
             NttKind::CosetInverse => crate::NttKind::CosetInverse,
         };
-        self.ctx.ntt(data, k).map_err(dev)
+        self.with(|g| {
+            let log_n = ntt::log2_exact(data.len())?;
+            let t = g.tables(log_n)?;
+            let arena = Arena::new(2 * charge_of(data.len() * FR_WORDS as usize), "ntt");
+            g.slot.run(Lane::Compute, &arena, |e| {
+                let mut d = e.upload(scalars_as_u32(data))?;
+                ntt::ntt(e, &mut d, &t, k)?;
+                e.read(Readback::Values, &d, 0, scalars_as_u32_mut(data))
+            })
+        })
     }
 
     fn h_poly(
@@ -70,7 +113,21 @@ impl ProverBackend for GpuBackend {
         b: &mut [Scalar],
         c: &mut [Scalar],
     ) -> Result<(), BackendError> {
-        self.ctx.h_poly(a, b, c).map_err(dev)
+        self.with(|g| {
+            let log_n = ntt::log2_exact(a.len())?;
+            if b.len() != a.len() || c.len() != a.len() {
+                return Err(GpuError::InvalidInput("h_poly lengths differ".into()));
+            }
+            let t = g.tables(log_n)?;
+            let arena = Arena::new(3 * charge_of(a.len() * FR_WORDS as usize), "h_poly");
+            g.slot.run(Lane::Compute, &arena, |e| {
+                let mut da = e.upload(scalars_as_u32(a))?;
+                let mut db = e.upload(scalars_as_u32(b))?;
+                let mut dc = e.upload(scalars_as_u32(c))?;
+                ntt::h_poly(e, &mut da, &mut db, &mut dc, &t)?;
+                e.read(Readback::Values, &da, 0, scalars_as_u32_mut(a))
+            })
+        })
     }
 
     fn msm_g1_dense(
@@ -82,9 +139,20 @@ impl ProverBackend for GpuBackend {
         if scalars.is_empty() {
             return Ok(G1Projective::identity());
         }
-        self.ctx
-            .msm_g1(&bases[..scalars.len()], scalars)
-            .map_err(dev)
+        let n = scalars.len();
+        self.with(|g| {
+            let arena = Arena::new(
+                charge_of(n * AFFINE_WORDS as usize)
+                    + charge_of(n * FR_WORDS as usize)
+                    + pippenger_bytes(n, g.slot.sm_count()),
+                "dense msm",
+            );
+            g.slot.run(Lane::Compute, &arena, |e| {
+                let b = e.upload(affines_as_u32(&bases[..n]))?;
+                let s = e.upload(scalars_as_u32(scalars))?;
+                msm::pippenger(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
+            })
+        })
     }
 
     fn msm_g1_sparse(
@@ -97,11 +165,18 @@ impl ProverBackend for GpuBackend {
         if split.num_bases == 0 {
             return Ok(G1Projective::identity());
         }
-        // The kernels take the dense scalar vector and split zeros, ones and tail on the GPU.
-        let dense = split.to_dense();
-        self.ctx
-            .msm_g1_sparse(&bases[..split.num_bases], &dense)
-            .map_err(dev)
+        self.with(|g| {
+            let q: QueryShape = split.into();
+            let stage = sparse_stage_bytes(&[q, q, q], Residency::Resident, g.slot.sm_count());
+            let arena = Arena::new(
+                charge_of(split.num_bases * AFFINE_WORDS as usize) + stage,
+                "sparse msm",
+            );
+            g.slot.run(Lane::Compute, &arena, |e| {
+                let b = e.upload(affines_as_u32(&bases[..split.num_bases]))?;
+                msm::sparse(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
+            })
+        })
     }
 
     fn msm_g2_sparse(
@@ -110,6 +185,6 @@ impl ProverBackend for GpuBackend {
         split: &SparseScalars,
         query: &'static str,
     ) -> Result<G2Projective, BackendError> {
-        self.cpu.msm_g2_sparse(bases, split, query)
+        CpuBackend.msm_g2_sparse(bases, split, query)
     }
 }

@@ -11,8 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
 use proofline_config::{BackendKind, Config};
-use proofline_gpu::GpuBackend;
-use proofline_groth16::ProverBackend;
+use proofline_gpu::{DeviceOptions, GpuBackend, GpuDevice};
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsStore};
 
@@ -88,10 +87,10 @@ pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
     Ok(reg)
 }
 
-/// The allocator's view of a GPU: trims the device's stream-ordered pool when the allocator
-/// has no lease outstanding (the only place a device-global call is made).
+/// The allocator's view of a GPU: the device handle, whose device-global calls only the
+/// allocator makes.
 struct GpuMemory {
-    backend: Arc<GpuBackend>,
+    device: GpuDevice,
 }
 
 impl GpuMemory {
@@ -99,22 +98,21 @@ impl GpuMemory {
     /// cached across synchronisations: with the driver's default threshold (0) every
     /// synchronisation hands freed memory back and each allocation of the next stage is cold
     /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
-    fn new(backend: Arc<GpuBackend>, budget: u64) -> Result<Self, String> {
-        backend
-            .context()
+    fn new(device: GpuDevice, budget: u64) -> Result<Self, String> {
+        device
             .set_pool_release_threshold(budget)
             .map_err(|e| format!("setting the memory pool's release threshold: {e}"))?;
-        Ok(GpuMemory { backend })
+        Ok(GpuMemory { device })
     }
 }
 
 impl MemoryDevice for GpuMemory {
     fn label(&self) -> String {
-        self.backend.name().to_string()
+        self.device.label()
     }
 
     fn trim(&mut self) {
-        if let Err(e) = self.backend.context().trim_pool(0) {
+        if let Err(e) = self.device.trim_pool(0) {
             tracing::warn!(device = %self.label(), error = %e, "pool trim failed");
         }
     }
@@ -129,16 +127,19 @@ fn gpu_options(
     let devices = proofline_gpu::probe().map_err(|e| e.to_string())?;
     let first = devices.first().ok_or("no CUDA device found")?;
     tracing::info!(device = ?first, count = devices.len(), "GPU found; using device 0");
-    let backend = Arc::new(GpuBackend::new(0).map_err(|e| e.to_string())?);
+    let mut device = GpuDevice::open(0, DeviceOptions::default()).map_err(|e| e.to_string())?;
+    let backend = Arc::new(GpuBackend::new(
+        device.new_slot().map_err(|e| e.to_string())?,
+    ));
     let budget = match cfg.pipeline.memory_budget_bytes {
         0 => {
-            let (free, _total) = backend.context().memory_info().map_err(|e| e.to_string())?;
+            let (free, _total) = device.memory_info().map_err(|e| e.to_string())?;
             (free as u64) / 100 * 95
         }
         b => b,
     };
     let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, store);
-    opts.memory = Box::new(GpuMemory::new(backend.clone(), budget)?);
+    opts.memory = Box::new(GpuMemory::new(device, budget)?);
     opts.memory_budget = budget;
     opts.backend = backend;
     Ok(opts)
