@@ -14,6 +14,7 @@
 //! * [`partition`]: the partition driver, one partition's messages from parameters to proof;
 //! * [`workers`]: the synthesis, CPU-MSM, compute and parameter-loader actors;
 //! * [`allocator`]: the memory budget and the device-global operations of one device;
+//! * [`resident`]: parameter sets resident on a device, pinned by the partitions using them;
 //! * [`journal`]: accepted and finished jobs on disk;
 //! * [`telemetry`]: mailbox depth, busy time and stage latency metrics.
 
@@ -24,10 +25,11 @@ pub mod journal;
 pub mod messages;
 pub mod partition;
 pub mod pipeline;
+pub mod resident;
 pub mod telemetry;
 pub mod workers;
 
-pub use allocator::{HostMemory, MemoryDevice};
+pub use allocator::{HostMemory, Lease, LeaseKind, MemoryDevice};
 pub use job::{JobFailure, JobResult, JobState, JobStatus, StageTimings};
 pub use messages::JobId;
 pub use messages::{AllocatorSnapshot, PipelineCounts, SubmitError};

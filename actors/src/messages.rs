@@ -9,6 +9,10 @@
 //! | `Synthesize`       | driver → SynthesisActor     | circuit thunk (moved); returns a, b, c, asg |
 //! | `RequestLease`     | driver → VramAllocator      | bytes; returns a `Lease` (released on drop) |
 //! | `ReleaseLease`     | `Lease::drop` → allocator   | lease id                                    |
+//! | `AcquireResident`  | driver → VramAllocator      | set key, bytes; the set (pinned) or a load  |
+//! | `RegisterResident` | driver → VramAllocator      | the filled load (moved); the pinned set     |
+//! | `ResidentAbandoned`, `ResidentUnpinned` | `ResidentLoad` / `ResidentRef` drop → allocator | key |
+//! | `Trim`, `ResetHighWater`, `Snapshot` | anyone → allocator | run when the device is idle; state |
 //! | `PlanMsm`          | driver → CpuMsmActor        | `Arc<Assignment>`; returns `MsmPlan`        |
 //! | `ComputeH`         | driver → ComputeActor       | a, b, c (moved), lease (moved); H MSM       |
 //! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease; L, A, B in G1        |
@@ -30,6 +34,7 @@ use proofline_wire::{JobResult, JobStatus};
 
 use crate::allocator::Lease;
 use crate::journal::FinishedRecord;
+use crate::resident::{ResidentData, ResidentLoad, ResidentRef};
 
 pub use proofline_wire::JobId;
 
@@ -138,19 +143,65 @@ pub enum LeaseError {
     AllocatorGone,
 }
 
-/// Snapshot of an allocator's state.
+/// What a device's stream-ordered memory pool holds, in bytes.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct PoolUsage {
+    /// Handed out to allocations now.
+    pub used: u64,
+    /// Mapped by the pool now (used + cached).
+    pub reserved: u64,
+    /// Highest `used` since the last reset.
+    pub used_high: u64,
+    /// Highest `reserved` since the last reset.
+    pub reserved_high: u64,
+}
+
+/// Where a partition's MSMs read a parameter set's bases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Residency {
+    /// On the device (uploaded once, shared by the device's slots).
+    Resident,
+    /// Streamed from host memory: only the NTT tables are on the device.
+    Streamed,
+}
+
+/// One resident set in a snapshot.
+#[derive(Clone, Debug, serde::Serialize, PartialEq, Eq)]
+pub struct ResidentInfo {
+    /// Parameter set.
+    pub params: String,
+    /// Bytes its lease covers.
+    pub bytes: u64,
+    /// Bases on the device, or streamed.
+    pub residency: Residency,
+    /// Partitions using it now.
+    pub users: usize,
+}
+
+/// Snapshot of an allocator's state (per device: budget, leased and resident bytes).
 #[derive(Clone, Debug, serde::Serialize, PartialEq, Eq)]
 pub struct AllocatorSnapshot {
     /// Device label.
     pub device: String,
     /// Total budget, bytes.
     pub budget: u64,
-    /// Bytes currently leased.
+    /// Bytes currently leased (stage leases and resident sets).
     pub leased: u64,
+    /// Highest `leased` since the last [`ResetHighWater`].
+    pub leased_high: u64,
     /// Leases outstanding.
     pub leases: usize,
     /// Requests waiting.
     pub waiting: usize,
+    /// Bytes of the resident sets.
+    pub resident_bytes: u64,
+    /// The resident sets.
+    pub resident: Vec<ResidentInfo>,
+    /// Pool trims so far.
+    pub trims: u64,
+    /// The device pool's usage (None on the host).
+    pub pool: Option<PoolUsage>,
 }
 
 /// Ask for a snapshot.
@@ -158,10 +209,67 @@ pub struct AllocatorSnapshot {
 #[rtype(result = "AllocatorSnapshot")]
 pub struct Snapshot;
 
-/// Ask the allocator to trim the device's memory pool as soon as no lease is outstanding.
+/// Trim the device's memory pool: as soon as nothing is in flight on the device (the allocator
+/// grants nothing until then).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct TrimWhenIdle;
+pub struct Trim;
+
+/// Reset the allocator's and the pool's high-water marks, when nothing is in flight.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ResetHighWater;
+
+/// Ask for a parameter set's resident data on the device.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<ResidentGrant, LeaseError>")]
+pub struct AcquireResident {
+    /// The parameter set.
+    pub key: String,
+    /// Bytes with the bases on the device.
+    pub full_bytes: u64,
+    /// Bytes with the bases streamed (tables only).
+    pub tables_bytes: u64,
+    /// The largest stage lease a partition of this set asks for.
+    pub reserve: u64,
+    /// Who asks (for logs).
+    pub owner: String,
+}
+
+/// The answer to [`AcquireResident`].
+#[derive(Debug)]
+pub enum ResidentGrant {
+    /// The set is resident; the reference pins it.
+    Ready(ResidentRef),
+    /// Upload it under this lease, then send [`RegisterResident`].
+    Load(ResidentLoad),
+}
+
+/// A filled load: the set becomes resident; returns it pinned.
+#[derive(Message)]
+#[rtype(result = "Result<ResidentRef, LeaseError>")]
+pub struct RegisterResident {
+    /// The load (its lease moves into the set).
+    pub load: ResidentLoad,
+    /// The engine's data.
+    pub data: ResidentData,
+}
+
+/// A load was dropped without being registered (sent by `ResidentLoad::drop`).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ResidentAbandoned {
+    /// The parameter set.
+    pub key: String,
+}
+
+/// A partition stopped using a resident set (sent by `ResidentRef::drop`).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ResidentUnpinned {
+    /// The parameter set.
+    pub key: String,
+}
 
 /// Load (once) and return the resident parameters of a job.
 #[derive(Message)]

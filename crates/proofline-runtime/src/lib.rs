@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use proofline_actors::messages::PoolUsage;
 use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
 use proofline_config::{BackendKind, Config};
 use proofline_gpu::{DeviceOptions, GpuBackend, GpuDevice};
@@ -93,28 +94,42 @@ struct GpuMemory {
     device: GpuDevice,
 }
 
-impl GpuMemory {
-    /// Takes the device for the allocator. The pool keeps up to `budget` bytes of freed memory
-    /// cached across synchronisations: with the driver's default threshold (0) every
-    /// synchronisation hands freed memory back and each allocation of the next stage is cold
-    /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
-    fn new(device: GpuDevice, budget: u64) -> Result<Self, String> {
-        device
-            .set_pool_release_threshold(budget)
-            .map_err(|e| format!("setting the memory pool's release threshold: {e}"))?;
-        Ok(GpuMemory { device })
-    }
-}
-
 impl MemoryDevice for GpuMemory {
     fn label(&self) -> String {
         self.device.label()
     }
 
-    fn trim(&mut self) {
-        if let Err(e) = self.device.trim_pool(0) {
-            tracing::warn!(device = %self.label(), error = %e, "pool trim failed");
-        }
+    /// The allocator sets its budget: with the driver's default threshold (0) every
+    /// synchronisation hands freed memory back and each allocation of the next stage is cold
+    /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
+    fn set_release_threshold(&mut self, bytes: u64) -> Result<(), String> {
+        self.device
+            .set_pool_release_threshold(bytes)
+            .map_err(|e| e.to_string())
+    }
+
+    fn pool_usage(&mut self) -> Option<PoolUsage> {
+        let u = self.device.pool_usage().ok()?;
+        Some(PoolUsage {
+            used: u.used,
+            reserved: u.reserved,
+            used_high: u.used_high,
+            reserved_high: u.reserved_high,
+        })
+    }
+
+    fn trim(&mut self) -> Result<(), String> {
+        self.device.trim_pool(0).map_err(|e| e.to_string())
+    }
+
+    fn reset_high_water(&mut self) -> Result<(), String> {
+        self.device
+            .reset_pool_high_water()
+            .map_err(|e| e.to_string())
+    }
+
+    fn synchronize(&mut self) -> Result<(), String> {
+        self.device.synchronize_device().map_err(|e| e.to_string())
     }
 }
 
@@ -139,7 +154,7 @@ fn gpu_options(
         b => b,
     };
     let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, store);
-    opts.memory = Box::new(GpuMemory::new(device, budget)?);
+    opts.memory = Box::new(GpuMemory { device });
     opts.memory_budget = budget;
     opts.backend = backend;
     Ok(opts)
