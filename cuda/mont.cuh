@@ -22,6 +22,11 @@
 // BLS12-381 fields do: 255 of 256 and 381 of 384 bits), so that sums of two
 // reduced values and the Montgomery accumulators never overflow n words.
 // All results are fully reduced (< modulus).
+//
+// Host build: without __CUDA_ARCH__ (the kernels compiled by g++ for the tests'
+// host emulation, crates/proofline-gpu/emu/) mul, add, sub and final_sub take a
+// portable path (schoolbook CIOS on 64-bit products) with the same results; the
+// PTX carry chains exist only in the device build.
 #pragma once
 #include "common.cuh"
 
@@ -30,6 +35,7 @@ struct mont_t {
     static constexpr int n = P::n;
     u32 v[n];
 
+#ifdef __CUDA_ARCH__
     // ---- carry-chain building blocks -------------------------------------
     // acc[j], acc[j+1] = lo, hi of a[j] * bi, for even j < cnt
     static DEVI void mul_n(u32* acc, const u32* a, u32 bi, int cnt = n) {
@@ -108,11 +114,56 @@ struct mont_t {
         even.final_sub();
         return even;
     }
+#else
+    // ---- portable path (host emulation) -----------------------------------
+    DEVI void final_sub() {
+        u32 t[n];
+        u64 borrow = 0;
+        for (int i = 0; i < n; i++) {
+            u64 d = (u64)v[i] - P::mod()[i] - borrow;
+            t[i] = (u32)d;
+            borrow = (d >> 32) & 1;
+        }
+        if (!borrow)
+            for (int i = 0; i < n; i++) v[i] = t[i];
+    }
+
+    static DEVI mont_t mul(const mont_t& a, const mont_t& b) {
+        u32 t[n + 2];
+        for (int i = 0; i < n + 2; i++) t[i] = 0;
+        for (int i = 0; i < n; i++) {
+            u64 c = 0;
+            for (int j = 0; j < n; j++) {
+                u64 s = (u64)a.v[j] * b.v[i] + t[j] + c;
+                t[j] = (u32)s;
+                c = s >> 32;
+            }
+            u64 s = (u64)t[n] + c;
+            t[n] = (u32)s;
+            t[n + 1] = (u32)(s >> 32);
+            const u32 m = t[0] * P::m0();
+            c = ((u64)m * P::mod()[0] + t[0]) >> 32;
+            for (int j = 1; j < n; j++) {
+                u64 s2 = (u64)m * P::mod()[j] + t[j] + c;
+                t[j - 1] = (u32)s2;
+                c = s2 >> 32;
+            }
+            s = (u64)t[n] + c;
+            t[n - 1] = (u32)s;
+            t[n] = t[n + 1] + (u32)(s >> 32);
+        }
+        mont_t r;
+        for (int i = 0; i < n; i++) r.v[i] = t[i];
+        r.final_sub();
+        return r;
+    }
+#endif
     // Squaring: the same carry-chain multiply. For moduli with a spare top bit
     // (both of ours) a dedicated squaring saves too little to pay for its
     // extra merge passes in this interleaved form.
     static DEVI mont_t sqr(const mont_t& a) { return mul(a, a); }
 
+#ifdef __CUDA_ARCH__
     static DEVI mont_t add(const mont_t& a, const mont_t& b) {
         mont_t r;
         ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
@@ -138,6 +189,37 @@ struct mont_t {
         for (int i = 0; i < n; i++) r.v[i] = borrow ? t[i] : r.v[i];
         return r;
     }
+#else
+    static DEVI mont_t add(const mont_t& a, const mont_t& b) {
+        mont_t r;
+        u64 c = 0;
+        for (int i = 0; i < n; i++) {
+            u64 x = (u64)a.v[i] + b.v[i] + c;
+            r.v[i] = (u32)x;
+            c = x >> 32;
+        }
+        r.final_sub();
+        return r;
+    }
+    static DEVI mont_t sub(const mont_t& a, const mont_t& b) {
+        mont_t r;
+        u64 borrow = 0;
+        for (int i = 0; i < n; i++) {
+            u64 d = (u64)a.v[i] - b.v[i] - borrow;
+            r.v[i] = (u32)d;
+            borrow = (d >> 32) & 1;
+        }
+        if (borrow) {
+            u64 c = 0;
+            for (int i = 0; i < n; i++) {
+                u64 x = (u64)r.v[i] + P::mod()[i] + c;
+                r.v[i] = (u32)x;
+                c = x >> 32;
+            }
+        }
+        return r;
+    }
+#endif
     static DEVI mont_t dbl(const mont_t& a) { return add(a, a); }
     DEVI bool is_zero() const {
         u32 acc = v[0];

@@ -30,10 +30,9 @@ pub struct SharedConst {
 
 /// The layout of one argument struct, for the generated header's assertions.
 pub struct ArgsLayout {
-    /// The kernel launched with it.
-    pub kernel: &'static str,
-    /// The `.cu` module (file) that defines the kernel.
-    pub module: &'static str,
+    /// The kernels launched with it, as (`.cu` module, kernel): the G1 and G2 twins of a curve
+    /// kernel share one struct.
+    pub kernels: &'static [(&'static str, &'static str)],
     /// C struct name.
     pub c_name: &'static str,
     /// C declaration.
@@ -119,7 +118,7 @@ macro_rules! c_type {
 macro_rules! kernel_args {
     ($(
         $(#[$doc:meta])*
-        $module:literal :: $kernel:literal => $name:ident ($cname:literal) {
+        $( $module:literal :: $kernel:literal )|+ => $name:ident ($cname:literal) {
             $( $(#[$fdoc:meta])* $field:ident : $ty:ident ),* $(,)?
         }
     )*) => {
@@ -136,7 +135,7 @@ macro_rules! kernel_args {
             unsafe impl DeviceRepr for $name {}
 
             impl KernelArgs for $name {
-                const KERNEL: &'static str = $kernel;
+                const KERNELS: &'static [(&'static str, &'static str)] = &[ $( ($module, $kernel) ),+ ];
             }
         )*
 
@@ -144,8 +143,7 @@ macro_rules! kernel_args {
         pub const ARGS_LAYOUTS: &[ArgsLayout] = &[
             $(
                 ArgsLayout {
-                    kernel: $kernel,
-                    module: $module,
+                    kernels: &[ $( ($module, $kernel) ),+ ],
                     c_name: $cname,
                     c_decl: concat!(
                         "struct ", $cname, " {\n",

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::error::GpuError;
 #[cfg(test)]
-use crate::exec::{DevBuf, Exec, KernelArgs, Readback};
+use crate::exec::{check_kernel, DevBuf, Exec, KernelArgs, Readback};
 
 /// Every allocation is charged in multiples of this many bytes (the pool's mapping granularity,
 /// an upper bound of its per-allocation rounding).
@@ -246,7 +246,14 @@ impl Exec for DryRun {
         Ok(())
     }
 
-    fn launch<A: KernelArgs>(&self, _grid: u32, _block: u32, _args: &A) -> Result<(), GpuError> {
+    fn launch_as<A: KernelArgs>(
+        &self,
+        kernel: &'static str,
+        _grid: u32,
+        _block: u32,
+        _args: &A,
+    ) -> Result<(), GpuError> {
+        check_kernel::<A>(kernel)?;
         self.launches.set(self.launches.get() + 1);
         Ok(())
     }

@@ -212,7 +212,7 @@ pub fn sparse_stage_bytes(queries: &[QueryShape; 3], residency: Residency, sm_co
 }
 
 /// [`sparse_stage_bytes`] with bases streamed by `chunk` points (tests of the streaming).
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 pub(crate) fn sparse_stage_bytes_with_chunk(
     queries: &[QueryShape; 3],
     residency: Residency,

@@ -135,8 +135,12 @@ impl KernelTable {
             let (img, what) = select_image(m, major, minor)?;
             notes.push(format!("{m}: {what}"));
             let module = ctx.load_module(img)?;
-            for a in ARGS_LAYOUTS.iter().filter(|a| a.module == *m) {
-                functions.insert(a.kernel, module.load_function(a.kernel)?);
+            for (_, kernel) in ARGS_LAYOUTS
+                .iter()
+                .flat_map(|a| a.kernels.iter())
+                .filter(|(module, _)| module == m)
+            {
+                functions.insert(*kernel, module.load_function(kernel)?);
             }
             loaded.push(module);
         }

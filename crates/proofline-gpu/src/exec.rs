@@ -9,10 +9,23 @@
 
 use crate::error::GpuError;
 
-/// A kernel's argument struct (one per kernel, generated with its C twin from `abi.rs`).
+/// A kernel's argument struct (generated with its C twin from `abi.rs`): one per kernel, or
+/// one shared by the G1 and G2 twins of a curve kernel.
 pub trait KernelArgs: cudarc::driver::DeviceRepr + Copy {
-    /// The kernel's name in its module.
-    const KERNEL: &'static str;
+    /// The kernels launched with it, as (module, kernel); [`Exec::launch`] launches the first.
+    const KERNELS: &'static [(&'static str, &'static str)];
+}
+
+/// Checks that `kernel` takes `A` (a G2 kernel launched with another kernel's struct is a bug).
+pub(crate) fn check_kernel<A: KernelArgs>(kernel: &'static str) -> Result<(), GpuError> {
+    if A::KERNELS.iter().any(|(_, k)| *k == kernel) {
+        Ok(())
+    } else {
+        Err(GpuError::InvalidInput(format!(
+            "kernel {kernel} does not take the argument struct of {}",
+            A::KERNELS[0].1
+        )))
+    }
 }
 
 /// What a read-back returns, with the bound the code relies on, so that a dry run can answer
@@ -75,8 +88,18 @@ pub(crate) trait Exec {
         offset: usize,
         dst: &mut [u32],
     ) -> Result<(), GpuError>;
-    /// Launches `A::KERNEL` over a 1-D grid.
-    fn launch<A: KernelArgs>(&self, grid: u32, block: u32, args: &A) -> Result<(), GpuError>;
+    /// Launches the first kernel of `A::KERNELS` over a 1-D grid.
+    fn launch<A: KernelArgs>(&self, grid: u32, block: u32, args: &A) -> Result<(), GpuError> {
+        self.launch_as(A::KERNELS[0].1, grid, block, args)
+    }
+    /// Launches `kernel`, one of `A::KERNELS`, over a 1-D grid.
+    fn launch_as<A: KernelArgs>(
+        &self,
+        kernel: &'static str,
+        grid: u32,
+        block: u32,
+        args: &A,
+    ) -> Result<(), GpuError>;
     /// Waits for everything enqueued so far; memory freed before it is reusable after it.
     fn sync(&self) -> Result<(), GpuError>;
     /// Multiprocessors of the device (sizes the reductions).

@@ -33,6 +33,8 @@ pub mod arena;
 pub mod backend;
 pub mod bytes;
 mod device;
+#[cfg(test)]
+mod emu;
 mod error;
 mod exec;
 pub mod layout;
@@ -43,7 +45,7 @@ pub mod plan;
 mod resident;
 mod slot;
 mod stages;
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 /// Kernel images embedded by build.rs.

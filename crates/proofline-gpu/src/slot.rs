@@ -17,7 +17,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, 
 use crate::arena::{Account, Arena, Charge};
 use crate::device::{KernelTable, Shared};
 use crate::error::GpuError;
-use crate::exec::{DevBuf, Exec, KernelArgs, Readback};
+use crate::exec::{check_kernel, DevBuf, Exec, KernelArgs, Readback};
 use crate::oplog::{KernelSpan, Recording, SlotSpan};
 
 /// Slot id used in the op log for work on the device's resident stream.
@@ -359,11 +359,18 @@ impl Exec for SlotExec<'_> {
         self.sync()
     }
 
-    fn launch<A: KernelArgs>(&self, grid: u32, block: u32, args: &A) -> Result<(), GpuError> {
+    fn launch_as<A: KernelArgs>(
+        &self,
+        kernel: &'static str,
+        grid: u32,
+        block: u32,
+        args: &A,
+    ) -> Result<(), GpuError> {
+        check_kernel::<A>(kernel)?;
         if grid == 0 {
             return Ok(());
         }
-        let f = self.kernels.get(A::KERNEL)?;
+        let f = self.kernels.get(kernel)?;
         self.tracker.begin()?;
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),

@@ -1,0 +1,619 @@
+//! Tests only: the kernels of `cuda/` compiled for the host and run by the crate's real host code.
+//!
+//! Each kernel module (`ntt.cu`, `msm.cu`, ...) is built with the machine's C++ compiler, with
+//! `emu/runtime.h` (a host emulation of the CUDA device runtime: fibers for the threads of a
+//! block, barriers, warp shuffles, atomics) forced in front, into a shared library whose one
+//! export runs a kernel by name (`emu/module.cpp`). The field arithmetic takes its portable path
+//! there (`cuda/mont.cuh`), everything above it is the device source as it is. [`EmuExec`] is an
+//! [`Exec`] over that library and host memory, so `msm.rs`, `ntt.rs` and `stages.rs` run
+//! unchanged on a machine without a GPU, and their results are compared with blstrs: curve and
+//! field formulas, sorts, work splits, barriers (a barrier that can never release aborts the
+//! test with the threads' states) and every special case, at small sizes.
+//!
+//! The libraries are cached under the build's `OUT_DIR`, keyed by a hash of the sources and the
+//! compiler's version; a test run with unchanged kernels compiles nothing.
+
+use std::alloc::Layout;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::abi::ARGS_LAYOUTS;
+use crate::arena::{Account, Charge};
+use crate::error::GpuError;
+use crate::exec::{check_kernel, DevBuf, Exec, KernelArgs, Readback};
+
+type LaunchFn = unsafe extern "C" fn(*const c_char, u32, u32, *const c_void, usize) -> i32;
+
+/// Where the kernel sources and the generated headers are.
+fn dirs() -> (PathBuf, PathBuf, PathBuf) {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    (
+        manifest.join("../../cuda"),
+        manifest.join("emu"),
+        Path::new(env!("OUT_DIR")).join("include"),
+    )
+}
+
+fn fnv1a(h: &mut u64, bytes: &[u8]) {
+    for b in bytes {
+        *h ^= u64::from(*b);
+        *h = h.wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+fn compiler() -> String {
+    std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+}
+
+const FLAGS: &[&str] = &[
+    "-std=c++17",
+    "-O2",
+    "-fPIC",
+    "-shared",
+    "-fvisibility=hidden",
+    "-fno-strict-aliasing",
+    "-w",
+];
+
+/// Builds (or finds in the cache) the host library of `module`.
+fn build(module: &str) -> Result<PathBuf, String> {
+    let (cuda, emu, include) = dirs();
+    let source = cuda.join(format!("{module}.cu"));
+    let registry = include.join(format!("emu_{module}.inc"));
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&cuda)
+        .map_err(|e| format!("{}: {e}", cuda.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    inputs.sort();
+    inputs.extend([
+        emu.join("runtime.h"),
+        emu.join("module.cpp"),
+        include.join("proofline_abi.cuh"),
+        registry.clone(),
+    ]);
+    for p in &inputs {
+        fnv1a(&mut h, p.to_string_lossy().as_bytes());
+        fnv1a(&mut h, &std::fs::read(p).unwrap_or_default());
+    }
+    let cxx = compiler();
+    let version = Command::new(&cxx)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("no C++ compiler ({cxx}): {e}"))?;
+    fnv1a(&mut h, &version.stdout);
+    fnv1a(&mut h, format!("{FLAGS:?}").as_bytes());
+    let dir = Path::new(env!("OUT_DIR")).join("emu");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let out = dir.join(format!("{module}-{h:016x}.so"));
+    if out.is_file() {
+        return Ok(out);
+    }
+    let tmp = out.with_extension(format!("tmp{}", std::process::id()));
+    let status = Command::new(&cxx)
+        .args(FLAGS)
+        .arg("-I")
+        .arg(&cuda)
+        .arg("-I")
+        .arg(&include)
+        .arg("-include")
+        .arg(emu.join("runtime.h"))
+        .arg(format!("-DEMU_SOURCE=\"{}\"", source.display()))
+        .arg(format!("-DEMU_REGISTRY=\"{}\"", registry.display()))
+        .arg(emu.join("module.cpp"))
+        .arg("-o")
+        .arg(&tmp)
+        .status()
+        .map_err(|e| format!("{cxx}: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "{cxx} failed to build the host emulation of {module}.cu"
+        ));
+    }
+    std::fs::rename(&tmp, &out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The loaded library of each module (built on first use, kept for the process).
+fn launcher(module: &'static str) -> Result<LaunchFn, GpuError> {
+    static LIBS: OnceLock<Mutex<HashMap<&'static str, LaunchFn>>> = OnceLock::new();
+    let libs = LIBS.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut g = libs.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = g.get(module) {
+        return Ok(*f);
+    }
+    let path = build(module).map_err(GpuError::InvalidInput)?;
+    // SAFETY: the library is ours (emu/module.cpp), has no initialisers with side effects, and is
+    // never unloaded (leaked below).
+    let lib = unsafe { libloading::Library::new(&path) }
+        .map_err(|e| GpuError::InvalidInput(format!("{}: {e}", path.display())))?;
+    let lib: &'static libloading::Library = Box::leak(Box::new(lib));
+    // SAFETY: emu_launch has exactly this signature (emu/module.cpp).
+    let f: LaunchFn = unsafe { lib.get::<LaunchFn>(b"emu_launch\0") }
+        .map(|s| *s)
+        .map_err(|e| GpuError::InvalidInput(format!("emu_launch: {e}")))?;
+    g.insert(module, f);
+    Ok(f)
+}
+
+/// The module that defines `kernel`.
+fn module_of(kernel: &str) -> Result<&'static str, GpuError> {
+    ARGS_LAYOUTS
+        .iter()
+        .flat_map(|a| a.kernels.iter())
+        .find(|(_, k)| *k == kernel)
+        .map(|(m, _)| *m)
+        .ok_or_else(|| GpuError::InvalidInput(format!("unknown kernel {kernel}")))
+}
+
+/// Host memory standing in for a device buffer (16-byte aligned, as the kernels' vector loads
+/// expect).
+pub(crate) struct EmuBuf {
+    ptr: *mut u32,
+    words: usize,
+    layout: Layout,
+    _charge: Charge,
+}
+
+impl DevBuf for EmuBuf {
+    fn ptr(&self) -> u64 {
+        self.ptr as u64
+    }
+    fn words(&self) -> usize {
+        self.words
+    }
+}
+
+impl Drop for EmuBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `EmuExec::buffer` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.cast(), self.layout) };
+    }
+}
+
+/// Words that a fresh (not zeroed) buffer holds, so that a kernel reading memory nobody wrote
+/// sees garbage, as it may on a device.
+const POISON: u32 = 0xa5a5_a5a5;
+
+/// An [`Exec`] that runs the kernels on the host. Allocations are charged like a slot's (to an
+/// unlimited account whose peak the tests can read).
+pub(crate) struct EmuExec {
+    account: Arc<Account>,
+    sm_count: u32,
+    launches: Cell<usize>,
+}
+
+impl EmuExec {
+    /// An emulated device with `sm_count` multiprocessors (sizes the work splits).
+    pub(crate) fn new(sm_count: u32) -> Self {
+        EmuExec {
+            account: Account::with_granule(u64::MAX, "emulation", 4),
+            sm_count,
+            launches: Cell::new(0),
+        }
+    }
+
+    /// Kernels launched so far.
+    pub(crate) fn launches(&self) -> usize {
+        self.launches.get()
+    }
+
+    /// Highest charge so far (bytes, one-word granule).
+    pub(crate) fn peak(&self) -> u64 {
+        self.account.peak()
+    }
+
+    fn buffer(&self, words: usize, zeroed: bool) -> Result<EmuBuf, GpuError> {
+        let charge = self.account.charge(words)?;
+        let layout = Layout::from_size_align(4 * words.max(4), 16)
+            .map_err(|e| GpuError::InvalidInput(e.to_string()))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe {
+            if zeroed {
+                std::alloc::alloc_zeroed(layout)
+            } else {
+                std::alloc::alloc(layout)
+            }
+        }
+        .cast::<u32>();
+        if ptr.is_null() {
+            return Err(GpuError::InvalidInput(format!(
+                "host allocation of {words} words"
+            )));
+        }
+        if !zeroed {
+            // SAFETY: `ptr` holds `layout.size() / 4` words.
+            unsafe { std::slice::from_raw_parts_mut(ptr, layout.size() / 4) }.fill(POISON);
+        }
+        Ok(EmuBuf {
+            ptr,
+            words,
+            layout,
+            _charge: charge,
+        })
+    }
+
+    /// The words of a buffer (tests inspect intermediate results).
+    pub(crate) fn words<'a>(&self, b: &'a EmuBuf) -> &'a [u32] {
+        // SAFETY: the buffer holds `words` initialised words; no kernel runs while the slice
+        // lives (launches take `&self` and the slice borrows the buffer).
+        unsafe { std::slice::from_raw_parts(b.ptr, b.words) }
+    }
+}
+
+impl Exec for EmuExec {
+    type Buf = EmuBuf;
+
+    fn alloc(&self, words: usize) -> Result<EmuBuf, GpuError> {
+        self.buffer(words, false)
+    }
+
+    fn zeros(&self, words: usize) -> Result<EmuBuf, GpuError> {
+        self.buffer(words, true)
+    }
+
+    fn upload_at(&self, dst: &mut EmuBuf, offset: usize, src: &[u32]) -> Result<(), GpuError> {
+        if offset + src.len() > dst.words {
+            return Err(GpuError::InvalidInput(format!(
+                "upload of {} words at {offset} into a buffer of {}",
+                src.len(),
+                dst.words
+            )));
+        }
+        // SAFETY: bounds checked above; host memory owned by `dst`.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.ptr.add(offset), src.len()) };
+        Ok(())
+    }
+
+    fn read(
+        &self,
+        _what: Readback,
+        src: &EmuBuf,
+        offset: usize,
+        dst: &mut [u32],
+    ) -> Result<(), GpuError> {
+        if offset + dst.len() > src.words {
+            return Err(GpuError::InvalidInput(format!(
+                "read of {} words at {offset} from a buffer of {}",
+                dst.len(),
+                src.words
+            )));
+        }
+        // SAFETY: bounds checked above.
+        unsafe { std::ptr::copy_nonoverlapping(src.ptr.add(offset), dst.as_mut_ptr(), dst.len()) };
+        self.account.synced();
+        Ok(())
+    }
+
+    fn launch_as<A: KernelArgs>(
+        &self,
+        kernel: &'static str,
+        grid: u32,
+        block: u32,
+        args: &A,
+    ) -> Result<(), GpuError> {
+        check_kernel::<A>(kernel)?;
+        self.launches.set(self.launches.get() + 1);
+        if grid == 0 {
+            return Ok(());
+        }
+        let f = launcher(module_of(kernel)?)?;
+        let name = CString::new(kernel).map_err(|e| GpuError::InvalidInput(e.to_string()))?;
+        // SAFETY: `args` is the kernel's own #[repr(C)] argument struct (checked above), whose
+        // C twin the library was compiled with; its pointers are addresses of live EmuBufs.
+        let rc = unsafe {
+            f(
+                name.as_ptr(),
+                grid,
+                block,
+                (args as *const A).cast(),
+                std::mem::size_of::<A>(),
+            )
+        };
+        match rc {
+            0 => Ok(()),
+            -1 => Err(GpuError::InvalidInput(format!(
+                "{kernel}: not in the host build"
+            ))),
+            _ => Err(GpuError::InvalidInput(format!(
+                "{kernel}: argument struct size differs in the host build"
+            ))),
+        }
+    }
+
+    fn sync(&self) -> Result<(), GpuError> {
+        self.account.synced();
+        Ok(())
+    }
+
+    fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The existing kernels under the emulation, against blstrs: these pin the emulation itself
+    //! (the same kernels pass the device suite) before new kernels are checked with it.
+    use super::*;
+    use crate::abi::{
+        DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, AFFINE_WORDS, ELEMENT_THREADS, FR_WORDS,
+        G1_TEST_THREADS, JACOBIAN_WORDS,
+    };
+    use crate::exec::grid;
+    use crate::layout::{affines_as_u32, jacobian_from_u32, scalars_as_u32, scalars_as_u32_mut};
+    use crate::msm::{self, Bases, MsmStats};
+    use crate::ntt::{self, build_tables, NttKind};
+    use crate::testkit::{
+        cpu_h_poly, cpu_msm, cpu_ntt, mixed_scalars, random_points, random_scalars, ScalarMix,
+    };
+    use blstrs::{G1Affine, G1Projective, Scalar};
+    use ff::Field;
+    use group::prime::PrimeCurveAffine;
+    use group::Group;
+    use proofline_groth16::msm::SparseScalars;
+
+    /// Few multiprocessors, so that the work splits take several waves at small sizes.
+    pub(crate) const SMS: u32 = 2;
+
+    fn mont_words(s: &Scalar) -> Vec<u32> {
+        scalars_as_u32(std::slice::from_ref(s)).to_vec()
+    }
+
+    #[test]
+    fn fr_ops_match_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 512;
+        let mut a = random_scalars(n, 1);
+        let b = random_scalars(n, 2);
+        a[0] = Scalar::ZERO;
+        a[1] = Scalar::ONE;
+        a[2] = -Scalar::ONE;
+        let da = e.upload(scalars_as_u32(&a)).unwrap();
+        let db = e.upload(scalars_as_u32(&b)).unwrap();
+        let out = e.alloc(n * FR_WORDS as usize).unwrap();
+        let ops: [(u32, fn(&Scalar, &Scalar) -> Scalar); 4] = [
+            (0, |x, y| x * y),
+            (1, |x, _| x.square()),
+            (2, |x, y| x + y),
+            (3, |x, y| x - y),
+        ];
+        for (op, f) in ops {
+            e.launch(
+                grid(n, ELEMENT_THREADS),
+                ELEMENT_THREADS,
+                &FrOpArgs {
+                    a: DevPtr(da.ptr()),
+                    b: DevPtr(db.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    n: n as u32,
+                    op,
+                },
+            )
+            .unwrap();
+            let got = e.words(&out);
+            for i in 0..n {
+                assert_eq!(
+                    &got[8 * i..8 * i + 8],
+                    &mont_words(&f(&a[i], &b[i]))[..],
+                    "op {op} at {i}"
+                );
+            }
+        }
+    }
+
+    fn fp_words(f: &blst::blst_fp) -> [u32; 12] {
+        let mut o = [0u32; 12];
+        for i in 0..6 {
+            o[2 * i] = f.l[i] as u32;
+            o[2 * i + 1] = (f.l[i] >> 32) as u32;
+        }
+        o
+    }
+
+    #[test]
+    fn fp_ops_match_blst() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        let e = EmuExec::new(SMS);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let n = 512;
+        let mut gen = || {
+            let mut l = [0u64; 6];
+            for x in l.iter_mut() {
+                *x = rng.next_u64();
+            }
+            l[5] &= 0x0fff_ffff_ffff_ffff;
+            blst::blst_fp { l }
+        };
+        let mut a: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
+        let b: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
+        a[0] = blst::blst_fp { l: [0; 6] };
+        let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
+        let bw: Vec<u32> = b.iter().flat_map(fp_words).collect();
+        let da = e.upload(&aw).unwrap();
+        let db = e.upload(&bw).unwrap();
+        let out = e.alloc(n * 12).unwrap();
+        for op in 0..5u32 {
+            e.launch(
+                grid(n, ELEMENT_THREADS),
+                ELEMENT_THREADS,
+                &FpOpArgs {
+                    a: DevPtr(da.ptr()),
+                    b: DevPtr(db.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    n: n as u32,
+                    op,
+                },
+            )
+            .unwrap();
+            let got = e.words(&out);
+            for i in 0..n {
+                let mut r = blst::blst_fp::default();
+                // SAFETY: plain blst field arithmetic on valid values.
+                unsafe {
+                    match op {
+                        0 => blst::blst_fp_mul(&mut r, &a[i], &b[i]),
+                        1 => blst::blst_fp_sqr(&mut r, &a[i]),
+                        2 => blst::blst_fp_add(&mut r, &a[i], &b[i]),
+                        3 => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
+                        _ => blst::blst_fp_from(&mut r, &a[i]),
+                    }
+                }
+                assert_eq!(
+                    &got[12 * i..12 * i + 12],
+                    &fp_words(&r)[..],
+                    "op {op} at {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn g1_ops_match_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 256;
+        let mut a = random_points(n, 5);
+        let mut b = random_points(n, 6);
+        a[0] = G1Affine::identity();
+        b[1] = G1Affine::identity();
+        b[2] = a[2];
+        b[3] = -a[3];
+        let da = e.upload(affines_as_u32(&a)).unwrap();
+        let db = e.upload(affines_as_u32(&b)).unwrap();
+        let out = e.alloc(n * JACOBIAN_WORDS as usize).unwrap();
+        for op in 0..4u32 {
+            e.launch(
+                grid(n, G1_TEST_THREADS),
+                G1_TEST_THREADS,
+                &G1OpArgs {
+                    a: DevPtr(da.ptr()),
+                    b: DevPtr(db.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    n: n as u32,
+                    op,
+                },
+            )
+            .unwrap();
+            let got = e.words(&out);
+            for i in 0..n {
+                let (pa, pb) = (G1Projective::from(a[i]), G1Projective::from(b[i]));
+                let want = match op {
+                    0 | 2 => pa + pb,
+                    _ => pa.double(),
+                };
+                let w = JACOBIAN_WORDS as usize;
+                assert_eq!(
+                    jacobian_from_u32(&got[w * i..w * (i + 1)]),
+                    want,
+                    "op {op} at {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ntt_and_h_poly_match_cpu() {
+        let e = EmuExec::new(SMS);
+        for lg in [1u32, 2, 5, 10, 11, 13] {
+            let n = 1usize << lg;
+            let tables = build_tables(&e, lg).unwrap();
+            let t = tables.ptrs();
+            let x = random_scalars(n, 40 + u64::from(lg));
+            for kind in [
+                NttKind::Forward,
+                NttKind::Inverse,
+                NttKind::CosetForward,
+                NttKind::CosetInverse,
+            ] {
+                let mut d = e.upload(scalars_as_u32(&x)).unwrap();
+                ntt::ntt(&e, &mut d, &t, kind).unwrap();
+                let mut got = vec![Scalar::ZERO; n];
+                e.read(Readback::Values, &d, 0, scalars_as_u32_mut(&mut got))
+                    .unwrap();
+                let mut want = x.clone();
+                cpu_ntt(&mut want, kind);
+                assert!(got == want, "{kind:?} 2^{lg}");
+            }
+            let (a, b, c) = (x.clone(), random_scalars(n, 7), random_scalars(n, 8));
+            let mut da = e.upload(scalars_as_u32(&a)).unwrap();
+            let mut db = e.upload(scalars_as_u32(&b)).unwrap();
+            let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
+            ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t).unwrap();
+            let mut got = vec![Scalar::ZERO; n];
+            e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
+                .unwrap();
+            let mut want = a.clone();
+            cpu_h_poly(&mut want, &b, &c);
+            assert!(got == want, "h_poly 2^{lg}");
+        }
+    }
+
+    fn dense_msm(e: &EmuExec, points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+        let b = e.upload(affines_as_u32(points)).unwrap();
+        let s = e.upload(scalars_as_u32(scalars)).unwrap();
+        msm::pippenger(e, b.ptr(), s.ptr(), scalars.len(), &mut MsmStats::default()).unwrap()
+    }
+
+    #[test]
+    fn msm_dense_matches_blstrs() {
+        let e = EmuExec::new(SMS);
+        let points = random_points(1 << 12, 11);
+        let scalars = random_scalars(1 << 12, 12);
+        for n in [1usize, 2, 3, 100, 1 << 10, 1 << 12] {
+            let got = dense_msm(&e, &points[..n], &scalars[..n]);
+            assert_eq!(got, cpu_msm(&points[..n], &scalars[..n]), "n = {n}");
+        }
+        // one giant bucket per window (the big-bucket path), and one point repeated (doubling)
+        let n = 1 << 11;
+        let same_scalar = vec![-Scalar::ONE; n];
+        assert_eq!(
+            dense_msm(&e, &points[..n], &same_scalar),
+            cpu_msm(&points[..n], &same_scalar)
+        );
+        let same_point = vec![points[0]; n];
+        assert_eq!(
+            dense_msm(&e, &same_point, &scalars[..n]),
+            cpu_msm(&same_point, &scalars[..n])
+        );
+    }
+
+    #[test]
+    fn msm_sparse_matches_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 3000;
+        let mut points = random_points(n, 21);
+        points[n / 2] = G1Affine::identity();
+        for mix in [
+            ScalarMix {
+                zero: 0.4621,
+                one: 0.4579,
+            },
+            ScalarMix {
+                zero: 0.0,
+                one: 1.0,
+            },
+            ScalarMix {
+                zero: 1.0,
+                one: 0.0,
+            },
+        ] {
+            let scalars = mixed_scalars(n, mix, 22);
+            let split = SparseScalars::from_dense(&scalars);
+            let b = e.upload(affines_as_u32(&points)).unwrap();
+            let got =
+                msm::sparse(&e, Bases::Device(b.ptr()), &split, &mut MsmStats::default()).unwrap();
+            assert_eq!(got, cpu_msm(&points, &scalars), "{mix:?}");
+            let host = Bases::Host {
+                points: &points,
+                chunk: 997,
+            };
+            let got = msm::sparse(&e, host, &split, &mut MsmStats::default()).unwrap();
+            assert_eq!(got, cpu_msm(&points, &scalars), "streamed {mix:?}");
+        }
+        let _ = AFFINE_WORDS;
+    }
+}
