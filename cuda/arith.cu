@@ -5,10 +5,12 @@
 // and loaded by its `testkit` module, never by the proving path.
 #include "fr.cuh"
 #include "fp.cuh"
+#include "fp2.cuh"
 #include "g1.cuh"
+#include "g2.cuh"
 #include "proofline_abi.cuh"
 
-// op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 4 = from_mont
+// op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 4 = from_mont (fp_op_test also 5 = inverse)
 extern "C" __global__ void fr_op_test(const fr_op_args args) {
     const u32* a = args.a;
     const u32* b = args.b;
@@ -40,9 +42,25 @@ extern "C" __global__ void fp_op_test(const fp_op_args args) {
         case 1: r = fp_t::sqr(x); break;
         case 2: r = fp_t::add(x, y); break;
         case 3: r = fp_t::sub(x, y); break;
-        default: r = fp_t::from_mont(x); break;
+        case 4: r = fp_t::from_mont(x); break;
+        default: r = fp_t::inv(x); break;
     }
     r.store(out + 12 * i);
+}
+
+// op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 5 = inverse (as fp_op_test)
+extern "C" __global__ void fp2_op_test(const fp_op_args args) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= args.n) return;
+    fp2_t x = fp2_t::load(args.a + 24 * i), y = fp2_t::load(args.b + 24 * i), r;
+    switch (args.op) {
+        case 0: r = fp2_t::mul(x, y); break;
+        case 1: r = fp2_t::sqr(x); break;
+        case 2: r = fp2_t::add(x, y); break;
+        case 3: r = fp2_t::sub(x, y); break;
+        default: r = fp2_t::inv(x); break;
+    }
+    r.store(args.out + 24 * i);
 }
 
 // G1: out[i] (Jacobian) = op(a[i], b[i]); op 0: a + b (mixed add into XYZZ),
@@ -63,6 +81,21 @@ extern "C" __global__ void g1_op_test(const g1_op_args args) {
         default: if (!p.is_inf()) r.add_affine(p.x, p.y); break;
     }
     r.store_jacobian(out + 36 * i);
+}
+
+// G2: as g1_op_test
+extern "C" __global__ void g2_op_test(const g1_op_args args) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= args.n) return;
+    g2_affine_t p = g2_affine_t::load(args.a + 48 * i), q = g2_affine_t::load(args.b + 48 * i);
+    g2_xyzz_t r = g2_xyzz_t::from_affine(p);
+    switch (args.op) {
+        case 0: if (!q.is_inf()) r.add_affine(q.x, q.y); break;
+        case 1: r.dbl(); break;
+        case 2: { g2_xyzz_t s = g2_xyzz_t::from_affine(q); s.dbl(); if (!q.is_inf()) s.add_affine(q.x, fp2_t::neg(q.y)); r.add(s); } break;
+        default: if (!p.is_inf()) r.add_affine(p.x, p.y); break;
+    }
+    r.store_jacobian(args.out + 72 * i);
 }
 
 // Throughput: each thread does `iters` dependent-chain multiplications on 4
@@ -95,12 +128,15 @@ extern "C" __global__ void fp_mul_bench(const fp_mul_bench_args args) {
     c.store(data + 48 * i + 24); d.store(data + 48 * i + 36);
 }
 
-// Benchmark helper: bases[i] = bases[i mod period] (tiling unique points).
-extern "C" __global__ void g1_tile_points(const tile_points_args a) {
+// Benchmark helper: bases[i] = bases[i mod period] (tiling unique points of W words).
+template <int W>
+DEVI void tile_points(const tile_points_args& a) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n || i < a.period) return;
-    const uint4* src = reinterpret_cast<const uint4*>(a.bases + 24 * (i % a.period));
-    uint4* dst = reinterpret_cast<uint4*>(a.bases + 24 * i);
+    const uint4* src = reinterpret_cast<const uint4*>(a.bases + W * (i % a.period));
+    uint4* dst = reinterpret_cast<uint4*>(a.bases + W * i);
 #pragma unroll
-    for (int k = 0; k < 6; k++) dst[k] = src[k];
+    for (int k = 0; k < W / 4; k++) dst[k] = src[k];
 }
+extern "C" __global__ void g1_tile_points(const tile_points_args a) { tile_points<24>(a); }
+extern "C" __global__ void g2_tile_points(const tile_points_args a) { tile_points<48>(a); }

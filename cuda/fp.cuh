@@ -12,11 +12,16 @@ __device__ __constant__ u32 FP_ONE[12] = {0x0002fffd, 0x76090000, 0xc40c0002, 0x
                                           0x53c758ba, 0x5f489857, 0x70525745, 0x77ce5853,
                                           0xa256ec6d, 0x5c071a97, 0xfa80e493, 0x15f65ec3};
 __device__ __constant__ u32 FP_M0 = 0xfffcfffd;
+// p - 2, the Fermat exponent of the inversion
+__device__ __constant__ u32 FP_PM2[12] = {0xffffaaa9, 0xb9feffff, 0xb153ffff, 0x1eabfffe,
+                                          0xf6b0f624, 0x6730d2a0, 0xf38512bf, 0x64774b84,
+                                          0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
 
 struct FpParams {
     static constexpr int n = 12;
     static DEVI const u32* mod() { return FP_MOD; }
     static DEVI const u32* one() { return FP_ONE; }
     static DEVI u32 m0() { return FP_M0; }
+    static DEVI const u32* pm2() { return FP_PM2; }
 };
 typedef mont_t<FpParams> fp_t;

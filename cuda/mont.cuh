@@ -33,6 +33,8 @@
 template <class P>
 struct mont_t {
     static constexpr int n = P::n;
+    // u32 words in memory
+    static constexpr int WORDS = n;
     u32 v[n];
 
 #ifdef __CUDA_ARCH__
@@ -264,6 +266,39 @@ struct mont_t {
         for (int i = 0; i < n; i++) o.v[i] = i == 0 ? 1u : 0u;
         return mul(a, o);
     }
+
+    // a^e for an exponent of n words (little-endian), 4-bit fixed window: ~32 n squarings and
+    // 8 n multiplications.
+    static DEVI mont_t pow_words(const mont_t& a, const u32* e) {
+        mont_t t[16];
+        t[0] = one();
+        t[1] = a;
+#pragma unroll 1
+        for (int i = 2; i < 16; i++) t[i] = mul(t[i - 1], a);
+        mont_t r = one();
+        bool started = false;
+#pragma unroll 1
+        for (int w = n - 1; w >= 0; w--) {
+            const u32 word = e[w];
+#pragma unroll 1
+            for (int k = 7; k >= 0; k--) {
+                const u32 nib = (word >> (4 * k)) & 15;
+                if (started) {
+                    r = sqr(r);
+                    r = sqr(r);
+                    r = sqr(r);
+                    r = sqr(r);
+                }
+                if (nib != 0) {
+                    r = started ? mul(r, t[nib]) : t[nib];
+                    started = true;
+                }
+            }
+        }
+        return r;
+    }
+    // a^-1 by Fermat (a^(modulus - 2)); 0 for 0. Needs P::pm2(), the words of modulus - 2.
+    static DEVI mont_t inv(const mont_t& a) { return pow_words(a, P::pm2()); }
 
     // ---- memory ------------------------------------------------------------
     static DEVI mont_t load(const u32* p) {

@@ -15,8 +15,8 @@
 //! | `Trim`, `ResetHighWater`, `Snapshot` | anyone → allocator | run when the device is idle; state |
 //! | `PlanMsm`          | driver → CpuMsmActor        | `Arc<Assignment>`; returns `MsmPlan`        |
 //! | `ComputeH`         | driver → ComputeActor       | a, b, c (moved), lease (moved); H MSM       |
-//! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease; L, A, B in G1        |
-//! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2                     |
+//! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease; L, A, B in G1 (+ G2) |
+//! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2 (CPU backend only)  |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
@@ -342,9 +342,23 @@ pub struct ComputeH {
     pub cancel: CancelToken,
 }
 
-/// The sparse G1 MSMs (L, A, B) on the compute actor.
+/// What the compute actor's sparse stage returns: L, A and B in G1, and B in G2 when its
+/// backend runs the G2 MSM in the same stage ([`proofline_groth16::G2Placement::WithSparseG1`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SparseMsms {
+    /// L query.
+    pub l: G1Projective,
+    /// A query.
+    pub a: G1Projective,
+    /// B query in G1.
+    pub b_g1: G1Projective,
+    /// B query in G2, when computed here.
+    pub b_g2: Option<G2Projective>,
+}
+
+/// The sparse MSMs (L, A, B in G1; B in G2 on a device backend) on the compute actor.
 #[derive(Message)]
-#[rtype(result = "Result<(G1Projective, G1Projective, G1Projective), StageError>")]
+#[rtype(result = "Result<SparseMsms, StageError>")]
 pub struct ComputeSparseG1 {
     /// Parameters.
     pub pk: SharedProvingKey,

@@ -6,13 +6,17 @@
 //! LoadParams ─► Synthesize ─► RequestLease ─► ComputeH ‖ PlanMsm ─► RequestLease
 //!            ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
 //! ```
-//! (`‖`: the two run at once on different actors.)
+//! (`‖`: the two run at once on different actors.) `MsmG2` is sent only when the backend runs
+//! the G2 MSM separately ([`G2Placement::Separate`], the CPU backend); a GPU backend computes it
+//! in `ComputeSparseG1`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::{Bls12, Scalar};
-use proofline_groth16::{MsmResults, Proof, SharedProvingKey, SynthesizedPartition};
+use proofline_groth16::{
+    G2Placement, MsmResults, Proof, ProverError, SharedProvingKey, SynthesizedPartition,
+};
 use proofline_jobs::{CircuitThunk, ParamsSpec};
 
 use crate::allocator::{Lease, VramAllocator};
@@ -34,6 +38,8 @@ pub struct Stages {
     pub allocator: Mailbox<VramAllocator>,
     /// Compute actors of the device.
     pub compute: Mailbox<ComputeActor>,
+    /// Where the compute backend runs the G2 MSM.
+    pub g2: G2Placement,
 }
 
 /// Bytes of device memory the H stage of a partition holds: a, b, c over the domain.
@@ -160,23 +166,45 @@ async fn drive_stages(
     )
     .await?;
 
-    // Sparse G1 MSMs on the compute actor while the G2 MSM runs on a CPU-MSM actor.
+    // Sparse G1 MSMs on the compute actor while the G2 MSM runs on a CPU-MSM actor (CPU
+    // backend), or all four on the compute actor (device backend).
     let g1_fut = stages.compute.send(ComputeSparseG1 {
         pk: pk.clone(),
         plan: plan.clone(),
         lease,
         cancel: cancel.clone(),
     });
-    let g2_fut = stages.cpu_msm.send(MsmG2 {
-        pk: pk.clone(),
-        plan: plan.clone(),
-        cancel: cancel.clone(),
-    });
-    let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
+    let g2_fut = async {
+        match stages.g2 {
+            G2Placement::Separate => Some(
+                timed(stages.cpu_msm.send(MsmG2 {
+                    pk: pk.clone(),
+                    plan: plan.clone(),
+                    cancel: cancel.clone(),
+                }))
+                .await,
+            ),
+            G2Placement::WithSparseG1 => None,
+        }
+    };
+    let ((g1, g1_s), g2) = tokio::join!(timed(g1_fut), g2_fut);
     t.msm_g1_s = g1_s;
-    t.msm_g2_s = g2_s;
-    let (l, a, b_g1) = g1??;
-    let b_g2 = g2??;
+    let sparse = g1??;
+    let b_g2 = match (sparse.b_g2, g2) {
+        (Some(b_g2), _) => b_g2,
+        (None, Some((g2, g2_s))) => {
+            t.msm_g2_s = g2_s;
+            g2??
+        }
+        (None, None) => {
+            return Err(StageError::Prover(ProverError::Backend(
+                proofline_groth16::BackendError::Device(
+                    "the compute backend returned no G2 MSM".into(),
+                ),
+            )))
+        }
+    };
+    let SparseMsms { l, a, b_g1, .. } = sparse;
     drop(plan);
 
     let s = Instant::now();

@@ -55,7 +55,7 @@ pub struct PipelineOptions {
     pub store: Arc<ParamsStore>,
     /// Backend of the compute actors.
     pub backend: Arc<dyn ProverBackend>,
-    /// Backend of the CPU-MSM actors (G2 MSM).
+    /// Backend of the CPU-MSM actors (the G2 MSM when the compute backend runs it separately).
     pub cpu_backend: Arc<dyn ProverBackend>,
     /// The compute device's memory, owned by the allocator actor.
     pub memory: Box<dyn MemoryDevice>,
@@ -194,6 +194,7 @@ impl Pipeline {
         );
         let (tx, rx) = std::sync::mpsc::channel();
         let cfg = opts.config;
+        let g2 = opts.backend.g2_placement();
         let (store, backend, cpu_backend, memory, budget) = (
             opts.store,
             opts.backend,
@@ -227,6 +228,7 @@ impl Pipeline {
                         cpu_msm,
                         allocator: allocator.clone(),
                         compute,
+                        g2,
                     };
                     let limits = Limits {
                         max_in_flight: cfg.max_partitions_in_flight,

@@ -2,9 +2,11 @@
 //!
 //! * [`ParamsLoader`]: reads parameter files once (blocking I/O, seconds to minutes);
 //! * [`SynthesisActor`]: runs circuits into a, b, c and the assignment;
-//! * [`CpuMsmActor`]: MSM preparation (0/1/tail split), the G2 MSM, assembly and verification;
-//! * [`ComputeActor`]: the H polynomial and the G1 MSMs through a [`ProverBackend`] — the CPU
-//!   backend now; on a GPU, one actor per device slot owning its context and streams.
+//! * [`CpuMsmActor`]: MSM preparation (0/1/tail split), the G2 MSM (CPU backend), assembly and
+//!   verification;
+//! * [`ComputeActor`]: the H polynomial and the G1 MSMs (and the G2 MSM when the backend runs it
+//!   on its device) through a [`ProverBackend`]; on a GPU, one actor per device slot owning its
+//!   context and streams.
 //!
 //! Handlers do the work synchronously on their thread; the messages carry buffers by move.
 
@@ -16,7 +18,7 @@ use blstrs::{Bls12, G1Projective, G2Projective};
 use proofline_groth16::prover;
 use proofline_groth16::synthesis::Synthesizer;
 use proofline_groth16::{
-    MsmPlan, Proof, ProverBackend, ProverError, SharedProvingKey, SynthesizedPartition,
+    G2Placement, MsmPlan, Proof, ProverBackend, ProverError, SharedProvingKey, SynthesizedPartition,
 };
 use proofline_jobs::{JobError, ParamsStore};
 use tracing::info_span;
@@ -251,18 +253,21 @@ impl Handler<ComputeH> for ComputeActor {
 }
 
 impl Handler<ComputeSparseG1> for ComputeActor {
-    type Result = Result<(G1Projective, G1Projective, G1Projective), StageError>;
+    type Result = Result<SparseMsms, StageError>;
 
     fn handle(&mut self, msg: ComputeSparseG1, _: &mut SyncContext<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let t = Instant::now();
+        let backend = self.backend.as_ref();
         let r = guarded("msm_g1_sparse", || {
-            Ok(prover::msm_sparse_g1(
-                self.backend.as_ref(),
-                &msg.pk,
-                &msg.plan,
-            )?)
+            let (l, a, b_g1) = prover::msm_sparse_g1(backend, &msg.pk, &msg.plan)?;
+            // a device backend runs the G2 MSM here too (the driver then sends no MsmG2)
+            let b_g2 = match backend.g2_placement() {
+                G2Placement::WithSparseG1 => Some(prover::msm_b_g2(backend, &msg.pk, &msg.plan)?),
+                G2Placement::Separate => None,
+            };
+            Ok(SparseMsms { l, a, b_g1, b_g2 })
         })?;
         telemetry::stage("msm_g1_sparse", t.secs());
         drop(msg.lease);

@@ -41,7 +41,7 @@ mod abi {
 }
 
 /// Production kernel modules; `arith` (tests, benchmarks) joins with the `testkit` feature.
-const MODULES: &[&str] = &["ntt", "msm"];
+const MODULES: &[&str] = &["ntt", "msm", "msm_g2"];
 const TEST_MODULES: &[&str] = &["arith"];
 const DEFAULT_ARCHS: &[u32] = &[80, 86, 89, 90];
 const PTX_ARCH: u32 = 90;
@@ -165,8 +165,8 @@ fn run_jobs(nvcc: &Path, cuda_dir: &Path, include_dir: &Path, jobs: &[Job]) -> R
         .unwrap_or(2)
         .max(1);
     let mut pending: Vec<&Job> = jobs.iter().collect();
-    // longest first: msm dominates
-    pending.sort_by_key(|j| if j.module == "msm" { 0 } else { 1 });
+    // longest first: the MSM modules dominate
+    pending.sort_by_key(|j| if j.module.starts_with("msm") { 0 } else { 1 });
     let mut running: Vec<(std::process::Child, &Job)> = Vec::new();
     let mut errors = Vec::new();
     while !pending.is_empty() || !running.is_empty() {

@@ -62,6 +62,12 @@ shared_consts! {
     JACOBIAN_WORDS = 36;
     /// u32 words per XYZZ bucket.
     XYZZ_WORDS = 48;
+    /// u32 words per affine G2 point.
+    G2_AFFINE_WORDS = 48;
+    /// u32 words per Jacobian G2 point.
+    G2_JACOBIAN_WORDS = 72;
+    /// u32 words per G2 XYZZ bucket.
+    G2_XYZZ_WORDS = 96;
     /// Threads per block of the element-wise kernels (digits, scatter, pointwise, gathers).
     ELEMENT_THREADS = 256;
     /// log2 of the shared-memory tile of `ntt_pass`, in elements.
@@ -82,10 +88,14 @@ shared_consts! {
     SCAN_SUMS_THREADS = 1024;
     /// Threads per block of the tree reductions (ones sum, big buckets, window combination).
     RED_THREADS = 128;
+    /// The same for G2 (a G2 bucket is twice a G1 bucket: 24 KB of shared memory per block).
+    RED_THREADS_G2 = 64;
     /// Threads per block of `msm_bucket_acc`.
     ACC_THREADS = 64;
     /// Blocks per multiprocessor in `msm_bucket_acc`'s `__launch_bounds__` (168 registers).
     ACC_BLOCKS_PER_SM = 6;
+    /// The same for `msm_g2_bucket_acc` (at most 255 registers: a G2 bucket alone takes 96).
+    ACC_BLOCKS_PER_SM_G2 = 3;
     /// Threads per block of `msm_bucket_fixup` and `msm_bucket_reduce`.
     SMALL_THREADS = 64;
     /// Windows whose digits `msm_digits` computes before issuing their atomics.
@@ -236,7 +246,7 @@ kernel_args! {
         big_cap: u32,
     }
     /// Balanced bucket accumulation.
-    "msm"::"msm_bucket_acc" => BucketAccArgs("bucket_acc_args") {
+    "msm"::"msm_bucket_acc" | "msm_g2"::"msm_g2_bucket_acc" => BucketAccArgs("bucket_acc_args") {
         bases: DevPtr,
         vals: DevPtr,
         ends: DevPtr,
@@ -251,7 +261,7 @@ kernel_args! {
         threads: u32,
     }
     /// Adds the heads of split buckets to their owners.
-    "msm"::"msm_bucket_fixup" => BucketFixupArgs("bucket_fixup_args") {
+    "msm"::"msm_bucket_fixup" | "msm_g2"::"msm_g2_bucket_fixup" => BucketFixupArgs("bucket_fixup_args") {
         head: DevPtr,
         head_id: DevPtr,
         own_id: DevPtr,
@@ -259,7 +269,7 @@ kernel_args! {
         threads: u32,
     }
     /// Big buckets: partial sums, many blocks per bucket.
-    "msm"::"msm_big_partial" => BigPartialArgs("big_partial_args") {
+    "msm"::"msm_big_partial" | "msm_g2"::"msm_g2_big_partial" => BigPartialArgs("big_partial_args") {
         bases: DevPtr,
         vals: DevPtr,
         cursor: DevPtr,
@@ -271,7 +281,7 @@ kernel_args! {
         per_block: u32,
     }
     /// Big buckets: tree of the partial sums.
-    "msm"::"msm_big_final" => BigFinalArgs("big_final_args") {
+    "msm"::"msm_big_final" | "msm_g2"::"msm_g2_big_final" => BigFinalArgs("big_final_args") {
         partial: DevPtr,
         first: DevPtr,
         count: DevPtr,
@@ -279,7 +289,7 @@ kernel_args! {
         buckets: DevPtrMut,
     }
     /// Segmented bucket reduction.
-    "msm"::"msm_bucket_reduce" => BucketReduceArgs("bucket_reduce_args") {
+    "msm"::"msm_bucket_reduce" | "msm_g2"::"msm_g2_bucket_reduce" => BucketReduceArgs("bucket_reduce_args") {
         buckets: DevPtr,
         counts: DevPtr,
         out: DevPtrMut,
@@ -288,7 +298,7 @@ kernel_args! {
         seg: u32,
     }
     /// Window combination of the segment results.
-    "msm"::"msm_window_combine" => WindowCombineArgs("window_combine_args") {
+    "msm"::"msm_window_combine" | "msm_g2"::"msm_g2_window_combine" => WindowCombineArgs("window_combine_args") {
         segres: DevPtr,
         partial: DevPtrMut,
         segs: u32,
@@ -296,20 +306,20 @@ kernel_args! {
         groups: u32,
     }
     /// Per-group tree sum of XYZZ values into Jacobian points.
-    "msm"::"xyzz_reduce" => XyzzReduceArgs("xyzz_reduce_args") {
+    "msm"::"xyzz_reduce" | "msm_g2"::"g2_xyzz_reduce" => XyzzReduceArgs("xyzz_reduce_args") {
         input: DevPtr,
         out: DevPtrMut,
         count: u32,
     }
     /// Grid-stride sum of the bases listed in `list` (the scalars equal to one).
-    "msm"::"msm_sum_ones" => SumOnesArgs("sum_ones_args") {
+    "msm"::"msm_sum_ones" | "msm_g2"::"msm_g2_sum_ones" => SumOnesArgs("sum_ones_args") {
         bases: DevPtr,
         list: DevPtr,
         out: DevPtrMut,
         count: u32,
     }
     /// out[i] = bases[idx[i]] (the tail's bases, contiguous for Pippenger).
-    "msm"::"g1_gather" => GatherArgs("gather_args") {
+    "msm"::"g1_gather" | "msm_g2"::"g2_gather" => GatherArgs("gather_args") {
         bases: DevPtr,
         idx: DevPtr,
         out: DevPtrMut,
@@ -323,16 +333,16 @@ kernel_args! {
         n: u32,
         op: u32,
     }
-    /// Test kernel: element-wise Fp operation.
-    "arith"::"fp_op_test" => FpOpArgs("fp_op_args") {
+    /// Test kernels: element-wise Fp and Fp2 operations.
+    "arith"::"fp_op_test" | "arith"::"fp2_op_test" => FpOpArgs("fp_op_args") {
         a: DevPtr,
         b: DevPtr,
         out: DevPtrMut,
         n: u32,
         op: u32,
     }
-    /// Test kernel: element-wise G1 operation.
-    "arith"::"g1_op_test" => G1OpArgs("g1_op_args") {
+    /// Test kernels: element-wise G1 and G2 operations.
+    "arith"::"g1_op_test" | "arith"::"g2_op_test" => G1OpArgs("g1_op_args") {
         a: DevPtr,
         b: DevPtr,
         out: DevPtrMut,
@@ -350,7 +360,7 @@ kernel_args! {
         iters: u32,
     }
     /// Benchmark helper: bases[i] = bases[i mod period].
-    "arith"::"g1_tile_points" => TilePointsArgs("tile_points_args") {
+    "arith"::"g1_tile_points" | "arith"::"g2_tile_points" => TilePointsArgs("tile_points_args") {
         bases: DevPtrMut,
         period: u32,
         n: u32,

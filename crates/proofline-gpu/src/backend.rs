@@ -1,8 +1,8 @@
 //! proofline-groth16's [`ProverBackend`] on one GPU slot, for callers that run the prover's
 //! stages on plain host buffers (`prover::prove`, tools, tests). Each call uploads its inputs
 //! and runs under an arena sized by `bytes.rs`; the pipeline's compute actors do better with
-//! the slot's stage API (resident bases, H read straight from the device). The G2 MSM stays on
-//! the CPU.
+//! the slot's stage API (resident bases, H read straight from the device). The G2 MSM runs on
+//! the GPU too, in the stage of the sparse G1 MSMs ([`G2Placement::WithSparseG1`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,11 +10,12 @@ use std::sync::Mutex;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 use proofline_groth16::msm::{check_bases, SparseScalars};
-use proofline_groth16::{BackendError, CpuBackend, NttKind, ProverBackend};
+use proofline_groth16::{BackendError, G2Placement, NttKind, ProverBackend};
 
 use crate::abi::{AFFINE_WORDS, FR_WORDS};
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{pippenger_bytes, sparse_stage_bytes, QueryShape};
+use crate::curve::{MsmCurve, G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec, Readback};
 use crate::layout::{affines_as_u32, scalars_as_u32, scalars_as_u32_mut};
@@ -88,6 +89,10 @@ impl ProverBackend for GpuBackend {
         &self.name
     }
 
+    fn g2_placement(&self) -> G2Placement {
+        G2Placement::WithSparseG1
+    }
+
     fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> Result<(), BackendError> {
         let k = match kind {
             NttKind::Forward => crate::NttKind::Forward,
@@ -150,7 +155,7 @@ impl ProverBackend for GpuBackend {
             g.slot.run(Lane::Compute, &arena, |e| {
                 let b = e.upload(affines_as_u32(&bases[..n]))?;
                 let s = e.upload(scalars_as_u32(scalars))?;
-                msm::pippenger(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
+                msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
             })
         })
     }
@@ -161,22 +166,7 @@ impl ProverBackend for GpuBackend {
         split: &SparseScalars,
         query: &'static str,
     ) -> Result<G1Projective, BackendError> {
-        check_bases(query, split.num_bases, bases.len())?;
-        if split.num_bases == 0 {
-            return Ok(G1Projective::identity());
-        }
-        self.with(|g| {
-            let q: QueryShape = split.into();
-            let stage = sparse_stage_bytes(&[q, q, q], Residency::Resident, g.slot.sm_count());
-            let arena = Arena::new(
-                charge_of(split.num_bases * AFFINE_WORDS as usize) + stage,
-                "sparse msm",
-            );
-            g.slot.run(Lane::Compute, &arena, |e| {
-                let b = e.upload(affines_as_u32(&bases[..split.num_bases]))?;
-                msm::sparse(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
-            })
-        })
+        self.sparse::<G1>(bases, split, query)
     }
 
     fn msm_g2_sparse(
@@ -185,6 +175,34 @@ impl ProverBackend for GpuBackend {
         split: &SparseScalars,
         query: &'static str,
     ) -> Result<G2Projective, BackendError> {
-        CpuBackend.msm_g2_sparse(bases, split, query)
+        self.sparse::<G2>(bases, split, query)
+    }
+}
+
+impl GpuBackend {
+    /// A sparse MSM of `C` with its bases uploaded for the call.
+    fn sparse<C: MsmCurve>(
+        &self,
+        bases: &[C::Affine],
+        split: &SparseScalars,
+        query: &'static str,
+    ) -> Result<C::Projective, BackendError> {
+        check_bases(query, split.num_bases, bases.len())?;
+        if split.num_bases == 0 {
+            return Ok(C::Projective::identity());
+        }
+        self.with(|g| {
+            let q: QueryShape = split.into();
+            // the stage formula covers the query in both groups
+            let stage = sparse_stage_bytes(&[q, q, q], Residency::Resident, g.slot.sm_count());
+            let arena = Arena::new(
+                charge_of(split.num_bases * C::AFFINE_WORDS) + stage,
+                "sparse msm",
+            );
+            g.slot.run(Lane::Compute, &arena, |e| {
+                let b = e.upload(C::affines_as_u32(&bases[..split.num_bases]))?;
+                msm::sparse::<_, C>(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
+            })
+        })
     }
 }

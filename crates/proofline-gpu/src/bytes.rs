@@ -7,8 +7,9 @@
 
 use proofline_groth16::msm::SparseScalars;
 
-use crate::abi::{AFFINE_WORDS, FR_WORDS, JACOBIAN_WORDS, WINDOW_GROUPS, XYZZ_WORDS};
+use crate::abi::{AFFINE_WORDS, FR_WORDS, WINDOW_GROUPS};
 use crate::arena::{charge_in, GRANULE};
+use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
     pow_table_lens, AccSplit, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK, MSM_MAX_CHUNK,
@@ -56,8 +57,8 @@ impl Sizer {
         charge_in(words, self.granule)
     }
 
-    /// Peak of one Pippenger chunk of `len` > 0 points.
-    fn chunk_bytes(&self, len: usize) -> u64 {
+    /// Peak of one Pippenger chunk of `len` > 0 points of `C`.
+    fn chunk_bytes<C: MsmCurve>(&self, len: usize) -> u64 {
         let r = |w| self.r(w);
         let sm_count = self.sm_count;
         let plan = WindowPlan::for_points(len);
@@ -65,7 +66,7 @@ impl Sizer {
         let nw = plan.nw as usize;
         let e = len * nw;
         let tiles = m.div_ceil(crate::abi::SCAN_TILE as usize);
-        let target = acc_target(sm_count);
+        let target = acc_target::<C>(sm_count);
         let threads = AccSplit::new(e, m, target, ACC_WAVES).threads as usize;
         // big buckets: each holds more than max(32 entries per thread, BIG_BUCKET_MIN) entries
         let cap = m
@@ -73,7 +74,7 @@ impl Sizer {
             .min(threads / 32 + 1)
             .min(e / (BIG_BUCKET_MIN as usize + 1) + 1);
         let blocks = e.div_ceil(BIG_PER_BLOCK as usize) + cap;
-        let xyzz = XYZZ_WORDS as usize;
+        let xyzz = C::XYZZ_WORDS;
         let sorted = 2 * r(m) + r(e);
         let with_buckets = sorted + r(xyzz * m) + r(1) + r(2 * cap);
         let scan = sorted + r(tiles);
@@ -85,69 +86,70 @@ impl Sizer {
             + r(xyzz * m)
             + r(2 * xyzz * nw * segs)
             + r(xyzz * nw * groups)
-            + r(JACOBIAN_WORDS as usize * nw);
+            + r(C::JACOBIAN_WORDS * nw);
         scan.max(accumulate).max(big).max(reduce)
     }
 
-    /// Peak of a Pippenger MSM of `n` points whose bases and scalars are already on the device.
-    fn pippenger(&self, n: usize) -> u64 {
+    /// Peak of a Pippenger MSM of `n` points of `C` whose bases and scalars are already on the
+    /// device.
+    fn pippenger<C: MsmCurve>(&self, n: usize) -> u64 {
         if n == 0 {
             return 0;
         }
-        let full = self.chunk_bytes(n.min(MSM_MAX_CHUNK));
+        let full = self.chunk_bytes::<C>(n.min(MSM_MAX_CHUNK));
         let rest = n % MSM_MAX_CHUNK;
         if n > MSM_MAX_CHUNK && rest != 0 {
-            full.max(self.chunk_bytes(rest))
+            full.max(self.chunk_bytes::<C>(rest))
         } else {
             full
         }
     }
 
-    /// Peak of summing the bases of `ones` points.
-    fn ones_bytes(&self, ones: usize) -> u64 {
+    /// Peak of summing the bases of `ones` points of `C`.
+    fn ones_bytes<C: MsmCurve>(&self, ones: usize) -> u64 {
         if ones == 0 {
             return 0;
         }
         let r = |w| self.r(w);
-        r(ones)
-            + r(XYZZ_WORDS as usize * ones_blocks(self.sm_count) as usize)
-            + r(JACOBIAN_WORDS as usize)
+        r(ones) + r(C::XYZZ_WORDS * ones_blocks(self.sm_count) as usize) + r(C::JACOBIAN_WORDS)
     }
 
-    /// Peak of one sparse query (`chunk`: points per streamed chunk).
-    fn sparse_query(&self, q: &QueryShape, residency: Residency, chunk: usize) -> u64 {
+    /// Peak of one sparse query of `C` (`chunk`: points per streamed chunk).
+    fn sparse_query<C: MsmCurve>(&self, q: &QueryShape, residency: Residency, chunk: usize) -> u64 {
         let r = |w| self.r(w);
         let gathered = if q.tail > 0 {
-            r(AFFINE_WORDS as usize * q.tail)
+            r(C::AFFINE_WORDS * q.tail)
         } else {
             0
         };
         let pippenger = if q.tail > 0 {
-            gathered + r(FR_WORDS as usize * q.tail) + self.pippenger(q.tail)
+            gathered + r(FR_WORDS as usize * q.tail) + self.pippenger::<C>(q.tail)
         } else {
             0
         };
         let gather = |idx: usize| if idx > 0 { r(idx) } else { 0 };
         let collect = match residency {
             Residency::Resident => {
-                (gathered + self.ones_bytes(q.ones)).max(gathered + gather(q.tail))
+                (gathered + self.ones_bytes::<C>(q.ones)).max(gathered + gather(q.tail))
             }
             Residency::Streamed => {
                 let chunk = chunk.min(q.num_bases).max(1);
-                let staging = gathered + r(AFFINE_WORDS as usize * chunk);
-                (staging + self.ones_bytes(q.ones.min(chunk)))
+                let staging = gathered + r(C::AFFINE_WORDS * chunk);
+                (staging + self.ones_bytes::<C>(q.ones.min(chunk)))
                     .max(staging + gather(q.tail.min(chunk)))
             }
         };
         collect.max(pippenger)
     }
 
+    /// L, A and B in G1, then B in G2 (B's shape), one after the other.
     fn sparse_stage(&self, queries: &[QueryShape; 3], residency: Residency, chunk: usize) -> u64 {
         queries
             .iter()
-            .map(|q| self.sparse_query(q, residency, chunk))
+            .map(|q| self.sparse_query::<G1>(q, residency, chunk))
             .max()
             .unwrap_or(0)
+            .max(self.sparse_query::<G2>(&queries[2], residency, chunk))
             .max(1)
     }
 
@@ -157,14 +159,14 @@ impl Sizer {
         let coefficients = r(FR_WORDS as usize * n);
         let points = n - 1;
         let msm = match residency {
-            Residency::Resident => self.pippenger(points),
+            Residency::Resident => self.pippenger::<G1>(points),
             Residency::Streamed if points == 0 => 0,
             Residency::Streamed => {
                 let chunk = chunk.min(points).max(1);
                 let last = points % chunk;
-                let mut p = self.pippenger(chunk);
+                let mut p = self.pippenger::<G1>(chunk);
                 if last != 0 {
-                    p = p.max(self.pippenger(last));
+                    p = p.max(self.pippenger::<G1>(last));
                 }
                 r(AFFINE_WORDS as usize * chunk) + p
             }
@@ -191,10 +193,11 @@ impl Sizer {
             Residency::Streamed => building,
             Residency::Resident => {
                 let bases: u64 = lens
-                    .all()
+                    .g1()
                     .iter()
                     .map(|&p| self.r(AFFINE_WORDS as usize * p))
-                    .sum();
+                    .sum::<u64>()
+                    + self.r(G2::AFFINE_WORDS * lens.b_g2);
                 building.max(kept + bases)
             }
         }
@@ -203,10 +206,11 @@ impl Sizer {
 
 /// Peak of a Pippenger MSM of `n` points whose bases and scalars are already on the device.
 pub fn pippenger_bytes(n: usize, sm_count: u32) -> u64 {
-    Sizer::new(sm_count).pippenger(n)
+    Sizer::new(sm_count).pippenger::<G1>(n)
 }
 
-/// Device bytes of the sparse G1 stage (L, A and B MSMs, one after the other).
+/// Device bytes of the sparse stage (the L, A and B MSMs in G1, then B in G2 with B's split),
+/// from the shapes of L, A and B.
 pub fn sparse_stage_bytes(queries: &[QueryShape; 3], residency: Residency, sm_count: u32) -> u64 {
     Sizer::new(sm_count).sparse_stage(queries, residency, STREAM_CHUNK)
 }
@@ -228,7 +232,7 @@ pub fn h_stage_bytes(log_n: u32, residency: Residency, sm_count: u32) -> u64 {
 }
 
 /// Device bytes of a parameter set's resident data: the NTT tables of domain 2^`log_n` and,
-/// with [`Residency::Resident`], the four G1 query bases. The long-lived lease of the set.
+/// with [`Residency::Resident`], the five query bases. The long-lived lease of the set.
 /// (The sizes do not depend on the device.)
 pub fn resident_bytes(log_n: u32, lens: &QueryLens, residency: Residency) -> u64 {
     Sizer::new(1).resident(log_n, lens, residency)
@@ -243,7 +247,7 @@ mod tests {
     use crate::ntt::build_tables;
     use crate::resident::{upload_resident, HostQueries, StageBases};
     use crate::stages::{h_stage_device, sparse_stage_device};
-    use blstrs::{G1Affine, Scalar};
+    use blstrs::{G1Affine, G2Affine, Scalar};
     use proofline_groth16::msm::MsmPlan;
 
     const SMS: u32 = 132;
@@ -293,9 +297,22 @@ mod tests {
                 (1 << 27) - 1,
             ] {
                 let e = dry(&z);
-                msm::pippenger(&e, 0, 0, n, &mut MsmStats::default()).unwrap();
+                msm::pippenger::<_, G1>(&e, 0, 0, n, &mut MsmStats::default()).unwrap();
                 assert!(e.launches() > 0);
-                check(&format!("pippenger {n}"), &z, e.peak(), z.pippenger(n));
+                check(
+                    &format!("pippenger {n}"),
+                    &z,
+                    e.peak(),
+                    z.pippenger::<G1>(n),
+                );
+                let e = dry(&z);
+                msm::pippenger::<_, G2>(&e, 0, 0, n, &mut MsmStats::default()).unwrap();
+                check(
+                    &format!("G2 pippenger {n}"),
+                    &z,
+                    e.peak(),
+                    z.pippenger::<G2>(n),
+                );
             }
         }
     }
@@ -386,6 +403,7 @@ mod tests {
             ),
         ];
         let host = vec![G1Affine::default(); 1 << 21];
+        let host_g2 = vec![G2Affine::default(); 1 << 21];
         for z in sizers() {
             for (l, a, b) in plans.clone() {
                 let plan = MsmPlan { a, b, l };
@@ -395,6 +413,7 @@ mod tests {
                     l: Bases::Device(0),
                     a: Bases::Device(0),
                     b_g1: Bases::Device(0),
+                    b_g2: Bases::Device(0),
                 };
                 let e = dry(&z);
                 sparse_stage_device(&e, &plan, &sb).unwrap();
@@ -414,6 +433,10 @@ mod tests {
                         l: h(plan.l.num_bases),
                         a: h(plan.a.num_bases),
                         b_g1: h(plan.b.num_bases),
+                        b_g2: Bases::Host {
+                            points: &host_g2[..plan.b.num_bases],
+                            chunk,
+                        },
                     };
                     let e = dry(&z);
                     sparse_stage_device(&e, &plan, &sb).unwrap();
@@ -431,11 +454,13 @@ mod tests {
     #[test]
     fn resident_formula_matches_the_code() {
         let pts = vec![G1Affine::default(); 3000];
+        let pts2 = vec![G2Affine::default(); 800];
         let q = HostQueries {
             h: &pts[..1023],
             l: &pts[..3000],
             a: &pts[..2900],
             b_g1: &pts[..800],
+            b_g2: &pts2,
         };
         for z in sizers() {
             for log_n in [0u32, 1, 4, 12, 20, 27] {
@@ -467,6 +492,7 @@ mod tests {
             l: 130_278_541,
             a: 129_353_000,
             b_g1: 34_290_000,
+            b_g2: 34_290_000,
         };
         let resident = resident_bytes(27, &lens, Residency::Resident);
         let h = h_stage_bytes(27, Residency::Resident, SMS);
@@ -476,9 +502,9 @@ mod tests {
             tail: lens.l / 12,
         };
         let sparse = sparse_stage_bytes(&[worst; 3], Residency::Resident, SMS);
-        // 3 x 2^27 x 32 B of evaluations, and all four query bases
+        // 3 x 2^27 x 32 B of evaluations, and all five query bases
         assert!(h >= 3 * (1u64 << 27) * 32);
-        assert!(resident >= (lens.all().iter().sum::<usize>() * 96) as u64);
+        assert!(resident >= (lens.g1().iter().sum::<usize>() * 96 + lens.b_g2 * 192) as u64);
         assert!(sparse < h);
         // an H200 (~140 GB; a budget of 95 % of it) holds the set and four H stages
         assert!(resident + 4 * h < 133_000_000_000, "{resident} + 4 x {h}");

@@ -344,14 +344,19 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, AFFINE_WORDS, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
+    use crate::curve::{G1, G2};
     use crate::exec::grid;
-    use crate::layout::{affines_as_u32, jacobian_from_u32, scalars_as_u32, scalars_as_u32_mut};
+    use crate::layout::{
+        affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32, scalars_as_u32,
+        scalars_as_u32_mut,
+    };
     use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::{self, build_tables, NttKind};
     use crate::testkit::{
-        cpu_h_poly, cpu_msm, cpu_ntt, mixed_scalars, random_points, random_scalars, ScalarMix,
+        cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, mixed_scalars, random_g2_points, random_points,
+        random_scalars, ScalarMix,
     };
-    use blstrs::{G1Affine, G1Projective, Scalar};
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
     use group::prime::PrimeCurveAffine;
     use group::Group;
@@ -555,7 +560,8 @@ mod tests {
     fn dense_msm(e: &EmuExec, points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
         let b = e.upload(affines_as_u32(points)).unwrap();
         let s = e.upload(scalars_as_u32(scalars)).unwrap();
-        msm::pippenger(e, b.ptr(), s.ptr(), scalars.len(), &mut MsmStats::default()).unwrap()
+        msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), scalars.len(), &mut MsmStats::default())
+            .unwrap()
     }
 
     #[test]
@@ -605,15 +611,204 @@ mod tests {
             let split = SparseScalars::from_dense(&scalars);
             let b = e.upload(affines_as_u32(&points)).unwrap();
             let got =
-                msm::sparse(&e, Bases::Device(b.ptr()), &split, &mut MsmStats::default()).unwrap();
+                msm::sparse::<_, G1>(&e, Bases::Device(b.ptr()), &split, &mut MsmStats::default())
+                    .unwrap();
             assert_eq!(got, cpu_msm(&points, &scalars), "{mix:?}");
             let host = Bases::Host {
                 points: &points,
                 chunk: 997,
             };
-            let got = msm::sparse(&e, host, &split, &mut MsmStats::default()).unwrap();
+            let got = msm::sparse::<_, G1>(&e, host, &split, &mut MsmStats::default()).unwrap();
             assert_eq!(got, cpu_msm(&points, &scalars), "streamed {mix:?}");
         }
         let _ = AFFINE_WORDS;
+    }
+
+    fn random_fp(rng: &mut impl rand_chacha::rand_core::RngCore) -> blst::blst_fp {
+        let mut l = [0u64; 6];
+        for x in l.iter_mut() {
+            *x = rng.next_u64();
+        }
+        l[5] &= 0x0fff_ffff_ffff_ffff;
+        blst::blst_fp { l }
+    }
+
+    #[test]
+    fn fp_inverse_and_fp2_ops_match_blst() {
+        use rand_chacha::rand_core::SeedableRng;
+        let e = EmuExec::new(SMS);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(31);
+        let n = 128;
+        // Fp inverse (op 5), with 0 (inverse 0) and 1
+        let mut a: Vec<blst::blst_fp> = (0..n).map(|_| random_fp(&mut rng)).collect();
+        a[0] = blst::blst_fp { l: [0; 6] };
+        a[1] = blst::blst_fp::default();
+        // SAFETY: plain blst field arithmetic.
+        unsafe { blst::blst_fp_from_uint64(&mut a[1], [1u64, 0, 0, 0, 0, 0].as_ptr()) };
+        let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
+        let da = e.upload(&aw).unwrap();
+        let out = e.alloc(n * 12).unwrap();
+        e.launch(
+            grid(n, ELEMENT_THREADS),
+            ELEMENT_THREADS,
+            &FpOpArgs {
+                a: DevPtr(da.ptr()),
+                b: DevPtr(da.ptr()),
+                out: DevPtrMut(out.ptr()),
+                n: n as u32,
+                op: 5,
+            },
+        )
+        .unwrap();
+        let got = e.words(&out);
+        for i in 0..n {
+            let mut r = blst::blst_fp::default();
+            // SAFETY: as above (blst maps 0 to 0).
+            unsafe { blst::blst_fp_eucl_inverse(&mut r, &a[i]) };
+            assert_eq!(
+                &got[12 * i..12 * i + 12],
+                &fp_words(&r)[..],
+                "inverse at {i}"
+            );
+        }
+        // Fp2
+        let fp2 = |rng: &mut rand_chacha::ChaCha20Rng| blst::blst_fp2 {
+            fp: [random_fp(rng), random_fp(rng)],
+        };
+        let mut x: Vec<blst::blst_fp2> = (0..n).map(|_| fp2(&mut rng)).collect();
+        let y: Vec<blst::blst_fp2> = (0..n).map(|_| fp2(&mut rng)).collect();
+        x[0] = blst::blst_fp2::default();
+        x[1].fp[1] = blst::blst_fp::default();
+        let words = |v: &[blst::blst_fp2]| -> Vec<u32> {
+            v.iter()
+                .flat_map(|f| fp_words(&f.fp[0]).into_iter().chain(fp_words(&f.fp[1])))
+                .collect()
+        };
+        let dx = e.upload(&words(&x)).unwrap();
+        let dy = e.upload(&words(&y)).unwrap();
+        let out = e.alloc(n * 24).unwrap();
+        for op in [0u32, 1, 2, 3, 5] {
+            e.launch_as(
+                "fp2_op_test",
+                grid(n, ELEMENT_THREADS),
+                ELEMENT_THREADS,
+                &FpOpArgs {
+                    a: DevPtr(dx.ptr()),
+                    b: DevPtr(dy.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    n: n as u32,
+                    op,
+                },
+            )
+            .unwrap();
+            let got = e.words(&out);
+            for i in 0..n {
+                let mut r = blst::blst_fp2::default();
+                // SAFETY: plain blst field arithmetic on valid values.
+                unsafe {
+                    match op {
+                        0 => blst::blst_fp2_mul(&mut r, &x[i], &y[i]),
+                        1 => blst::blst_fp2_sqr(&mut r, &x[i]),
+                        2 => blst::blst_fp2_add(&mut r, &x[i], &y[i]),
+                        3 => blst::blst_fp2_sub(&mut r, &x[i], &y[i]),
+                        _ => blst::blst_fp2_eucl_inverse(&mut r, &x[i]),
+                    }
+                }
+                assert_eq!(
+                    &got[24 * i..24 * i + 24],
+                    &words(&[r])[..],
+                    "fp2 op {op} at {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn g2_ops_match_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 64;
+        let mut a = random_g2_points(n, 41);
+        let mut b = random_g2_points(n, 42);
+        a[0] = G2Affine::identity();
+        b[1] = G2Affine::identity();
+        b[2] = a[2];
+        b[3] = -a[3];
+        let da = e.upload(g2_affines_as_u32(&a)).unwrap();
+        let db = e.upload(g2_affines_as_u32(&b)).unwrap();
+        let out = e.alloc(n * 72).unwrap();
+        for op in 0..4u32 {
+            e.launch_as(
+                "g2_op_test",
+                grid(n, G1_TEST_THREADS),
+                G1_TEST_THREADS,
+                &G1OpArgs {
+                    a: DevPtr(da.ptr()),
+                    b: DevPtr(db.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    n: n as u32,
+                    op,
+                },
+            )
+            .unwrap();
+            let got = e.words(&out);
+            for i in 0..n {
+                let (pa, pb) = (G2Projective::from(a[i]), G2Projective::from(b[i]));
+                let want = match op {
+                    0 | 2 => pa + pb,
+                    _ => pa.double(),
+                };
+                assert_eq!(
+                    g2_jacobian_from_u32(&got[72 * i..72 * (i + 1)]),
+                    want,
+                    "op {op} at {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn g2_msm_matches_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 1500;
+        let mut points = random_g2_points(n, 51);
+        points[7] = G2Affine::identity();
+        let scalars = random_scalars(n, 52);
+        let b = e.upload(g2_affines_as_u32(&points)).unwrap();
+        for len in [1usize, 3, 200, n] {
+            let s = e.upload(scalars_as_u32(&scalars[..len])).unwrap();
+            let got = msm::pippenger::<_, G2>(&e, b.ptr(), s.ptr(), len, &mut MsmStats::default())
+                .unwrap();
+            assert_eq!(
+                got,
+                cpu_msm_g2(&points[..len], &scalars[..len]),
+                "dense n = {len}"
+            );
+        }
+        // the measured B split of an 8MiB partition, resident and streamed; one giant bucket
+        let mixed = mixed_scalars(
+            n,
+            ScalarMix {
+                zero: 0.4621,
+                one: 0.4579,
+            },
+            53,
+        );
+        let split = SparseScalars::from_dense(&mixed);
+        let want = cpu_msm_g2(&points, &mixed);
+        let got =
+            msm::sparse::<_, G2>(&e, Bases::Device(b.ptr()), &split, &mut MsmStats::default())
+                .unwrap();
+        assert_eq!(got, want, "sparse resident");
+        let host = Bases::Host {
+            points: &points,
+            chunk: 333,
+        };
+        let got = msm::sparse::<_, G2>(&e, host, &split, &mut MsmStats::default()).unwrap();
+        assert_eq!(got, want, "sparse streamed");
+        let same = vec![Scalar::from(5u64); n];
+        let s = e.upload(scalars_as_u32(&same)).unwrap();
+        let got =
+            msm::pippenger::<_, G2>(&e, b.ptr(), s.ptr(), n, &mut MsmStats::default()).unwrap();
+        assert_eq!(got, cpu_msm_g2(&points, &same), "one bucket");
     }
 }

@@ -1,4 +1,4 @@
-//! proofline-gpu: BLS12-381 NTT over Fr and G1 multi-scalar multiplication on NVIDIA GPUs, with
+//! proofline-gpu: BLS12-381 NTT over Fr and G1 and G2 multi-scalar multiplication on NVIDIA GPUs, with
 //! the kernels of `cuda/` compiled ahead of time (build.rs) and loaded through cudarc.
 //!
 //! Two handles, two capabilities:
@@ -8,7 +8,7 @@
 //!   device-wide synchronisation. It creates the slots.
 //! * [`GpuSlot`], one per compute slot: its own stream, the device's kernels, an explicit device
 //!   index; it runs the partition's GPU stages ([`GpuSlot::upload_resident`],
-//!   [`GpuSlot::h_stage`], [`GpuSlot::sparse_g1_stage`]) and cannot reach a device-global call.
+//!   [`GpuSlot::h_stage`], [`GpuSlot::sparse_stage`]) and cannot reach a device-global call.
 //!
 //! Every stage runs under the bytes of one lease: an [`Arena`] charges each device allocation
 //! and refuses to exceed the grant. [`bytes`] computes those bytes from the stage's shapes.
@@ -32,6 +32,7 @@ mod abi {
 pub mod arena;
 pub mod backend;
 pub mod bytes;
+mod curve;
 mod device;
 #[cfg(test)]
 mod emu;
@@ -62,7 +63,7 @@ pub use ntt::NttKind;
 pub use oplog::{DeviceLog, Recording};
 pub use resident::{HostQueries, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
-pub use stages::SparseG1;
+pub use stages::SparseMsms;
 
 #[cfg(test)]
 mod tests {

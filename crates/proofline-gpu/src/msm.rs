@@ -1,6 +1,7 @@
-//! G1 multi-scalar multiplication on the GPU (Pippenger with signed digits, counting sort by
-//! bucket, balanced bucket accumulation, segmented bucket reduction), driving `cuda/msm.cu`
-//! through an [`Exec`].
+//! Multi-scalar multiplication on the GPU in G1 and G2 (Pippenger with signed digits, counting
+//! sort by bucket, balanced bucket accumulation, segmented bucket reduction), driving
+//! `cuda/msm.cu` (the sort and the G1 curve kernels) and `cuda/msm_g2.cu` (the G2 ones) through
+//! an [`Exec`]; written once over [`MsmCurve`].
 //!
 //! Sparse queries arrive split by the CPU (`proofline_groth16::msm::SparseScalars`: zeros
 //! dropped, the indices of the ones, the tail's indices and scalars); this is the only split,
@@ -12,20 +13,20 @@
 //! Memory: every helper frees its temporaries and synchronises before it returns, so the
 //! phases' peaks add up simply; `bytes.rs` has the formulas and tests them against this code.
 
-use blstrs::{G1Affine, G1Projective};
+use blstrs::G1Affine;
 use group::Group;
 use proofline_groth16::msm::SparseScalars;
 
 use crate::abi::{
     BigFinalArgs, BigPartialArgs, BucketAccArgs, BucketFixupArgs, BucketReduceArgs, DevPtr,
     DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs,
-    SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFFINE_WORDS, BIG_PER_BLOCK,
-    ELEMENT_THREADS, FR_WORDS, JACOBIAN_WORDS, RED_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS,
-    SCAN_TILE, SMALL_THREADS, WINDOW_GROUPS, XYZZ_WORDS,
+    SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS,
+    FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE, SMALL_THREADS, WINDOW_GROUPS,
 };
+use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
-use crate::layout::{affines_as_u32, jacobian_from_u32, scalars_as_u32};
+use crate::layout::scalars_as_u32;
 use crate::plan::{combine_windows, split_big, AccSplit, WindowPlan, MSM_MAX_CHUNK};
 
 /// Points per chunk when bases are streamed from host memory.
@@ -44,15 +45,15 @@ pub struct MsmStats {
     pub chunks: usize,
 }
 
-/// Where an MSM's bases are.
+/// Where an MSM's bases (affine points of type `P`) are.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Bases<'a> {
+pub(crate) enum Bases<'a, P = G1Affine> {
     /// On the device at this address (resident), at least as many as the MSM needs.
     Device(u64),
     /// In host memory: streamed through a staging buffer of `chunk` points.
     Host {
         /// The bases.
-        points: &'a [G1Affine],
+        points: &'a [P],
         /// Points per chunk ([`STREAM_CHUNK`] in production).
         chunk: usize,
     },
@@ -63,25 +64,25 @@ pub(crate) fn ones_blocks(sm_count: u32) -> u32 {
     (sm_count * 4).max(1)
 }
 
-/// The device address of point `i` of a point array at `base`.
-fn point_at(base: u64, i: usize) -> u64 {
-    base.wrapping_add((i * AFFINE_WORDS as usize * 4) as u64)
+/// The device address of point `i` of a point array of `C` at `base`.
+fn point_at<C: MsmCurve>(base: u64, i: usize) -> u64 {
+    base.wrapping_add((i * C::AFFINE_WORDS * 4) as u64)
 }
 
 /// `sum scalars[i] * bases[i]`, i < n, both on the device; chunks of [`MSM_MAX_CHUNK`].
-pub(crate) fn pippenger<E: Exec>(
+pub(crate) fn pippenger<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     scalars: u64,
     n: usize,
     stats: &mut MsmStats,
-) -> Result<G1Projective, GpuError> {
-    let mut total = G1Projective::identity();
+) -> Result<C::Projective, GpuError> {
+    let mut total = C::Projective::identity();
     let mut start = 0usize;
     while start < n {
         let len = (n - start).min(MSM_MAX_CHUNK);
         let sp = scalars + (start * FR_WORDS as usize * 4) as u64;
-        let (r, c) = pippenger_chunk(e, point_at(bases, start), sp, len)?;
+        let (r, c) = pippenger_chunk::<E, C>(e, point_at::<C>(bases, start), sp, len)?;
         total += r;
         stats.tail += len;
         stats.window = c;
@@ -91,9 +92,9 @@ pub(crate) fn pippenger<E: Exec>(
     Ok(total)
 }
 
-/// Threads the balanced accumulation targets on this device.
-pub(crate) fn acc_target(sm_count: u32) -> u32 {
-    sm_count * ACC_THREADS * crate::abi::ACC_BLOCKS_PER_SM
+/// Threads the balanced accumulation of `C` targets on this device.
+pub(crate) fn acc_target<C: MsmCurve>(sm_count: u32) -> u32 {
+    sm_count * ACC_THREADS * C::ACC_BLOCKS_PER_SM
 }
 
 fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), GpuError> {
@@ -130,12 +131,13 @@ fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), Gp
 }
 
 /// One Pippenger chunk of n > 0 points: returns (sum, window bits).
-fn pippenger_chunk<E: Exec>(
+fn pippenger_chunk<E: Exec, C: MsmCurve>(
     e: &E,
     bp: u64,
     sp: u64,
     n: usize,
-) -> Result<(G1Projective, u32), GpuError> {
+) -> Result<(C::Projective, u32), GpuError> {
+    let k = C::KERNELS;
     let plan = WindowPlan::for_points(n);
     let m = plan.buckets();
     let max_entries = n * plan.nw as usize;
@@ -177,10 +179,10 @@ fn pippenger_chunk<E: Exec>(
     let split = AccSplit::new(
         entries[0] as usize,
         m,
-        acc_target(e.sm_count()),
+        acc_target::<C>(e.sm_count()),
         crate::plan::ACC_WAVES,
     );
-    let buckets = e.alloc(m * XYZZ_WORDS as usize)?;
+    let buckets = e.alloc(m * C::XYZZ_WORDS)?;
     let cap = split.big_cap;
     let big_count = e.zeros(1)?;
     let big_list = e.alloc(2 * cap)?;
@@ -198,10 +200,11 @@ fn pippenger_chunk<E: Exec>(
     )?;
     {
         let threads = split.threads as usize;
-        let head = e.alloc(threads * XYZZ_WORDS as usize)?;
+        let head = e.alloc(threads * C::XYZZ_WORDS)?;
         let head_id = e.alloc(threads)?;
         let own_id = e.alloc(threads)?;
-        e.launch(
+        e.launch_as(
+            k.bucket_acc,
             grid(threads, ACC_THREADS),
             ACC_THREADS,
             &BucketAccArgs {
@@ -219,7 +222,8 @@ fn pippenger_chunk<E: Exec>(
                 threads: split.threads,
             },
         )?;
-        e.launch(
+        e.launch_as(
+            k.bucket_fixup,
             grid(threads, SMALL_THREADS),
             SMALL_THREADS,
             &BucketFixupArgs {
@@ -255,10 +259,11 @@ fn pippenger_chunk<E: Exec>(
         let blk_part = e.upload(&bs.blk_part)?;
         let first = e.upload(&bs.first)?;
         let count = e.upload(&bs.count)?;
-        let partial = e.alloc(bs.blk_bucket.len() * XYZZ_WORDS as usize)?;
-        e.launch(
+        let partial = e.alloc(bs.blk_bucket.len() * C::XYZZ_WORDS)?;
+        e.launch_as(
+            k.big_partial,
             bs.blk_bucket.len() as u32,
-            RED_THREADS,
+            C::RED_THREADS,
             &BigPartialArgs {
                 bases: DevPtr(bp),
                 vals: DevPtr(vals.ptr()),
@@ -271,9 +276,10 @@ fn pippenger_chunk<E: Exec>(
                 per_block: BIG_PER_BLOCK,
             },
         )?;
-        e.launch(
+        e.launch_as(
+            k.big_final,
             nbig as u32,
-            RED_THREADS,
+            C::RED_THREADS,
             &BigFinalArgs {
                 partial: DevPtr(partial.ptr()),
                 first: DevPtr(first.ptr()),
@@ -287,8 +293,9 @@ fn pippenger_chunk<E: Exec>(
     e.sync()?;
     // 3. segmented bucket reduction
     let segs = plan.segments();
-    let seg_out = e.alloc(plan.nw as usize * segs as usize * 2 * XYZZ_WORDS as usize)?;
-    e.launch(
+    let seg_out = e.alloc(plan.nw as usize * segs as usize * 2 * C::XYZZ_WORDS)?;
+    e.launch_as(
+        k.bucket_reduce,
         grid(plan.nw as usize * segs as usize, SMALL_THREADS),
         SMALL_THREADS,
         &BucketReduceArgs {
@@ -303,10 +310,11 @@ fn pippenger_chunk<E: Exec>(
     drop(buckets);
     // 4. window combination, then per-window tree reduction to Jacobian
     let groups = WINDOW_GROUPS.min(segs);
-    let partial = e.alloc(plan.nw as usize * groups as usize * XYZZ_WORDS as usize)?;
-    e.launch(
+    let partial = e.alloc(plan.nw as usize * groups as usize * C::XYZZ_WORDS)?;
+    e.launch_as(
+        k.window_combine,
         plan.nw * groups,
-        RED_THREADS,
+        C::RED_THREADS,
         &WindowCombineArgs {
             segres: DevPtr(seg_out.ptr()),
             partial: DevPtrMut(partial.ptr()),
@@ -315,39 +323,45 @@ fn pippenger_chunk<E: Exec>(
             groups,
         },
     )?;
-    let win = e.alloc(plan.nw as usize * JACOBIAN_WORDS as usize)?;
-    e.launch(
+    let win = e.alloc(plan.nw as usize * C::JACOBIAN_WORDS)?;
+    e.launch_as(
+        k.xyzz_reduce,
         plan.nw,
-        RED_THREADS,
+        C::RED_THREADS,
         &XyzzReduceArgs {
             input: DevPtr(partial.ptr()),
             out: DevPtrMut(win.ptr()),
             count: groups,
         },
     )?;
-    let mut h = vec![0u32; plan.nw as usize * JACOBIAN_WORDS as usize];
+    let mut h = vec![0u32; plan.nw as usize * C::JACOBIAN_WORDS];
     e.read(Readback::Values, &win, 0, &mut h)?;
     drop((counts, cursor, seg_out, partial, win));
     e.sync()?;
-    let windows: Vec<G1Projective> = h
-        .chunks_exact(JACOBIAN_WORDS as usize)
-        .map(jacobian_from_u32)
+    let windows: Vec<C::Projective> = h
+        .chunks_exact(C::JACOBIAN_WORDS)
+        .map(C::from_jacobian)
         .collect();
     Ok((combine_windows(&windows, plan.c), plan.c))
 }
 
 /// `sum bases[i]` over `ones` (indices relative to the point array at `bases`).
-pub(crate) fn sum_ones<E: Exec>(e: &E, bases: u64, ones: &[u32]) -> Result<G1Projective, GpuError> {
+pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: u64,
+    ones: &[u32],
+) -> Result<C::Projective, GpuError> {
     if ones.is_empty() {
-        return Ok(G1Projective::identity());
+        return Ok(C::Projective::identity());
     }
     let blocks = ones_blocks(e.sm_count());
     let list = e.upload(ones)?;
-    let partial = e.alloc(blocks as usize * XYZZ_WORDS as usize)?;
-    let out = e.alloc(JACOBIAN_WORDS as usize)?;
-    e.launch(
+    let partial = e.alloc(blocks as usize * C::XYZZ_WORDS)?;
+    let out = e.alloc(C::JACOBIAN_WORDS)?;
+    e.launch_as(
+        C::KERNELS.sum_ones,
         blocks,
-        RED_THREADS,
+        C::RED_THREADS,
         &SumOnesArgs {
             bases: DevPtr(bases),
             list: DevPtr(list.ptr()),
@@ -355,29 +369,31 @@ pub(crate) fn sum_ones<E: Exec>(e: &E, bases: u64, ones: &[u32]) -> Result<G1Pro
             count: ones.len() as u32,
         },
     )?;
-    e.launch(
+    e.launch_as(
+        C::KERNELS.xyzz_reduce,
         1,
-        RED_THREADS,
+        C::RED_THREADS,
         &XyzzReduceArgs {
             input: DevPtr(partial.ptr()),
             out: DevPtrMut(out.ptr()),
             count: blocks,
         },
     )?;
-    let mut h = [0u32; JACOBIAN_WORDS as usize];
+    let mut h = vec![0u32; C::JACOBIAN_WORDS];
     e.read(Readback::Values, &out, 0, &mut h)?;
     drop((list, partial, out));
     e.sync()?;
-    Ok(jacobian_from_u32(&h))
+    Ok(C::from_jacobian(&h))
 }
 
 /// Copies the points at `idx` (relative to `bases`) side by side to `out`.
-fn gather<E: Exec>(e: &E, bases: u64, idx: &[u32], out: u64) -> Result<(), GpuError> {
+fn gather<E: Exec, C: MsmCurve>(e: &E, bases: u64, idx: &[u32], out: u64) -> Result<(), GpuError> {
     if idx.is_empty() {
         return Ok(());
     }
     let list = e.upload(idx)?;
-    e.launch(
+    e.launch_as(
+        C::KERNELS.gather,
         grid(idx.len(), ELEMENT_THREADS),
         ELEMENT_THREADS,
         &GatherArgs {
@@ -397,12 +413,12 @@ fn in_range(sorted: &[u32], lo: usize, hi: usize) -> std::ops::Range<usize> {
 }
 
 /// Sparse MSM of a split query: the ones summed, the tail gathered and through Pippenger.
-pub(crate) fn sparse<E: Exec>(
+pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     e: &E,
-    bases: Bases<'_>,
+    bases: Bases<'_, C::Affine>,
     split: &SparseScalars,
     stats: &mut MsmStats,
-) -> Result<G1Projective, GpuError> {
+) -> Result<C::Projective, GpuError> {
     let tail = split.tail_index.len();
     if tail != split.tail_scalars.len() {
         return Err(GpuError::InvalidInput(format!(
@@ -420,34 +436,34 @@ pub(crate) fn sparse<E: Exec>(
         }
     }
     stats.points += split.num_bases;
-    let mut total = G1Projective::identity();
+    let mut total = C::Projective::identity();
     let gathered = if tail > 0 {
-        Some(e.alloc(tail * AFFINE_WORDS as usize)?)
+        Some(e.alloc(tail * C::AFFINE_WORDS)?)
     } else {
         None
     };
-    let out = |t0: usize| gathered.as_ref().map(|g| g.at(t0 * AFFINE_WORDS as usize));
+    let out = |t0: usize| gathered.as_ref().map(|g| g.at(t0 * C::AFFINE_WORDS));
     match bases {
         Bases::Device(p) => {
-            total += sum_ones(e, p, &split.ones)?;
+            total += sum_ones::<E, C>(e, p, &split.ones)?;
             if let Some(o) = out(0) {
-                gather(e, p, &split.tail_index, o)?;
+                gather::<E, C>(e, p, &split.tail_index, o)?;
             }
         }
         Bases::Host { points: h, chunk } => {
             let chunk = chunk.min(split.num_bases).max(1);
-            let mut staging = e.alloc(chunk * AFFINE_WORDS as usize)?;
+            let mut staging = e.alloc(chunk * C::AFFINE_WORDS)?;
             let mut lo = 0;
             while lo < split.num_bases {
                 let hi = (lo + chunk).min(split.num_bases);
-                e.upload_at(&mut staging, 0, affines_as_u32(&h[lo..hi]))?;
+                e.upload_at(&mut staging, 0, C::affines_as_u32(&h[lo..hi]))?;
                 // the kernels index from the query's first point
-                let base = point_at(staging.ptr(), 0).wrapping_sub(point_at(0, lo));
+                let base = point_at::<C>(staging.ptr(), 0).wrapping_sub(point_at::<C>(0, lo));
                 let ones = in_range(&split.ones, lo, hi);
-                total += sum_ones(e, base, &split.ones[ones])?;
+                total += sum_ones::<E, C>(e, base, &split.ones[ones])?;
                 let t = in_range(&split.tail_index, lo, hi);
                 if let Some(o) = out(t.start) {
-                    gather(e, base, &split.tail_index[t], o)?;
+                    gather::<E, C>(e, base, &split.tail_index[t], o)?;
                 }
                 lo = hi;
             }
@@ -457,7 +473,7 @@ pub(crate) fn sparse<E: Exec>(
     }
     if let Some(g) = gathered {
         let scalars = e.upload(scalars_as_u32(&split.tail_scalars))?;
-        total += pippenger(e, g.ptr(), scalars.ptr(), tail, stats)?;
+        total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, stats)?;
         drop((g, scalars));
         e.sync()?;
     }
@@ -465,16 +481,16 @@ pub(crate) fn sparse<E: Exec>(
 }
 
 /// Dense MSM of the `n` scalars at `scalars` (on the device) with bases resident or streamed.
-pub(crate) fn dense<E: Exec>(
+pub(crate) fn dense<E: Exec, C: MsmCurve>(
     e: &E,
-    bases: Bases<'_>,
+    bases: Bases<'_, C::Affine>,
     scalars: u64,
     n: usize,
     stats: &mut MsmStats,
-) -> Result<G1Projective, GpuError> {
+) -> Result<C::Projective, GpuError> {
     stats.points += n;
     match bases {
-        Bases::Device(p) => pippenger(e, p, scalars, n, stats),
+        Bases::Device(p) => pippenger::<E, C>(e, p, scalars, n, stats),
         Bases::Host { points: h, chunk } => {
             if h.len() < n {
                 return Err(GpuError::InvalidInput(format!(
@@ -482,18 +498,18 @@ pub(crate) fn dense<E: Exec>(
                     h.len()
                 )));
             }
-            let mut total = G1Projective::identity();
+            let mut total = C::Projective::identity();
             if n == 0 {
                 return Ok(total);
             }
             let chunk = chunk.min(n).max(1);
-            let mut staging = e.alloc(chunk * AFFINE_WORDS as usize)?;
+            let mut staging = e.alloc(chunk * C::AFFINE_WORDS)?;
             let mut lo = 0;
             while lo < n {
                 let hi = (lo + chunk).min(n);
-                e.upload_at(&mut staging, 0, affines_as_u32(&h[lo..hi]))?;
+                e.upload_at(&mut staging, 0, C::affines_as_u32(&h[lo..hi]))?;
                 let sp = scalars + (lo * FR_WORDS as usize * 4) as u64;
-                total += pippenger(e, staging.ptr(), sp, hi - lo, stats)?;
+                total += pippenger::<E, C>(e, staging.ptr(), sp, hi - lo, stats)?;
                 lo = hi;
             }
             drop(staging);

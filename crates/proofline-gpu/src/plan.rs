@@ -4,7 +4,7 @@
 //! host-side final reductions (window combination). Constants the kernels also
 //! use come from `abi.rs`.
 
-use blstrs::{G1Projective, Scalar};
+use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use group::Group;
 
@@ -177,8 +177,8 @@ pub fn signed_digits(limbs: &[u64; 4], plan: &WindowPlan) -> Vec<i64> {
 }
 
 /// Host-side combination of per-window sums: sum_w 2^(c w) R_w (Horner).
-pub fn combine_windows(windows: &[G1Projective], c: u32) -> G1Projective {
-    let mut acc = G1Projective::identity();
+pub fn combine_windows<G: Group>(windows: &[G], c: u32) -> G {
+    let mut acc = G::identity();
     for r in windows.iter().rev() {
         for _ in 0..c {
             acc = acc.double();
@@ -318,6 +318,7 @@ pub fn coset_generator() -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blstrs::G1Projective;
     use rand_chacha::rand_core::SeedableRng;
 
     #[test]

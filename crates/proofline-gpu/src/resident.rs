@@ -1,18 +1,19 @@
 //! Resident data of one parameter set on one device: the NTT tables of its domain and, when
-//! they fit the budget, the bases of its four G1 queries (H, L, A, B). Uploaded once, on the
-//! device's resident stream, under a long-lived lease, then shared read-only by every slot of
-//! the device (in an `Arc`); freed on the same stream when the last holder drops it.
+//! they fit the budget, the bases of its five queries (H, L, A, B in G1, B in G2). Uploaded
+//! once, on the device's resident stream, under a long-lived lease, then shared read-only by
+//! every slot of the device (in an `Arc`); freed on the same stream when the last holder drops
+//! it.
 
-use blstrs::G1Affine;
+use blstrs::{G1Affine, G2Affine};
 
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
-use crate::layout::affines_as_u32;
+use crate::layout::{affines_as_u32, g2_affines_as_u32};
 use crate::msm::{Bases, STREAM_CHUNK};
 use crate::ntt::{build_tables, NttTables, TablePtrs};
 use crate::slot::DeviceWords;
 
-/// The G1 query bases of a parameter set in host memory, as the parameters hold them.
+/// The query bases of a parameter set in host memory, as the parameters hold them.
 #[derive(Clone, Copy, Debug)]
 pub struct HostQueries<'a> {
     /// H query (domain size - 1 points).
@@ -23,6 +24,8 @@ pub struct HostQueries<'a> {
     pub a: &'a [G1Affine],
     /// B query in G1.
     pub b_g1: &'a [G1Affine],
+    /// B query in G2 (as many points as B in G1).
+    pub b_g2: &'a [G2Affine],
 }
 
 impl HostQueries<'_> {
@@ -33,11 +36,12 @@ impl HostQueries<'_> {
             l: self.l.len(),
             a: self.a.len(),
             b_g1: self.b_g1.len(),
+            b_g2: self.b_g2.len(),
         }
     }
 }
 
-/// Lengths of the four G1 queries (points).
+/// Lengths of the five queries (points).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct QueryLens {
     /// H.
@@ -48,11 +52,13 @@ pub struct QueryLens {
     pub a: usize,
     /// B in G1.
     pub b_g1: usize,
+    /// B in G2.
+    pub b_g2: usize,
 }
 
 impl QueryLens {
-    /// All four, in upload order.
-    pub fn all(&self) -> [usize; 4] {
+    /// The four G1 queries, in upload order.
+    pub fn g1(&self) -> [usize; 4] {
         [self.h, self.l, self.a, self.b_g1]
     }
 }
@@ -66,12 +72,13 @@ pub enum Residency {
     Streamed,
 }
 
-/// The four query bases on the device.
+/// The five query bases on the device.
 pub(crate) struct DeviceQueries {
     pub(crate) h: DeviceWords,
     pub(crate) l: DeviceWords,
     pub(crate) a: DeviceWords,
     pub(crate) b_g1: DeviceWords,
+    pub(crate) b_g2: DeviceWords,
 }
 
 /// The bases each MSM reads: resident ones where the set has them, else the host's.
@@ -81,6 +88,7 @@ pub(crate) struct StageBases<'a> {
     pub(crate) l: Bases<'a>,
     pub(crate) a: Bases<'a>,
     pub(crate) b_g1: Bases<'a>,
+    pub(crate) b_g2: Bases<'a, G2Affine>,
 }
 
 /// Resident data of one parameter set on one device. See the module documentation.
@@ -155,6 +163,7 @@ impl ResidentSet {
                 l: Bases::Device(d.l.ptr()),
                 a: Bases::Device(d.a.ptr()),
                 b_g1: Bases::Device(d.b_g1.ptr()),
+                b_g2: Bases::Device(d.b_g2.ptr()),
             },
             None => {
                 let host = |points| Bases::Host {
@@ -166,16 +175,21 @@ impl ResidentSet {
                     l: host(host_q.l),
                     a: host(host_q.a),
                     b_g1: host(host_q.b_g1),
+                    b_g2: Bases::Host {
+                        points: host_q.b_g2,
+                        chunk: STREAM_CHUNK,
+                    },
                 }
             }
         })
     }
 }
 
-/// Buffers of a resident set on some [`Exec`]: the tables, and the H, L, A, B bases.
-pub(crate) type Uploaded<B> = (NttTables<B>, Option<[B; 4]>);
+/// Buffers of a resident set on some [`Exec`]: the tables, and the H, L, A, B (G1), B (G2)
+/// bases.
+pub(crate) type Uploaded<B> = (NttTables<B>, Option<[B; 5]>);
 
-/// The NTT tables of `log_n` and, when `bases` is given, the four query bases, on `e`.
+/// The NTT tables of `log_n` and, when `bases` is given, the five query bases, on `e`.
 pub(crate) fn upload_resident<E: Exec>(
     e: &E,
     log_n: u32,
@@ -188,6 +202,7 @@ pub(crate) fn upload_resident<E: Exec>(
             e.upload(affines_as_u32(q.l))?,
             e.upload(affines_as_u32(q.a))?,
             e.upload(affines_as_u32(q.b_g1))?,
+            e.upload(g2_affines_as_u32(q.b_g2))?,
         ]),
         None => None,
     };

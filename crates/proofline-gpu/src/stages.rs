@@ -4,15 +4,17 @@
 //! * [`GpuSlot::upload_resident`]: a parameter set's NTT tables and (when they fit) its bases;
 //! * [`GpuSlot::h_stage`]: the evaluations a, b, c up, H = (A B - C) / Z on the device, then the
 //!   H MSM straight from the device buffer (no host round trip);
-//! * [`GpuSlot::sparse_g1_stage`]: the L, A and B MSMs of the CPU's 0/1/tail split.
+//! * [`GpuSlot::sparse_stage`]: the L, A and B MSMs in G1 and the B MSM in G2, of the CPU's
+//!   0/1/tail split (B's serves both groups).
 //!
 //! The inner functions are generic over [`Exec`] so that `bytes.rs` can run them dry.
 
-use blstrs::{G1Projective, Scalar};
+use blstrs::{G1Projective, G2Projective, Scalar};
 use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
+use crate::curve::{G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
 use crate::layout::scalars_as_u32;
@@ -23,20 +25,22 @@ use crate::resident::{
 };
 use crate::slot::{GpuSlot, Lane};
 
-/// Results of the sparse G1 stage.
+/// Results of the sparse stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SparseG1 {
+pub struct SparseMsms {
     /// L query.
     pub l: G1Projective,
     /// A query.
     pub a: G1Projective,
     /// B query in G1.
     pub b_g1: G1Projective,
+    /// B query in G2.
+    pub b_g2: G2Projective,
 }
 
 impl GpuSlot {
     /// Uploads a parameter set's resident data on the device's resident stream: the NTT tables
-    /// of domain 2^`log_n` and, with [`Residency::Resident`], the four query bases of `queries`.
+    /// of domain 2^`log_n` and, with [`Residency::Resident`], the five query bases of `queries`.
     /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`).
     pub fn upload_resident(
         &self,
@@ -53,11 +57,12 @@ impl GpuSlot {
         let (tables, uploaded) =
             self.run(Lane::Resident, &arena, |e| upload_resident(e, log_n, bases))?;
         let tables = tables.map(|b| b.into_resident());
-        let bases_dev = uploaded.map(|[h, l, a, b_g1]| DeviceQueries {
+        let bases_dev = uploaded.map(|[h, l, a, b_g1, b_g2]| DeviceQueries {
             h: h.into_resident(),
             l: l.into_resident(),
             a: a.into_resident(),
             b_g1: b_g1.into_resident(),
+            b_g2: b_g2.into_resident(),
         });
         Ok(ResidentSet {
             device: self.device_index(),
@@ -105,19 +110,20 @@ impl GpuSlot {
         })
     }
 
-    /// The sparse G1 stage: the L, A and B MSMs of the split scalars.
-    pub fn sparse_g1_stage(
+    /// The sparse stage: the L, A and B MSMs in G1 and the B MSM in G2 of the split scalars.
+    pub fn sparse_stage(
         &self,
         lease_bytes: u64,
         plan: &MsmPlan,
         resident: &ResidentSet,
         host: &HostQueries<'_>,
-    ) -> Result<(SparseG1, MsmStats), GpuError> {
+    ) -> Result<(SparseMsms, MsmStats), GpuError> {
         let lens = resident.lens();
         for (q, needed, have) in [
             ("L", plan.l.num_bases, lens.l),
             ("A", plan.a.num_bases, lens.a),
             ("B_G1", plan.b.num_bases, lens.b_g1),
+            ("B_G2", plan.b.num_bases, lens.b_g2),
         ] {
             if needed > have {
                 return Err(GpuError::InvalidInput(format!(
@@ -126,7 +132,7 @@ impl GpuSlot {
             }
         }
         let bases = resident.stage_bases(host)?;
-        let arena = Arena::new(lease_bytes, "sparse G1 stage");
+        let arena = Arena::new(lease_bytes, "sparse stage");
         self.run(Lane::Compute, &arena, |e| {
             sparse_stage_device(e, plan, &bases)
         })
@@ -147,20 +153,21 @@ pub(crate) fn h_stage_device<E: Exec>(
     e.sync()?;
     let n = a.words() / FR_WORDS as usize;
     let mut stats = MsmStats::default();
-    let h = msm::dense(e, h_bases, a.ptr(), n.saturating_sub(1), &mut stats)?;
+    let h = msm::dense::<E, G1>(e, h_bases, a.ptr(), n.saturating_sub(1), &mut stats)?;
     Ok((h, stats))
 }
 
-/// The three sparse G1 MSMs, one after the other.
+/// The four sparse MSMs, one after the other.
 pub(crate) fn sparse_stage_device<E: Exec>(
     e: &E,
     plan: &MsmPlan,
     bases: &StageBases<'_>,
-) -> Result<(SparseG1, MsmStats), GpuError> {
+) -> Result<(SparseMsms, MsmStats), GpuError> {
     let mut stats = MsmStats::default();
-    let mut one = |b: Bases<'_>, s: &SparseScalars| msm::sparse(e, b, s, &mut stats);
+    let mut one = |b: Bases<'_>, s: &SparseScalars| msm::sparse::<E, G1>(e, b, s, &mut stats);
     let l = one(bases.l, &plan.l)?;
     let a = one(bases.a, &plan.a)?;
     let b_g1 = one(bases.b_g1, &plan.b)?;
-    Ok((SparseG1 { l, a, b_g1 }, stats))
+    let b_g2 = msm::sparse::<E, G2>(e, bases.b_g2, &plan.b, &mut stats)?;
+    Ok((SparseMsms { l, a, b_g1, b_g2 }, stats))
 }

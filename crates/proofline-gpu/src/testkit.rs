@@ -8,7 +8,7 @@
 //! * [`DeviceData`]: device-resident scalars and points for benchmarks that time kernels alone;
 //! * random inputs (points, scalars, the PoRep-like zero/one/other mix) and CPU references.
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
 use proofline_groth16::msm::SparseScalars;
@@ -24,6 +24,7 @@ use crate::arena::{charge_of, Arena};
 use crate::bytes::{
     pippenger_bytes, sparse_stage_bytes, sparse_stage_bytes_with_chunk, QueryShape,
 };
+use crate::curve::{MsmCurve, G1, G2};
 use crate::device::{DeviceOptions, GpuDevice, KernelTable};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
@@ -316,7 +317,7 @@ impl TestGpu {
         self.run(&arena, |e| {
             let b = e.upload(affines_as_u32(bases))?;
             let s = e.upload(scalars_as_u32(scalars))?;
-            msm::pippenger(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
+            msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
         })
     }
 
@@ -329,18 +330,58 @@ impl TestGpu {
         residency: Residency,
         stream_chunk: usize,
     ) -> Result<G1Projective, GpuError> {
+        self.sparse_on::<G1>(bases, split, residency, stream_chunk)
+    }
+
+    /// [`TestGpu::msm_sparse`] in G2.
+    pub fn msm_g2_sparse(
+        &self,
+        bases: &[G2Affine],
+        split: &SparseScalars,
+        residency: Residency,
+        stream_chunk: usize,
+    ) -> Result<G2Projective, GpuError> {
+        self.sparse_on::<G2>(bases, split, residency, stream_chunk)
+    }
+
+    /// Dense MSM in G2, bases and scalars uploaded.
+    pub fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, GpuError> {
+        if bases.len() != scalars.len() {
+            return Err(GpuError::InvalidInput(
+                "bases and scalars differ in length".into(),
+            ));
+        }
+        let n = scalars.len();
+        let split = SparseScalars {
+            num_bases: n,
+            tail_index: (0..n as u32).collect(),
+            tail_scalars: scalars.to_vec(),
+            ..Default::default()
+        };
+        // the dense path is the tail path with every scalar in the tail
+        self.sparse_on::<G2>(bases, &split, Residency::Resident, 0)
+    }
+
+    fn sparse_on<C: MsmCurve>(
+        &self,
+        bases: &[C::Affine],
+        split: &SparseScalars,
+        residency: Residency,
+        stream_chunk: usize,
+    ) -> Result<C::Projective, GpuError> {
         let sm = self.slot.sm_count();
         let q: QueryShape = split.into();
+        // the stage formula covers the query in both groups (B's shape is the last one)
         let stage = sparse_stage_bytes_with_chunk(&[q, q, q], residency, stream_chunk, sm);
         match residency {
             Residency::Resident => {
                 let arena = Arena::new(
-                    charge_of(bases.len() * AFFINE_WORDS as usize) + stage,
+                    charge_of(bases.len() * C::AFFINE_WORDS) + stage,
                     "test sparse msm",
                 );
                 self.run(&arena, |e| {
-                    let b = e.upload(affines_as_u32(bases))?;
-                    msm::sparse(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
+                    let b = e.upload(C::affines_as_u32(bases))?;
+                    msm::sparse::<_, C>(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
                 })
             }
             Residency::Streamed => {
@@ -350,7 +391,7 @@ impl TestGpu {
                         points: bases,
                         chunk: stream_chunk,
                     };
-                    msm::sparse(e, host, split, &mut MsmStats::default())
+                    msm::sparse::<_, C>(e, host, split, &mut MsmStats::default())
                 })
             }
         }
@@ -369,7 +410,17 @@ impl TestGpu {
 
     /// `n` points resident on the device, made by repeating `unique` (benchmarks, harness).
     pub fn tiled_points(&self, unique: &[G1Affine], n: usize) -> Result<DeviceData, GpuError> {
-        let words = self.run(&unbounded(), |e| Ok(tile(e, unique, n)?.into_resident()))?;
+        let words = self.run(&unbounded(), |e| {
+            Ok(tile::<_, G1>(e, unique, n)?.into_resident())
+        })?;
+        Ok(DeviceData { words, len: n })
+    }
+
+    /// [`TestGpu::tiled_points`] in G2.
+    pub fn tiled_g2_points(&self, unique: &[G2Affine], n: usize) -> Result<DeviceData, GpuError> {
+        let words = self.run(&unbounded(), |e| {
+            Ok(tile::<_, G2>(e, unique, n)?.into_resident())
+        })?;
         Ok(DeviceData { words, len: n })
     }
 
@@ -441,7 +492,7 @@ impl TestGpu {
         };
         let arena = Arena::new(pippenger_bytes(scalars.len, self.slot.sm_count()), "msm");
         let r = self.run(&arena, |e| {
-            msm::pippenger(
+            msm::pippenger::<_, G1>(
                 e,
                 bases.words.ptr(),
                 scalars.words.ptr(),
@@ -466,13 +517,31 @@ impl TestGpu {
         );
         let mut stats = MsmStats::default();
         let r = self.run(&arena, |e| {
-            msm::sparse(e, Bases::Device(bases.words.ptr()), split, &mut stats)
+            msm::sparse::<_, G1>(e, Bases::Device(bases.words.ptr()), split, &mut stats)
         })?;
         Ok((r, stats))
     }
 
-    /// A resident set whose query bases repeat `unique` (the stage harness's parameters):
-    /// NTT tables of 2^`log_n`, bases of `lens`, under a lease of `lease_bytes`
+    /// [`TestGpu::msm_sparse_resident`] in G2 (`bases` from [`TestGpu::tiled_g2_points`]).
+    pub fn msm_g2_sparse_resident(
+        &self,
+        bases: &DeviceData,
+        split: &SparseScalars,
+    ) -> Result<(G2Projective, MsmStats), GpuError> {
+        let q: QueryShape = split.into();
+        let arena = Arena::new(
+            sparse_stage_bytes(&[q, q, q], Residency::Resident, self.slot.sm_count()),
+            "sparse msm",
+        );
+        let mut stats = MsmStats::default();
+        let r = self.run(&arena, |e| {
+            msm::sparse::<_, G2>(e, Bases::Device(bases.words.ptr()), split, &mut stats)
+        })?;
+        Ok((r, stats))
+    }
+
+    /// A resident set whose query bases repeat `unique` and `unique_g2` (the stage harness's
+    /// parameters): NTT tables of 2^`log_n`, bases of `lens`, under a lease of `lease_bytes`
     /// (`bytes::resident_bytes` of a [`Residency::Resident`] set).
     pub fn tiled_resident_set(
         slot: &GpuSlot,
@@ -480,6 +549,7 @@ impl TestGpu {
         log_n: u32,
         lens: QueryLens,
         unique: &[G1Affine],
+        unique_g2: &[G2Affine],
     ) -> Result<ResidentSet, GpuError> {
         let mut notes = Vec::new();
         let kernels = KernelTable::load(
@@ -492,9 +562,10 @@ impl TestGpu {
         let (tables, bases) = slot.run_with(Lane::Resident, &arena, &kernels, |e| {
             let tables = build_tables(e, log_n)?;
             let mut q = Vec::new();
-            for p in lens.all() {
-                q.push(tile(e, unique, p)?);
+            for p in lens.g1() {
+                q.push(tile::<_, G1>(e, unique, p)?);
             }
+            q.push(tile::<_, G2>(e, unique_g2, lens.b_g2)?);
             e.sync()?;
             Ok((tables, q))
         })?;
@@ -508,6 +579,7 @@ impl TestGpu {
             l: next()?,
             a: next()?,
             b_g1: next()?,
+            b_g2: next()?,
         };
         Ok(ResidentSet {
             device: slot.device_index(),
@@ -519,20 +591,26 @@ impl TestGpu {
     }
 }
 
-/// `n` points made by repeating `unique`, on `e`.
-fn tile<E: Exec>(e: &E, unique: &[G1Affine], n: usize) -> Result<E::Buf, GpuError> {
+/// `n` points of `C` made by repeating `unique`, on `e`.
+fn tile<E: Exec, C: MsmCurve>(e: &E, unique: &[C::Affine], n: usize) -> Result<E::Buf, GpuError> {
     if n > u32::MAX as usize {
         return Err(GpuError::InvalidInput(
             "tiling needs at most 2^32 points".into(),
         ));
     }
-    let mut buf = e.alloc(n * AFFINE_WORDS as usize)?;
+    let mut buf = e.alloc(n * C::AFFINE_WORDS)?;
     let m = unique.len().min(n);
     if m == 0 {
         return Ok(buf);
     }
-    e.upload_at(&mut buf, 0, affines_as_u32(&unique[..m]))?;
-    e.launch(
+    e.upload_at(&mut buf, 0, C::affines_as_u32(&unique[..m]))?;
+    let kernel = if C::NAME == "G1" {
+        "g1_tile_points"
+    } else {
+        "g2_tile_points"
+    };
+    e.launch_as(
+        kernel,
         grid(n, ELEMENT_THREADS),
         ELEMENT_THREADS,
         &TilePointsArgs {
@@ -584,6 +662,25 @@ pub fn random_points(n: usize, seed: u64) -> Vec<G1Affine> {
                 p += q;
             }
             G1Projective::batch_normalize(&proj, chunk);
+        });
+    out
+}
+
+/// `n` pseudo-random G2 points, made as [`random_points`] makes G1 points.
+pub fn random_g2_points(n: usize, seed: u64) -> Vec<G2Affine> {
+    let mut out = vec![G2Affine::default(); n];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((k as u64) << 20) ^ 0x6a09);
+            let q = G2Projective::generator() * Scalar::random(&mut rng);
+            let mut p = G2Projective::generator() * Scalar::random(&mut rng);
+            let mut proj = Vec::with_capacity(chunk.len());
+            for _ in 0..chunk.len() {
+                proj.push(p);
+                p += q;
+            }
+            G2Projective::batch_normalize(&proj, chunk);
         });
     out
 }
@@ -739,4 +836,10 @@ pub fn eval_poly(coeffs: &[Scalar], x: Scalar) -> Scalar {
 pub fn cpu_msm(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
     let proj: Vec<G1Projective> = points.iter().map(G1Projective::from).collect();
     G1Projective::multi_exp(&proj, scalars)
+}
+
+/// A plain CPU MSM in G2.
+pub fn cpu_msm_g2(points: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
+    let proj: Vec<G2Projective> = points.iter().map(G2Projective::from).collect();
+    G2Projective::multi_exp(&proj, scalars)
 }

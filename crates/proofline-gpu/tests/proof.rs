@@ -1,9 +1,10 @@
 //! Whole Groth16 proofs through a GPU slot's stages, the way the pipeline's compute actors run
 //! them: the parameter set made resident (bases in VRAM, or tables only with the bases streamed
 //! from host memory), the H stage (evaluations up, H on the device, H MSM straight from the
-//! device buffer), the sparse G1 stage over the CPU's 0/1/tail split. Each stage runs under the
-//! bytes `bytes.rs` computes, every result equals the CPU backend's, the proof verifies (and a
-//! tampered input does not), and the pool's high-water mark stays within the leases.
+//! device buffer), the sparse stage (L, A, B in G1 and B in G2) over the CPU's 0/1/tail split.
+//! Each stage runs under the bytes `bytes.rs` computes, every result equals the CPU backend's,
+//! the proof verifies (and a tampered input does not), and the pool's high-water mark stays
+//! within the leases.
 //! Skips when no GPU is usable.
 
 use bellperson::groth16;
@@ -45,6 +46,7 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             l: &p.l,
             a: &p.a,
             b_g1: &p.b_g1,
+            b_g2: &p.b_g2,
         };
         let log_n = (p.h.len() + 1).trailing_zeros();
         assert_eq!(1usize << log_n, p.h.len() + 1);
@@ -77,12 +79,13 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             assert_eq!(h, h_msm, "H MSM, {blocks} block(s), {residency:?}");
             let shapes = [(&plan.l).into(), (&plan.a).into(), (&plan.b).into()];
             let s_bytes = sparse_stage_bytes(&shapes, residency, sm);
-            let (s, _) = slot.sparse_g1_stage(s_bytes, &plan, &set, &host).unwrap();
+            let (s, _) = slot.sparse_stage(s_bytes, &plan, &set, &host).unwrap();
             assert_eq!(
                 (s.l, s.a, s.b_g1),
                 (l, a, b_g1),
                 "sparse G1 MSMs, {blocks} block(s), {residency:?}"
             );
+            assert_eq!(s.b_g2, b_g2, "B in G2, {blocks} block(s), {residency:?}");
             // never more device memory than the leases: the set's and one stage's at a time
             let after = device.pool_usage().unwrap();
             let leases = set_bytes + h_bytes.max(s_bytes);
@@ -102,7 +105,7 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
                 l: s.l,
                 a: s.a,
                 b_g1: s.b_g1,
-                b_g2,
+                b_g2: s.b_g2,
             };
             let (r, t) = prover::random_r_s(&mut rng);
             let proof = prover::assemble(&pk, &results, r, t);

@@ -1,0 +1,117 @@
+//! The two groups the MSM kernels run on, as types: their point layouts (words per affine
+//! point, bucket and Jacobian result), their twins of the curve kernels (`cuda/msm_curve.cuh`
+//! instantiated in `msm.cu` for G1 and `msm_g2.cu` for G2) and their block sizes. The host code
+//! of `msm.rs` is written once over [`MsmCurve`].
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use group::Group;
+
+use crate::abi::{
+    ACC_BLOCKS_PER_SM, ACC_BLOCKS_PER_SM_G2, AFFINE_WORDS, G2_AFFINE_WORDS, G2_JACOBIAN_WORDS,
+    G2_XYZZ_WORDS, JACOBIAN_WORDS, RED_THREADS, RED_THREADS_G2, XYZZ_WORDS,
+};
+use crate::layout::{affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32};
+
+/// The curve kernels of one group, by name.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CurveKernels {
+    pub(crate) bucket_acc: &'static str,
+    pub(crate) bucket_fixup: &'static str,
+    pub(crate) big_partial: &'static str,
+    pub(crate) big_final: &'static str,
+    pub(crate) bucket_reduce: &'static str,
+    pub(crate) window_combine: &'static str,
+    pub(crate) xyzz_reduce: &'static str,
+    pub(crate) sum_ones: &'static str,
+    pub(crate) gather: &'static str,
+}
+
+/// A group the MSM kernels support.
+pub(crate) trait MsmCurve {
+    /// Affine points (the bases), as blstrs lays them out.
+    type Affine: Copy + Send + Sync;
+    /// Results.
+    type Projective: Group + Copy + Send + Sync + std::fmt::Debug;
+    /// "G1", "G2", for errors.
+    const NAME: &'static str;
+    /// u32 words per affine point.
+    const AFFINE_WORDS: usize;
+    /// u32 words per XYZZ bucket.
+    const XYZZ_WORDS: usize;
+    /// u32 words per Jacobian result.
+    const JACOBIAN_WORDS: usize;
+    /// Threads per block of the tree reductions.
+    const RED_THREADS: u32;
+    /// Blocks per multiprocessor of the bucket accumulation.
+    const ACC_BLOCKS_PER_SM: u32;
+    /// The group's curve kernels.
+    const KERNELS: CurveKernels;
+    /// The points as the u32 words the kernels read.
+    fn affines_as_u32(points: &[Self::Affine]) -> &[u32];
+    /// A Jacobian result written by a kernel.
+    fn from_jacobian(words: &[u32]) -> Self::Projective;
+}
+
+/// BLS12-381 G1.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct G1;
+
+/// BLS12-381 G2.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct G2;
+
+impl MsmCurve for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    const NAME: &'static str = "G1";
+    const AFFINE_WORDS: usize = AFFINE_WORDS as usize;
+    const XYZZ_WORDS: usize = XYZZ_WORDS as usize;
+    const JACOBIAN_WORDS: usize = JACOBIAN_WORDS as usize;
+    const RED_THREADS: u32 = RED_THREADS;
+    const ACC_BLOCKS_PER_SM: u32 = ACC_BLOCKS_PER_SM;
+    const KERNELS: CurveKernels = CurveKernels {
+        bucket_acc: "msm_bucket_acc",
+        bucket_fixup: "msm_bucket_fixup",
+        big_partial: "msm_big_partial",
+        big_final: "msm_big_final",
+        bucket_reduce: "msm_bucket_reduce",
+        window_combine: "msm_window_combine",
+        xyzz_reduce: "xyzz_reduce",
+        sum_ones: "msm_sum_ones",
+        gather: "g1_gather",
+    };
+    fn affines_as_u32(points: &[G1Affine]) -> &[u32] {
+        affines_as_u32(points)
+    }
+    fn from_jacobian(words: &[u32]) -> G1Projective {
+        jacobian_from_u32(words)
+    }
+}
+
+impl MsmCurve for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    const NAME: &'static str = "G2";
+    const AFFINE_WORDS: usize = G2_AFFINE_WORDS as usize;
+    const XYZZ_WORDS: usize = G2_XYZZ_WORDS as usize;
+    const JACOBIAN_WORDS: usize = G2_JACOBIAN_WORDS as usize;
+    const RED_THREADS: u32 = RED_THREADS_G2;
+    const ACC_BLOCKS_PER_SM: u32 = ACC_BLOCKS_PER_SM_G2;
+    const KERNELS: CurveKernels = CurveKernels {
+        bucket_acc: "msm_g2_bucket_acc",
+        bucket_fixup: "msm_g2_bucket_fixup",
+        big_partial: "msm_g2_big_partial",
+        big_final: "msm_g2_big_final",
+        bucket_reduce: "msm_g2_bucket_reduce",
+        window_combine: "msm_g2_window_combine",
+        xyzz_reduce: "g2_xyzz_reduce",
+        sum_ones: "msm_g2_sum_ones",
+        gather: "g2_gather",
+    };
+    fn affines_as_u32(points: &[G2Affine]) -> &[u32] {
+        g2_affines_as_u32(points)
+    }
+    fn from_jacobian(words: &[u32]) -> G2Projective {
+        g2_jacobian_from_u32(words)
+    }
+}

@@ -1,0 +1,158 @@
+// proofline cuda/curve.cuh: short Weierstrass point arithmetic with a = 0 (y^2 = x^3 + b), over
+// any field type F with the interface of mont_t (fp_t for G1, fp2_t for G2): the formulas do
+// not use b, so one template serves both groups.
+//
+// Representations:
+//  * affine<F>: {x, y}, identical to blst_p1_affine / blst_p2_affine; the point at infinity is
+//    x = y = 0 (not on either curve, b != 0).
+//  * xyzz<F>: extended Jacobian "XYZZ" coordinates (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2), used for
+//    buckets; infinity is ZZ = 0.
+//  * Jacobian output (blst_p1 / blst_p2): X_J = X*ZZ, Y_J = Y*ZZZ, Z_J = ZZ (valid because
+//    ZZ^3 = ZZZ^2).
+// Formulas: EFD "xyzz" (madd-2008-s, mdbl-2008-s-1, add-2008-s, dbl-2008-s-1), and the affine
+// chord-and-tangent addition for batched inversions (affine_add_parts).
+#pragma once
+#include "common.cuh"
+
+template <class F>
+struct affine {
+    static constexpr int WORDS = 2 * F::WORDS;
+    F x, y;
+    static DEVI affine load(const u32* p) {
+        affine a;
+        a.x = F::load(p);
+        a.y = F::load(p + F::WORDS);
+        return a;
+    }
+    DEVI void store(u32* p) const {
+        x.store(p);
+        y.store(p + F::WORDS);
+    }
+    static DEVI affine inf() {
+        affine a;
+        a.x = F::zero();
+        a.y = F::zero();
+        return a;
+    }
+    DEVI bool is_inf() const { return x.is_zero() && y.is_zero(); }
+};
+
+template <class F>
+struct xyzz {
+    static constexpr int WORDS = 4 * F::WORDS;
+    // words of the Jacobian output
+    static constexpr int JAC_WORDS = 3 * F::WORDS;
+    F X, Y, ZZ, ZZZ;
+
+    static DEVI xyzz inf() {
+        xyzz r;
+        r.X = F::zero(); r.Y = F::zero(); r.ZZ = F::zero(); r.ZZZ = F::zero();
+        return r;
+    }
+    DEVI bool is_inf() const { return ZZ.is_zero(); }
+    static DEVI xyzz from_affine(const affine<F>& a) {
+        xyzz r;
+        if (a.is_inf()) return inf();
+        r.X = a.x; r.Y = a.y; r.ZZ = F::one(); r.ZZZ = F::one();
+        return r;
+    }
+
+    static DEVI xyzz load(const u32* p) {
+        xyzz r;
+        r.X = F::load(p); r.Y = F::load(p + F::WORDS);
+        r.ZZ = F::load(p + 2 * F::WORDS); r.ZZZ = F::load(p + 3 * F::WORDS);
+        return r;
+    }
+    DEVI void store(u32* p) const {
+        X.store(p); Y.store(p + F::WORDS); ZZ.store(p + 2 * F::WORDS); ZZZ.store(p + 3 * F::WORDS);
+    }
+    // blst Jacobian {x, y, z}
+    DEVI void store_jacobian(u32* p) const {
+        F::mul(X, ZZ).store(p);
+        F::mul(Y, ZZZ).store(p + F::WORDS);
+        ZZ.store(p + 2 * F::WORDS);
+    }
+    DEVI void neg() { Y = F::neg(Y); }
+
+    // doubling of an affine point (mdbl-2008-s-1)
+    static DEVI xyzz dbl_affine(const F& x, const F& y) {
+        xyzz r;
+        F U = F::dbl(y);
+        F V = F::sqr(U);
+        F W = F::mul(U, V);
+        F S = F::mul(x, V);
+        F M = F::sqr(x);
+        M = F::add(M, F::dbl(M));
+        r.X = F::sub(F::sqr(M), F::dbl(S));
+        r.Y = F::sub(F::mul(M, F::sub(S, r.X)), F::mul(W, y));
+        r.ZZ = V;
+        r.ZZZ = W;
+        return r;
+    }
+
+    // this += (x, y) affine, (x, y) not infinity (madd-2008-s)
+    DEVI void add_affine(const F& x, const F& y) {
+        if (is_inf()) {
+            X = x; Y = y; ZZ = F::one(); ZZZ = F::one();
+            return;
+        }
+        F U2 = F::mul(x, ZZ);
+        F S2 = F::mul(y, ZZZ);
+        F P = F::sub(U2, X);
+        F R = F::sub(S2, Y);
+        if (P.is_zero()) {
+            if (R.is_zero()) *this = dbl_affine(x, y);
+            else *this = inf();
+            return;
+        }
+        F PP = F::sqr(P);
+        F PPP = F::mul(P, PP);
+        F Q = F::mul(X, PP);
+        F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
+        Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(Y, PPP));
+        X = X3;
+        ZZ = F::mul(ZZ, PP);
+        ZZZ = F::mul(ZZZ, PPP);
+    }
+
+    // dbl-2008-s-1
+    DEVI void dbl() {
+        if (is_inf()) return;
+        F U = F::dbl(Y);
+        F V = F::sqr(U);
+        F W = F::mul(U, V);
+        F S = F::mul(X, V);
+        F M = F::sqr(X);
+        M = F::add(M, F::dbl(M));
+        F X3 = F::sub(F::sqr(M), F::dbl(S));
+        Y = F::sub(F::mul(M, F::sub(S, X3)), F::mul(W, Y));
+        X = X3;
+        ZZ = F::mul(V, ZZ);
+        ZZZ = F::mul(W, ZZZ);
+    }
+
+    // add-2008-s
+    DEVI void add(const xyzz& q) {
+        if (q.is_inf()) return;
+        if (is_inf()) { *this = q; return; }
+        F U1 = F::mul(X, q.ZZ);
+        F U2 = F::mul(q.X, ZZ);
+        F S1 = F::mul(Y, q.ZZZ);
+        F S2 = F::mul(q.Y, ZZZ);
+        F P = F::sub(U2, U1);
+        F R = F::sub(S2, S1);
+        if (P.is_zero()) {
+            if (R.is_zero()) dbl();
+            else *this = inf();
+            return;
+        }
+        F PP = F::sqr(P);
+        F PPP = F::mul(P, PP);
+        F Q = F::mul(U1, PP);
+        F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
+        Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(S1, PPP));
+        X = X3;
+        ZZ = F::mul(F::mul(ZZ, q.ZZ), PP);
+        ZZZ = F::mul(F::mul(ZZZ, q.ZZZ), PPP);
+    }
+};

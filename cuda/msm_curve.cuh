@@ -1,0 +1,278 @@
+// proofline cuda/msm_curve.cuh: the curve kernels of Pippenger's MSM, as templates over a curve
+// (struct C with its field C::F, the point types C::A (affine) and C::X (XYZZ bucket) and
+// C::RED, the threads of its tree reductions). msm.cu instantiates them for G1, msm_g2.cu for G2; the sort (digits,
+// scans) does not depend on the curve and lives in msm.cu only.
+//
+// Host orchestration: crates/proofline-gpu/src/msm.rs (generic over src/curve.rs's `Curve`).
+#pragma once
+#include "common.cuh"
+#include "proofline_abi.cuh"
+
+// Tree sum of the bucket values of a block of C::RED threads through shared memory; the total
+// ends in thread 0's `acc` (every thread must call it).
+template <class C>
+DEVI void block_sum(typename C::X& acc) {
+    typedef typename C::X X;
+    __shared__ uint4 sh[C::RED * (X::WORDS / 4)];
+    u32* mine = reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * threadIdx.x]);
+    acc.store(mine);
+    __syncthreads();
+    for (u32 off = C::RED / 2; off > 0; off >>= 1) {
+        if (threadIdx.x < off) {
+            acc.add(X::load(reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * (threadIdx.x + off)])));
+            acc.store(mine);
+        }
+        __syncthreads();
+    }
+}
+
+// smallest g < m with ends[g] > x (ends non-decreasing, ends[m - 1] > x)
+DEVI u32 bucket_of(const u32* ends, u32 m, u32 x) {
+    u32 lo = 0, hi = m - 1;
+    while (lo < hi) {
+        u32 mid = (lo + hi) >> 1;
+        if (ends[mid] > x) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+// Balanced bucket accumulation. The sorted entries (all buckets, in bucket
+// order) are cut into equal ranges of L entries, one per thread, whatever the
+// bucket sizes: every lane of a warp does the same number of additions, where
+// one thread per bucket would make each warp wait for its fullest bucket
+// (Poisson sizes: ~30% idle lanes at 32 points per bucket). Thread t walks
+// [t L, min(t L + L, E)) in ONE loop (a nested per-bucket loop would
+// reintroduce the wait) and at each bucket boundary flushes its sum:
+//  * a bucket that starts inside the range is owned by this thread: the sum
+//    goes to buckets[g]; if the bucket runs past the range, own_id[t] = g;
+//  * the first segment of a bucket that started before the range goes to
+//    head[t] with head_id[t] = g; bucket_fixup adds it to the owner's.
+// Buckets above `big` points are skipped here (big_partial / big_final). Buckets nobody
+// writes are empty (counts = 0) and read as infinity by the reduction.
+template <class C>
+DEVI void bucket_acc(const bucket_acc_args& a) {
+    typedef typename C::A A;
+    typedef typename C::X X;
+    const u32* bases = a.bases;
+    const u32* vals = a.vals;
+    const u32* ends = a.ends;
+    const u32* counts = a.counts;
+    const u32 m = a.m, L = a.per_thread, big = a.big;
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.threads) return;
+    const u32 E = ends[m - 1];
+    u32 hid = NONE, oid = NONE;
+    const u64 s64 = (u64)t * L;
+    if (s64 < E) {
+        const u32 s = (u32)s64;
+        const u32 e = (u32)min((u64)E, s64 + L);
+        u32 g = bucket_of(ends, m, s);
+        u32 gend = ends[g];
+        u32 gbeg = gend - counts[g];
+        bool skip = counts[g] > big;
+        X acc = X::inf();
+        u32 v = vals[s];
+        A p = A::load(bases + A::WORDS * (size_t)(v & 0x7fffffffu));
+        for (u32 k = s; k < e; k++) {
+            // prefetch the next entry while this one is added
+            u32 vn = 0;
+            A pn;
+            if (k + 1 < e) {
+                vn = vals[k + 1];
+                pn = A::load(bases + A::WORDS * (size_t)(vn & 0x7fffffffu));
+            }
+            if (k == gend) {
+                // flush bucket g, move to the bucket that holds entry k
+                if (!skip) {
+                    if (gbeg < s) {
+                        acc.store(a.head + X::WORDS * (size_t)t);
+                        hid = g;
+                    } else {
+                        acc.store(a.buckets + X::WORDS * (size_t)g);
+                    }
+                }
+                acc = X::inf();
+                do {
+                    g++;
+                    gend = ends[g];
+                } while (gend == k);
+                gbeg = k;
+                skip = counts[g] > big;
+            }
+            if (!skip && !p.is_inf()) acc.add_affine(p.x, C::F::cneg(p.y, (v >> 31) != 0));
+            v = vn;
+            p = pn;
+        }
+        if (!skip) {
+            if (gbeg < s) {
+                acc.store(a.head + X::WORDS * (size_t)t);
+                hid = g;
+            } else {
+                acc.store(a.buckets + X::WORDS * (size_t)g);
+                if (gend > e) oid = g;
+            }
+        }
+    }
+    a.head_id[t] = hid;
+    a.own_id[t] = oid;
+}
+
+// The owner of a bucket that runs past its range adds the heads of the
+// following threads (consecutive, at most big / L + 1 of them).
+template <class C>
+DEVI void bucket_fixup(const bucket_fixup_args& a) {
+    typedef typename C::X X;
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.threads) return;
+    u32 g = a.own_id[t];
+    if (g == NONE) return;
+    X acc = X::load(a.buckets + X::WORDS * (size_t)g);
+    for (u32 u = t + 1; u < a.threads && a.head_id[u] == g; u++)
+        acc.add(X::load(a.head + X::WORDS * (size_t)u));
+    acc.store(a.buckets + X::WORDS * (size_t)g);
+}
+
+// Big buckets: block b sums entries [part * per_block, +per_block) of bucket
+// big_list[blk_bucket[b]] into partial[b] (XYZZ).
+template <class C>
+DEVI void big_partial(const big_partial_args& a) {
+    typedef typename C::A A;
+    typedef typename C::X X;
+    u32 g = a.big_list[2 * a.blk_bucket[blockIdx.x]];
+    u32 end = a.cursor[g];
+    u32 beg = end - a.counts[g] + a.blk_part[blockIdx.x] * a.per_block;
+    u32 stop = min(end, beg + a.per_block);
+    X acc = X::inf();
+    for (u32 k = beg + threadIdx.x; k < stop; k += C::RED) {
+        u32 v = a.vals[k];
+        A p = A::load(a.bases + A::WORDS * (size_t)(v & 0x7fffffffu));
+        if (p.is_inf()) continue;
+        acc.add_affine(p.x, C::F::cneg(p.y, (v >> 31) != 0));
+    }
+    block_sum<C>(acc);
+    if (threadIdx.x == 0) acc.store(a.partial + X::WORDS * (size_t)blockIdx.x);
+}
+
+// Block j: buckets[big_list[j]] = sum of partial[first[j] .. first[j] + count[j])
+template <class C>
+DEVI void big_final(const big_final_args& a) {
+    typedef typename C::X X;
+    const u32* base = a.partial + X::WORDS * (size_t)a.first[blockIdx.x];
+    u32 cnt = a.count[blockIdx.x];
+    X acc = X::inf();
+    for (u32 k = threadIdx.x; k < cnt; k += C::RED) acc.add(X::load(base + X::WORDS * (size_t)k));
+    block_sum<C>(acc);
+    if (threadIdx.x == 0) acc.store(a.buckets + X::WORDS * (size_t)a.big_list[2 * blockIdx.x]);
+}
+
+// one thread per (window, segment t): W_t = sum_{j in seg} (j - start + 1) B_j
+// and S_t = sum_{j in seg} B_j, written as out[2 tid], out[2 tid + 1].
+template <class C>
+DEVI void bucket_reduce(const bucket_reduce_args& a) {
+    typedef typename C::X X;
+    const u32 nw = a.nw, nb = a.nb, seg = a.seg;
+    u32 segs = nb / seg;
+    u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= nw * segs) return;
+    u32 w = tid / segs, t = tid % segs;
+    const size_t first = (size_t)w * nb + (size_t)t * seg;
+    const u32* b = a.buckets + X::WORDS * first;
+    X run = X::inf(), acc = X::inf();
+    for (int j = (int)seg - 1; j >= 0; j--) {
+        // empty buckets are never written: read them as infinity
+        if (a.counts[first + j] != 0) run.add(X::load(b + X::WORDS * j));
+        acc.add(run);
+    }
+    acc.store(a.out + 2 * X::WORDS * (size_t)tid);
+    run.store(a.out + 2 * X::WORDS * (size_t)tid + X::WORDS);
+}
+
+template <class X>
+DEVI void mul_small(X& r, const X& p, u32 k) {
+    r = X::inf();
+    if (k == 0 || p.is_inf()) return;
+    for (int bit = 31 - __clz(k); bit >= 0; bit--) {
+        r.dbl();
+        if ((k >> bit) & 1) r.add(p);
+    }
+}
+
+// Window combination of the segment results: block (w, grp) of `groups`
+// blocks per window covers segments [grp * per_blk, ...); thread k of it a
+// contiguous range [lo, hi). It forms sum W_t + seg * sum t S_t over its range
+// (running sums from the top: sum (t - lo + 1) S_t, then + (lo - 1) sum S_t),
+// and the block tree-sums the threads into partial[w * groups + grp].
+template <class C>
+DEVI void window_combine(const window_combine_args& a) {
+    typedef typename C::X X;
+    const u32 segs = a.segs, seg = a.seg, groups = a.groups;
+    u32 w = blockIdx.x / groups, grp = blockIdx.x % groups;
+    u32 per_blk = (segs + groups - 1) / groups;
+    u32 per = (per_blk + C::RED - 1) / C::RED;
+    u32 lo = grp * per_blk + threadIdx.x * per;
+    u32 hi = min(min(lo + per, (grp + 1) * per_blk), segs);
+    const u32* base = a.segres + 2 * X::WORDS * (size_t)w * segs;
+    X wsum = X::inf(), run = X::inf(), acc = X::inf();
+    for (int t = (int)hi - 1; t >= (int)lo; t--) {
+        wsum.add(X::load(base + 2 * X::WORDS * (size_t)t));
+        run.add(X::load(base + 2 * X::WORDS * (size_t)t + X::WORDS));
+        acc.add(run);
+    }
+    // acc = sum (t - lo + 1) S_t; want Q = sum t S_t = acc + (lo - 1) run
+    if (lo < hi) {
+        if (lo == 0) {
+            X neg = run;
+            neg.neg();
+            acc.add(neg);
+        } else {
+            X m;
+            mul_small(m, run, lo - 1);
+            acc.add(m);
+        }
+        X q;
+        mul_small(q, acc, seg);
+        wsum.add(q);
+    }
+    block_sum<C>(wsum);
+    if (threadIdx.x == 0) wsum.store(a.partial + X::WORDS * (size_t)blockIdx.x);
+}
+
+// one block per group: Jacobian(out[g]) = sum of in[g * count .. (g+1) * count)
+template <class C>
+DEVI void xyzz_reduce(const xyzz_reduce_args& a) {
+    typedef typename C::X X;
+    const u32* base = a.input + X::WORDS * (size_t)blockIdx.x * a.count;
+    X acc = X::inf();
+    for (u32 k = threadIdx.x; k < a.count; k += C::RED) acc.add(X::load(base + X::WORDS * (size_t)k));
+    block_sum<C>(acc);
+    if (threadIdx.x == 0) acc.store_jacobian(a.out + X::JAC_WORDS * blockIdx.x);
+}
+
+// grid-stride sum of bases[list[k]], k < count; one XYZZ per block
+template <class C>
+DEVI void sum_ones(const sum_ones_args& a) {
+    typedef typename C::A A;
+    typedef typename C::X X;
+    X acc = X::inf();
+    for (u32 k = blockIdx.x * C::RED + threadIdx.x; k < a.count; k += gridDim.x * C::RED) {
+        A p = A::load(a.bases + A::WORDS * (size_t)a.list[k]);
+        if (p.is_inf()) continue;
+        acc.add_affine(p.x, p.y);
+    }
+    block_sum<C>(acc);
+    if (threadIdx.x == 0) acc.store(a.out + X::WORDS * blockIdx.x);
+}
+
+// out[i] = bases[idx[i]]: the tail's bases side by side, so that the Pippenger kernels read
+// them by position
+template <class C>
+DEVI void gather(const gather_args& a) {
+    typedef typename C::A A;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    const uint4* src = reinterpret_cast<const uint4*>(a.bases + A::WORDS * (size_t)a.idx[i]);
+    uint4* dst = reinterpret_cast<uint4*>(a.out + A::WORDS * i);
+#pragma unroll
+    for (int k = 0; k < A::WORDS / 4; k++) dst[k] = src[k];
+}

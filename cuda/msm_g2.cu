@@ -1,0 +1,45 @@
+// proofline cuda/msm_g2.cu: BLS12-381 G2 multi-scalar multiplication: the G2 instances of the
+// curve kernels of msm_curve.cuh. The sort by bucket (msm_digits, the scans, msm_find_big) is
+// msm.cu's: it depends on the scalars only.
+//
+// Host orchestration: crates/proofline-gpu/src/msm.rs, generic over the curve. A G2 bucket is
+// 96 words (four Fp2 coordinates), twice G1's: the tree reductions use blocks of RED_THREADS_G2
+// (64) so that their shared memory stays at 24 KB, and the accumulation is capped at
+// ACC_BLOCKS_PER_SM_G2 blocks per multiprocessor.
+#include "g2.cuh"
+#include "msm_curve.cuh"
+#include "proofline_abi.cuh"
+
+struct G2 {
+    typedef fp2_t F;
+    typedef g2_affine_t A;
+    typedef g2_xyzz_t X;
+    static constexpr u32 RED = RED_THREADS_G2;
+};
+
+extern "C" __global__ void __launch_bounds__(ACC_THREADS, ACC_BLOCKS_PER_SM_G2)
+    msm_g2_bucket_acc(const bucket_acc_args a) {
+    bucket_acc<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(SMALL_THREADS) msm_g2_bucket_fixup(const bucket_fixup_args a) {
+    bucket_fixup<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) msm_g2_big_partial(const big_partial_args a) {
+    big_partial<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) msm_g2_big_final(const big_final_args a) {
+    big_final<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(SMALL_THREADS) msm_g2_bucket_reduce(const bucket_reduce_args a) {
+    bucket_reduce<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) msm_g2_window_combine(const window_combine_args a) {
+    window_combine<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) g2_xyzz_reduce(const xyzz_reduce_args a) {
+    xyzz_reduce<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) msm_g2_sum_ones(const sum_ones_args a) {
+    sum_ones<G2>(a);
+}
+extern "C" __global__ void g2_gather(const gather_args a) { gather<G2>(a); }
