@@ -53,6 +53,8 @@ DEVI u32 window_bits(const fr_t& s, u32 off, u32 c) {
 // for the returned positions. Measured on the H200: no faster than one window
 // at a time (the scatter, ~18 ms at 2^24, is bound by the throughput of
 // atomics that return a value; the histogram's plain reductions take ~3.5 ms).
+// Window w's digit goes to bucket set w / copies and names point
+// i + (w % copies) * stride (copies of the bases precomputed for fixed bases).
 extern "C" __global__ void msm_digits(const msm_digits_args a) {
     const u32 n = a.n, c = a.c, nw = a.nw, pass = a.pass;
     u32* counts = a.counts;
@@ -66,22 +68,26 @@ extern "C" __global__ void msm_digits(const msm_digits_args a) {
     const u32 nb = 1u << (c - 1);
     u32 carry = 0;
     for (u32 w0 = 0; w0 < nw; w0 += DIGIT_GROUP) {
-        u32 g[DIGIT_GROUP], sign[DIGIT_GROUP], pos[DIGIT_GROUP];
+        u32 g[DIGIT_GROUP], val[DIGIT_GROUP], pos[DIGIT_GROUP];
 #pragma unroll
         for (u32 j = 0; j < DIGIT_GROUP; j++) {
             const u32 w = w0 + j;
             g[j] = NONE;
-            sign[j] = 0;
+            val[j] = 0;
             if (w < nw) {
                 u32 d = window_bits(s, w * c, c) + carry;
+                u32 sign = 0;
                 if (d > nb) {
                     d = (1u << c) - d;
-                    sign[j] = 1;
+                    sign = 1;
                     carry = 1;
                 } else {
                     carry = 0;
                 }
-                if (d != 0) g[j] = w * nb + d - 1;
+                if (d != 0) {
+                    g[j] = (w / a.copies) * nb + d - 1;
+                    val[j] = (i + (w % a.copies) * a.stride) | (sign << 31);
+                }
             }
         }
 #pragma unroll
@@ -93,8 +99,115 @@ extern "C" __global__ void msm_digits(const msm_digits_args a) {
         if (pass != 0) {
 #pragma unroll
             for (u32 j = 0; j < DIGIT_GROUP; j++)
-                if (g[j] != NONE) vals[pos[j]] = i | (sign[j] << 31);
+                if (g[j] != NONE) vals[pos[j]] = val[j];
         }
+    }
+}
+
+// ---- two-level sort ------------------------------------------------------------
+// The counting sort above pays one global atomic that returns a value per entry (13 per point
+// at c = 20). The two-level sort counts in shared memory instead:
+//  1. coarse pass 0: each block takes a tile of SORT_TILE points and counts its entries per
+//     coarse bin (bucket set, top bits of |d| - 1) in shared memory, then writes the counts to
+//     tile_counts[bin * tiles + tile];
+//  2. an exclusive scan of tile_counts (one extra zero at the end: its scan is the total);
+//  3. coarse pass 1: the same tiles again, each entry placed in its bin's slice of its tile
+//     through a shared-memory cursor: the fine key (the low fine_bits of |d| - 1) as a u16,
+//     the entry (point | sign << 31) as a u32;
+//  4. fine pass: one block per coarse bin counts its entries per fine key in shared memory,
+//     scans the counts, writes each bucket's size and end (`counts`, `ends`, as the counting
+//     sort leaves them) and places the entries in bucket order.
+// Entries of one bucket end up together in any order, which is all the accumulation needs.
+
+// Calls f(w, d, sign) for each non-zero signed digit d (with sign) of window w of s.
+template <class Fn>
+DEVI void for_each_digit(const fr_t& s, u32 c, u32 nw, Fn f) {
+    const u32 nb = 1u << (c - 1);
+    u32 carry = 0;
+    for (u32 w = 0; w < nw; w++) {
+        u32 d = window_bits(s, w * c, c) + carry;
+        u32 sign = 0;
+        if (d > nb) {
+            d = (1u << c) - d;
+            sign = 1;
+            carry = 1;
+        } else {
+            carry = 0;
+        }
+        if (d != 0) f(w, d, sign);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_coarse(const sort_coarse_args a) {
+    __shared__ u32 bin[SORT_BINS_MAX];
+    const u32 first = blockIdx.x * SORT_TILE;
+    for (u32 k = threadIdx.x; k < a.bins; k += SORT_THREADS)
+        bin[k] = a.pass == 0 ? 0 : a.offsets[(size_t)k * a.tiles + blockIdx.x];
+    __syncthreads();
+    const u32 fmask = (1u << a.fine_bits) - 1;
+    unsigned short* keys = reinterpret_cast<unsigned short*>(a.keys);
+    for (u32 j = threadIdx.x; j < SORT_TILE; j += SORT_THREADS) {
+        const u32 i = first + j;
+        if (i >= a.n) break;
+        fr_t sm = fr_t::load(a.scalars + 8 * (size_t)i);
+        if (sm.is_zero()) continue;
+        fr_t s = fr_t::from_mont(sm);
+        for_each_digit(s, a.c, a.nw, [&](u32 w, u32 d, u32 sign) {
+            const u32 k = (w / a.copies) * a.coarse + ((d - 1) >> a.fine_bits);
+            if (a.pass == 0) {
+                atomicAdd(&bin[k], 1u);
+            } else {
+                const u32 pos = atomicAdd(&bin[k], 1u);
+                keys[pos] = (unsigned short)((d - 1) & fmask);
+                a.vals[pos] = (i + (w % a.copies) * a.stride) | (sign << 31);
+            }
+        });
+    }
+    if (a.pass == 0) {
+        __syncthreads();
+        for (u32 k = threadIdx.x; k < a.bins; k += SORT_THREADS)
+            a.tile_counts[(size_t)k * a.tiles + blockIdx.x] = bin[k];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const sort_fine_args a) {
+    __shared__ u32 h[1u << SORT_FINE_BITS_MAX];
+    __shared__ u32 part[SORT_THREADS];
+    const u32 k = blockIdx.x;
+    const u32 start = a.offsets[(size_t)k * a.tiles], end = a.offsets[(size_t)(k + 1) * a.tiles];
+    const u32 F = 1u << a.fine_bits;
+    const unsigned short* keys = reinterpret_cast<const unsigned short*>(a.keys);
+    for (u32 f = threadIdx.x; f < F; f += SORT_THREADS) h[f] = 0;
+    __syncthreads();
+    for (u32 p = start + threadIdx.x; p < end; p += SORT_THREADS) atomicAdd(&h[keys[p]], 1u);
+    __syncthreads();
+    // exclusive scan of h[0, F): thread t owns [t per, t per + per)
+    const u32 per = (F + SORT_THREADS - 1) / SORT_THREADS;
+    const u32 lo = min(threadIdx.x * per, F), hi = min(lo + per, F);
+    u32 sum = 0;
+    for (u32 f = lo; f < hi; f++) sum += h[f];
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (u32 off = 1; off < SORT_THREADS; off <<= 1) {
+        u32 v = threadIdx.x >= off ? part[threadIdx.x - off] : 0;
+        __syncthreads();
+        part[threadIdx.x] += v;
+        __syncthreads();
+    }
+    u32 run = start + part[threadIdx.x] - sum;
+    // bucket of fine key f: set (k / coarse), then the coarse and fine bits of |d| - 1
+    const size_t g0 = (size_t)(k / a.coarse) * a.nb + ((size_t)(k % a.coarse) << a.fine_bits);
+    for (u32 f = lo; f < hi; f++) {
+        const u32 cnt = h[f];
+        a.counts[g0 + f] = cnt;
+        a.ends[g0 + f] = run + cnt;
+        h[f] = run;
+        run += cnt;
+    }
+    __syncthreads();
+    for (u32 p = start + threadIdx.x; p < end; p += SORT_THREADS) {
+        const u32 pos = atomicAdd(&h[keys[p]], 1u);
+        a.vals[pos] = a.vals_in[p];
     }
 }
 

@@ -100,6 +100,14 @@ shared_consts! {
     SMALL_THREADS = 64;
     /// Windows whose digits `msm_digits` computes before issuing their atomics.
     DIGIT_GROUP = 8;
+    /// Threads per block of the two-level sort's kernels.
+    SORT_THREADS = 256;
+    /// Points per block (tile) of the two-level sort's coarse passes.
+    SORT_TILE = 8192;
+    /// Most coarse bins of the two-level sort (a shared-memory counter each).
+    SORT_BINS_MAX = 4096;
+    /// Most fine bits of the two-level sort (2^12 shared-memory counters in its fine pass).
+    SORT_FINE_BITS_MAX = 12;
     /// Points per block of the big-bucket kernel.
     BIG_PER_BLOCK = 2048;
     /// Blocks per window in the window combination.
@@ -207,7 +215,9 @@ kernel_args! {
         zinv: DevPtr,
         n: u32,
     }
-    /// Signed-digit histogram (pass 0) or counting-sort scatter (pass 1).
+    /// Signed-digit histogram (pass 0) or counting-sort scatter (pass 1). Window w's digits go
+    /// to bucket set w / copies and name point i + (w % copies) * stride (the copies of the
+    /// bases precomputed for the fixed-base MSM; copies = 1 otherwise).
     "msm"::"msm_digits" => MsmDigitsArgs("msm_digits_args") {
         scalars: DevPtr,
         counts: DevPtrMut,
@@ -217,6 +227,43 @@ kernel_args! {
         c: u32,
         nw: u32,
         pass: u32,
+        copies: u32,
+        stride: u32,
+    }
+    /// Two-level sort, coarse pass: per tile of SORT_TILE points, the count of each coarse bin
+    /// (bucket set, top bits of the bucket) into tile_counts[bin * tiles + tile] (pass 0), or
+    /// the scatter of the entries into their bin's slice of the tile (pass 1: fine keys as u16
+    /// into `keys`, entries into `vals`, from the scanned counts in `offsets`).
+    "msm"::"msm_sort_coarse" => SortCoarseArgs("sort_coarse_args") {
+        scalars: DevPtr,
+        offsets: DevPtr,
+        tile_counts: DevPtrMut,
+        keys: DevPtrMut,
+        vals: DevPtrMut,
+        n: u32,
+        c: u32,
+        nw: u32,
+        copies: u32,
+        stride: u32,
+        fine_bits: u32,
+        coarse: u32,
+        bins: u32,
+        tiles: u32,
+        pass: u32,
+    }
+    /// Two-level sort, fine pass: one block per coarse bin sorts its entries by fine key with
+    /// shared-memory counters, and writes each bucket's size and end.
+    "msm"::"msm_sort_fine" => SortFineArgs("sort_fine_args") {
+        offsets: DevPtr,
+        keys: DevPtr,
+        vals_in: DevPtr,
+        vals: DevPtrMut,
+        counts: DevPtrMut,
+        ends: DevPtrMut,
+        tiles: u32,
+        fine_bits: u32,
+        coarse: u32,
+        nb: u32,
     }
     /// Exclusive scan, per tile.
     "msm"::"scan_tiles" => ScanTilesArgs("scan_tiles_args") {

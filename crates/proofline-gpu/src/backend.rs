@@ -15,6 +15,7 @@ use proofline_groth16::{BackendError, G2Placement, NttKind, ProverBackend};
 use crate::abi::{AFFINE_WORDS, FR_WORDS};
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{pippenger_bytes, sparse_stage_bytes, QueryShape};
+use crate::config::MsmConfig;
 use crate::curve::{MsmCurve, G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec, Readback};
@@ -155,7 +156,14 @@ impl ProverBackend for GpuBackend {
             g.slot.run(Lane::Compute, &arena, |e| {
                 let b = e.upload(affines_as_u32(&bases[..n]))?;
                 let s = e.upload(scalars_as_u32(scalars))?;
-                msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
+                msm::pippenger::<_, G1>(
+                    e,
+                    b.ptr(),
+                    s.ptr(),
+                    n,
+                    &MsmConfig::default(),
+                    &mut MsmStats::default(),
+                )
             })
         })
     }
@@ -201,7 +209,13 @@ impl GpuBackend {
             );
             g.slot.run(Lane::Compute, &arena, |e| {
                 let b = e.upload(C::affines_as_u32(&bases[..split.num_bases]))?;
-                msm::sparse::<_, C>(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
+                msm::sparse::<_, C>(
+                    e,
+                    Bases::Device(b.ptr()),
+                    split,
+                    &MsmConfig::default(),
+                    &mut MsmStats::default(),
+                )
             })
         })
     }

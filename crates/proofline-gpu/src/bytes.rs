@@ -9,10 +9,12 @@ use proofline_groth16::msm::SparseScalars;
 
 use crate::abi::{AFFINE_WORDS, FR_WORDS, WINDOW_GROUPS};
 use crate::arena::{charge_in, GRANULE};
+use crate::config::{MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    pow_table_lens, AccSplit, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK, MSM_MAX_CHUNK,
+    pow_table_lens, AccSplit, SortPlan, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    MSM_MAX_CHUNK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -37,19 +39,21 @@ impl From<&SparseScalars> for QueryShape {
     }
 }
 
-/// The byte formulas, for one device and one charging granule (tests use a one-word granule,
-/// so that every buffer shows).
+/// The byte formulas, for one device, one charging granule (tests use a one-word granule, so
+/// that every buffer shows) and one set of MSM variants.
 #[derive(Clone, Copy, Debug)]
 struct Sizer {
     sm_count: u32,
     granule: u64,
+    cfg: MsmConfig,
 }
 
 impl Sizer {
-    fn new(sm_count: u32) -> Self {
+    fn new(sm_count: u32, cfg: &MsmConfig) -> Self {
         Sizer {
             sm_count,
             granule: GRANULE,
+            cfg: *cfg,
         }
     }
 
@@ -77,7 +81,25 @@ impl Sizer {
         let xyzz = C::XYZZ_WORDS;
         let sorted = 2 * r(m) + r(e);
         let with_buckets = sorted + r(xyzz * m) + r(1) + r(2 * cap);
-        let scan = sorted + r(tiles);
+        let two_level = match self.cfg.sort {
+            MsmSort::TwoLevel => SortPlan::new(plan.nw, plan.nb),
+            MsmSort::Atomic => None,
+        };
+        let scan = match two_level {
+            // counts, ends, entries, the scan's tile sums
+            None => sorted + r(tiles),
+            // tile counts, their scan, fine keys (u16), coarse-sorted entries, the scan's tile
+            // sums (freed, still charged: no synchronisation before the fine pass), then the
+            // sorted counts, ends and entries
+            Some(sp) => {
+                let slots = sp.bins as usize * SortPlan::tiles(len) + 1;
+                2 * r(slots)
+                    + r(e.div_ceil(2))
+                    + r(e)
+                    + r(slots.div_ceil(crate::abi::SCAN_TILE as usize))
+                    + sorted
+            }
+        };
         let accumulate = with_buckets + r(xyzz * threads) + 2 * r(threads);
         let big = with_buckets + 2 * r(blocks) + 2 * r(cap) + r(xyzz * blocks);
         let segs = plan.segments() as usize;
@@ -206,13 +228,28 @@ impl Sizer {
 
 /// Peak of a Pippenger MSM of `n` points whose bases and scalars are already on the device.
 pub fn pippenger_bytes(n: usize, sm_count: u32) -> u64 {
-    Sizer::new(sm_count).pippenger::<G1>(n)
+    pippenger_bytes_with(n, &MsmConfig::default(), sm_count)
+}
+
+/// [`pippenger_bytes`] for the variants of `cfg`.
+pub fn pippenger_bytes_with(n: usize, cfg: &MsmConfig, sm_count: u32) -> u64 {
+    Sizer::new(sm_count, cfg).pippenger::<G1>(n)
 }
 
 /// Device bytes of the sparse stage (the L, A and B MSMs in G1, then B in G2 with B's split),
 /// from the shapes of L, A and B.
 pub fn sparse_stage_bytes(queries: &[QueryShape; 3], residency: Residency, sm_count: u32) -> u64 {
-    Sizer::new(sm_count).sparse_stage(queries, residency, STREAM_CHUNK)
+    sparse_stage_bytes_with(queries, residency, &MsmConfig::default(), sm_count)
+}
+
+/// [`sparse_stage_bytes`] for the variants of `cfg`.
+pub fn sparse_stage_bytes_with(
+    queries: &[QueryShape; 3],
+    residency: Residency,
+    cfg: &MsmConfig,
+    sm_count: u32,
+) -> u64 {
+    Sizer::new(sm_count, cfg).sparse_stage(queries, residency, STREAM_CHUNK)
 }
 
 /// [`sparse_stage_bytes`] with bases streamed by `chunk` points (tests of the streaming).
@@ -221,21 +258,22 @@ pub(crate) fn sparse_stage_bytes_with_chunk(
     queries: &[QueryShape; 3],
     residency: Residency,
     chunk: usize,
+    cfg: &MsmConfig,
     sm_count: u32,
 ) -> u64 {
-    Sizer::new(sm_count).sparse_stage(queries, residency, chunk)
+    Sizer::new(sm_count, cfg).sparse_stage(queries, residency, chunk)
 }
 
 /// Device bytes of the H stage of domain 2^`log_n`: a, b, c, then a and the H MSM.
 pub fn h_stage_bytes(log_n: u32, residency: Residency, sm_count: u32) -> u64 {
-    Sizer::new(sm_count).h_stage(log_n, residency, STREAM_CHUNK)
+    Sizer::new(sm_count, &MsmConfig::default()).h_stage(log_n, residency, STREAM_CHUNK)
 }
 
 /// Device bytes of a parameter set's resident data: the NTT tables of domain 2^`log_n` and,
 /// with [`Residency::Resident`], the five query bases. The long-lived lease of the set.
 /// (The sizes do not depend on the device.)
 pub fn resident_bytes(log_n: u32, lens: &QueryLens, residency: Residency) -> u64 {
-    Sizer::new(1).resident(log_n, lens, residency)
+    Sizer::new(1, &MsmConfig::default()).resident(log_n, lens, residency)
 }
 
 #[cfg(test)]
@@ -252,15 +290,19 @@ mod tests {
 
     const SMS: u32 = 132;
 
-    /// The production granule, and one word: with the latter every buffer shows in the peak.
-    fn sizers() -> [Sizer; 2] {
-        [
-            Sizer::new(SMS),
-            Sizer {
+    /// The production granule, and one word (with it every buffer shows in the peak), for
+    /// every MSM variant.
+    fn sizers() -> Vec<Sizer> {
+        let mut v = Vec::new();
+        for (_, cfg) in MsmConfig::variants() {
+            v.push(Sizer::new(SMS, &cfg));
+            v.push(Sizer {
                 sm_count: SMS,
                 granule: 4,
-            },
-        ]
+                cfg,
+            });
+        }
+        v
     }
 
     fn dry(z: &Sizer) -> DryRun {
@@ -297,7 +339,7 @@ mod tests {
                 (1 << 27) - 1,
             ] {
                 let e = dry(&z);
-                msm::pippenger::<_, G1>(&e, 0, 0, n, &mut MsmStats::default()).unwrap();
+                msm::pippenger::<_, G1>(&e, 0, 0, n, &z.cfg, &mut MsmStats::default()).unwrap();
                 assert!(e.launches() > 0);
                 check(
                     &format!("pippenger {n}"),
@@ -306,7 +348,7 @@ mod tests {
                     z.pippenger::<G1>(n),
                 );
                 let e = dry(&z);
-                msm::pippenger::<_, G2>(&e, 0, 0, n, &mut MsmStats::default()).unwrap();
+                msm::pippenger::<_, G2>(&e, 0, 0, n, &z.cfg, &mut MsmStats::default()).unwrap();
                 check(
                     &format!("G2 pippenger {n}"),
                     &z,
@@ -326,7 +368,7 @@ mod tests {
                 let e = dry(&z);
                 let up = || e.zeros(n * FR_WORDS as usize).unwrap();
                 let (a, b, c) = (up(), up(), up());
-                h_stage_device(&e, a, b, c, &tables.ptrs(), Bases::Device(0)).unwrap();
+                h_stage_device(&e, a, b, c, &tables.ptrs(), Bases::Device(0), &z.cfg).unwrap();
                 check(
                     &format!("h stage 2^{log_n} resident"),
                     &z,
@@ -346,7 +388,7 @@ mod tests {
                     points: &host,
                     chunk,
                 };
-                h_stage_device(&e, a, b, c, &tables.ptrs(), bases).unwrap();
+                h_stage_device(&e, a, b, c, &tables.ptrs(), bases, &z.cfg).unwrap();
                 check(
                     &format!("h stage 2^{log_n} streamed by {chunk}"),
                     &z,
@@ -416,7 +458,7 @@ mod tests {
                     b_g2: Bases::Device(0),
                 };
                 let e = dry(&z);
-                sparse_stage_device(&e, &plan, &sb).unwrap();
+                sparse_stage_device(&e, &plan, &sb, &z.cfg).unwrap();
                 check(
                     "sparse stage resident",
                     &z,
@@ -439,7 +481,7 @@ mod tests {
                         },
                     };
                     let e = dry(&z);
-                    sparse_stage_device(&e, &plan, &sb).unwrap();
+                    sparse_stage_device(&e, &plan, &sb, &z.cfg).unwrap();
                     check(
                         &format!("sparse stage streamed by {chunk}"),
                         &z,

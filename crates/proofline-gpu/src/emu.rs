@@ -341,9 +341,10 @@ mod tests {
     //! (the same kernels pass the device suite) before new kernels are checked with it.
     use super::*;
     use crate::abi::{
-        DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, AFFINE_WORDS, ELEMENT_THREADS, FR_WORDS,
+        DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
+    use crate::config::MsmConfig;
     use crate::curve::{G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -557,11 +558,16 @@ mod tests {
         }
     }
 
-    fn dense_msm(e: &EmuExec, points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    fn dense_msm(
+        e: &EmuExec,
+        points: &[G1Affine],
+        scalars: &[Scalar],
+        cfg: &MsmConfig,
+    ) -> G1Projective {
         let b = e.upload(affines_as_u32(points)).unwrap();
         let s = e.upload(scalars_as_u32(scalars)).unwrap();
-        msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), scalars.len(), &mut MsmStats::default())
-            .unwrap()
+        let n = scalars.len();
+        msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), n, cfg, &mut MsmStats::default()).unwrap()
     }
 
     #[test]
@@ -569,22 +575,27 @@ mod tests {
         let e = EmuExec::new(SMS);
         let points = random_points(1 << 12, 11);
         let scalars = random_scalars(1 << 12, 12);
-        for n in [1usize, 2, 3, 100, 1 << 10, 1 << 12] {
-            let got = dense_msm(&e, &points[..n], &scalars[..n]);
-            assert_eq!(got, cpu_msm(&points[..n], &scalars[..n]), "n = {n}");
+        for (name, cfg) in MsmConfig::variants() {
+            for n in [1usize, 2, 3, 100, 1 << 10, 1 << 12] {
+                let got = dense_msm(&e, &points[..n], &scalars[..n], &cfg);
+                assert_eq!(got, cpu_msm(&points[..n], &scalars[..n]), "{name}, n = {n}");
+            }
+            // one giant bucket per window (the big-bucket path), and one point repeated
+            // (doubling)
+            let n = 1 << 11;
+            let same_scalar = vec![-Scalar::ONE; n];
+            assert_eq!(
+                dense_msm(&e, &points[..n], &same_scalar, &cfg),
+                cpu_msm(&points[..n], &same_scalar),
+                "{name}"
+            );
+            let same_point = vec![points[0]; n];
+            assert_eq!(
+                dense_msm(&e, &same_point, &scalars[..n], &cfg),
+                cpu_msm(&same_point, &scalars[..n]),
+                "{name}"
+            );
         }
-        // one giant bucket per window (the big-bucket path), and one point repeated (doubling)
-        let n = 1 << 11;
-        let same_scalar = vec![-Scalar::ONE; n];
-        assert_eq!(
-            dense_msm(&e, &points[..n], &same_scalar),
-            cpu_msm(&points[..n], &same_scalar)
-        );
-        let same_point = vec![points[0]; n];
-        assert_eq!(
-            dense_msm(&e, &same_point, &scalars[..n]),
-            cpu_msm(&same_point, &scalars[..n])
-        );
     }
 
     #[test]
@@ -593,35 +604,37 @@ mod tests {
         let n = 3000;
         let mut points = random_points(n, 21);
         points[n / 2] = G1Affine::identity();
-        for mix in [
-            ScalarMix {
-                zero: 0.4621,
-                one: 0.4579,
-            },
-            ScalarMix {
-                zero: 0.0,
-                one: 1.0,
-            },
-            ScalarMix {
-                zero: 1.0,
-                one: 0.0,
-            },
-        ] {
-            let scalars = mixed_scalars(n, mix, 22);
-            let split = SparseScalars::from_dense(&scalars);
-            let b = e.upload(affines_as_u32(&points)).unwrap();
-            let got =
-                msm::sparse::<_, G1>(&e, Bases::Device(b.ptr()), &split, &mut MsmStats::default())
-                    .unwrap();
-            assert_eq!(got, cpu_msm(&points, &scalars), "{mix:?}");
-            let host = Bases::Host {
-                points: &points,
-                chunk: 997,
-            };
-            let got = msm::sparse::<_, G1>(&e, host, &split, &mut MsmStats::default()).unwrap();
-            assert_eq!(got, cpu_msm(&points, &scalars), "streamed {mix:?}");
+        let b = e.upload(affines_as_u32(&points)).unwrap();
+        for (name, cfg) in MsmConfig::variants() {
+            for mix in [
+                ScalarMix {
+                    zero: 0.4621,
+                    one: 0.4579,
+                },
+                ScalarMix {
+                    zero: 0.0,
+                    one: 1.0,
+                },
+                ScalarMix {
+                    zero: 1.0,
+                    one: 0.0,
+                },
+            ] {
+                let scalars = mixed_scalars(n, mix, 22);
+                let split = SparseScalars::from_dense(&scalars);
+                let mut stats = MsmStats::default();
+                let got =
+                    msm::sparse::<_, G1>(&e, Bases::Device(b.ptr()), &split, &cfg, &mut stats)
+                        .unwrap();
+                assert_eq!(got, cpu_msm(&points, &scalars), "{name}, {mix:?}");
+                let host = Bases::Host {
+                    points: &points,
+                    chunk: 997,
+                };
+                let got = msm::sparse::<_, G1>(&e, host, &split, &cfg, &mut stats).unwrap();
+                assert_eq!(got, cpu_msm(&points, &scalars), "{name}, streamed {mix:?}");
+            }
         }
-        let _ = AFFINE_WORDS;
     }
 
     fn random_fp(rng: &mut impl rand_chacha::rand_core::RngCore) -> blst::blst_fp {
@@ -769,6 +782,8 @@ mod tests {
     #[test]
     fn g2_msm_matches_blstrs() {
         let e = EmuExec::new(SMS);
+        let cfg = MsmConfig::default();
+        let mut stats = MsmStats::default();
         let n = 1500;
         let mut points = random_g2_points(n, 51);
         points[7] = G2Affine::identity();
@@ -776,8 +791,9 @@ mod tests {
         let b = e.upload(g2_affines_as_u32(&points)).unwrap();
         for len in [1usize, 3, 200, n] {
             let s = e.upload(scalars_as_u32(&scalars[..len])).unwrap();
-            let got = msm::pippenger::<_, G2>(&e, b.ptr(), s.ptr(), len, &mut MsmStats::default())
-                .unwrap();
+            let got =
+                msm::pippenger::<_, G2>(&e, b.ptr(), s.ptr(), len, &cfg, &mut MsmStats::default())
+                    .unwrap();
             assert_eq!(
                 got,
                 cpu_msm_g2(&points[..len], &scalars[..len]),
@@ -796,19 +812,17 @@ mod tests {
         let split = SparseScalars::from_dense(&mixed);
         let want = cpu_msm_g2(&points, &mixed);
         let got =
-            msm::sparse::<_, G2>(&e, Bases::Device(b.ptr()), &split, &mut MsmStats::default())
-                .unwrap();
+            msm::sparse::<_, G2>(&e, Bases::Device(b.ptr()), &split, &cfg, &mut stats).unwrap();
         assert_eq!(got, want, "sparse resident");
         let host = Bases::Host {
             points: &points,
             chunk: 333,
         };
-        let got = msm::sparse::<_, G2>(&e, host, &split, &mut MsmStats::default()).unwrap();
+        let got = msm::sparse::<_, G2>(&e, host, &split, &cfg, &mut stats).unwrap();
         assert_eq!(got, want, "sparse streamed");
         let same = vec![Scalar::from(5u64); n];
         let s = e.upload(scalars_as_u32(&same)).unwrap();
-        let got =
-            msm::pippenger::<_, G2>(&e, b.ptr(), s.ptr(), n, &mut MsmStats::default()).unwrap();
+        let got = msm::pippenger::<_, G2>(&e, b.ptr(), s.ptr(), n, &cfg, &mut stats).unwrap();
         assert_eq!(got, cpu_msm_g2(&points, &same), "one bucket");
     }
 }

@@ -32,6 +32,7 @@ mod abi {
 pub mod arena;
 pub mod backend;
 pub mod bytes;
+pub mod config;
 mod curve;
 mod device;
 #[cfg(test)]
@@ -56,6 +57,7 @@ pub mod kernels {
 
 pub use arena::Arena;
 pub use backend::GpuBackend;
+pub use config::{MsmConfig, MsmSort};
 pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
 pub use msm::{MsmStats, STREAM_CHUNK};

@@ -20,14 +20,16 @@ use proofline_groth16::msm::SparseScalars;
 use crate::abi::{
     BigFinalArgs, BigPartialArgs, BucketAccArgs, BucketFixupArgs, BucketReduceArgs, DevPtr,
     DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs,
-    SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS,
-    FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE, SMALL_THREADS, WINDOW_GROUPS,
+    SortCoarseArgs, SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS,
+    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE,
+    SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
+use crate::config::{MsmConfig, MsmSort};
 use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
-use crate::plan::{combine_windows, split_big, AccSplit, WindowPlan, MSM_MAX_CHUNK};
+use crate::plan::{combine_windows, split_big, AccSplit, SortPlan, WindowPlan, MSM_MAX_CHUNK};
 
 /// Points per chunk when bases are streamed from host memory.
 pub const STREAM_CHUNK: usize = 1 << 24;
@@ -75,6 +77,7 @@ pub(crate) fn pippenger<E: Exec, C: MsmCurve>(
     bases: u64,
     scalars: u64,
     n: usize,
+    cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
     let mut total = C::Projective::identity();
@@ -82,7 +85,7 @@ pub(crate) fn pippenger<E: Exec, C: MsmCurve>(
     while start < n {
         let len = (n - start).min(MSM_MAX_CHUNK);
         let sp = scalars + (start * FR_WORDS as usize * 4) as u64;
-        let (r, c) = pippenger_chunk::<E, C>(e, point_at::<C>(bases, start), sp, len)?;
+        let (r, c) = pippenger_chunk::<E, C>(e, point_at::<C>(bases, start), sp, len, cfg)?;
         total += r;
         stats.tail += len;
         stats.window = c;
@@ -130,21 +133,25 @@ fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), Gp
     Ok(())
 }
 
-/// One Pippenger chunk of n > 0 points: returns (sum, window bits).
-fn pippenger_chunk<E: Exec, C: MsmCurve>(
+/// The entries of a chunk sorted by bucket: each bucket's size, its end in `vals`, and the
+/// entries (point | sign << 31) in bucket order.
+struct Sorted<B> {
+    counts: B,
+    ends: B,
+    vals: B,
+}
+
+/// Counting sort with global atomics: histogram, scan, scatter.
+fn sort_atomic<E: Exec>(
     e: &E,
-    bp: u64,
     sp: u64,
     n: usize,
-) -> Result<(C::Projective, u32), GpuError> {
-    let k = C::KERNELS;
-    let plan = WindowPlan::for_points(n);
+    plan: &WindowPlan,
+) -> Result<Sorted<E::Buf>, GpuError> {
     let m = plan.buckets();
-    let max_entries = n * plan.nw as usize;
-    // 1. counting sort by bucket: histogram, scan, scatter
     let counts = e.zeros(m)?;
-    let cursor = e.alloc(m)?;
-    let vals = e.alloc(max_entries)?;
+    let ends = e.alloc(m)?;
+    let vals = e.alloc(n * plan.nw as usize)?;
     let digits = |pass: u32| {
         e.launch(
             grid(n, ELEMENT_THREADS),
@@ -152,18 +159,117 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
             &MsmDigitsArgs {
                 scalars: DevPtr(sp),
                 counts: DevPtrMut(counts.ptr()),
-                cursor: DevPtrMut(cursor.ptr()),
+                cursor: DevPtrMut(ends.ptr()),
                 vals: DevPtrMut(vals.ptr()),
                 n: n as u32,
                 c: plan.c,
                 nw: plan.nw,
                 pass,
+                copies: 1,
+                stride: 0,
             },
         )
     };
     digits(0)?;
-    exclusive_scan(e, counts.ptr(), cursor.ptr(), m)?;
+    exclusive_scan(e, counts.ptr(), ends.ptr(), m)?;
     digits(1)?;
+    Ok(Sorted { counts, ends, vals })
+}
+
+/// Two-level sort with shared-memory counters (see `cuda/msm.cu`): coarse counts per tile, a
+/// scan, the coarse scatter, then one block per coarse bin for the fine sort. Its temporaries
+/// are freed (and the lane synchronised) before it returns.
+fn sort_two_level<E: Exec>(
+    e: &E,
+    sp: u64,
+    n: usize,
+    plan: &WindowPlan,
+    sort: &SortPlan,
+) -> Result<Sorted<E::Buf>, GpuError> {
+    let m = plan.buckets();
+    let max_entries = n * plan.nw as usize;
+    let tiles = SortPlan::tiles(n);
+    // one more count, zero: its exclusive scan is the number of entries
+    let slots = sort.bins as usize * tiles + 1;
+    let tile_counts = e.zeros(slots)?;
+    let offsets = e.alloc(slots)?;
+    let keys = e.alloc(max_entries.div_ceil(2))?;
+    let mid = e.alloc(max_entries)?;
+    let coarse = |pass: u32| {
+        e.launch(
+            tiles as u32,
+            SORT_THREADS,
+            &SortCoarseArgs {
+                scalars: DevPtr(sp),
+                offsets: DevPtr(offsets.ptr()),
+                tile_counts: DevPtrMut(tile_counts.ptr()),
+                keys: DevPtrMut(keys.ptr()),
+                vals: DevPtrMut(mid.ptr()),
+                n: n as u32,
+                c: plan.c,
+                nw: plan.nw,
+                copies: 1,
+                stride: 0,
+                fine_bits: sort.fine_bits,
+                coarse: sort.coarse,
+                bins: sort.bins,
+                tiles: tiles as u32,
+                pass,
+            },
+        )
+    };
+    coarse(0)?;
+    exclusive_scan(e, tile_counts.ptr(), offsets.ptr(), slots)?;
+    coarse(1)?;
+    let counts = e.alloc(m)?;
+    let ends = e.alloc(m)?;
+    let vals = e.alloc(max_entries)?;
+    e.launch(
+        sort.bins,
+        SORT_THREADS,
+        &SortFineArgs {
+            offsets: DevPtr(offsets.ptr()),
+            keys: DevPtr(keys.ptr()),
+            vals_in: DevPtr(mid.ptr()),
+            vals: DevPtrMut(vals.ptr()),
+            counts: DevPtrMut(counts.ptr()),
+            ends: DevPtrMut(ends.ptr()),
+            tiles: tiles as u32,
+            fine_bits: sort.fine_bits,
+            coarse: sort.coarse,
+            nb: plan.nb,
+        },
+    )?;
+    drop((tile_counts, offsets, keys, mid));
+    e.sync()?;
+    Ok(Sorted { counts, ends, vals })
+}
+
+/// One Pippenger chunk of n > 0 points: returns (sum, window bits).
+fn pippenger_chunk<E: Exec, C: MsmCurve>(
+    e: &E,
+    bp: u64,
+    sp: u64,
+    n: usize,
+    cfg: &MsmConfig,
+) -> Result<(C::Projective, u32), GpuError> {
+    let k = C::KERNELS;
+    let plan = WindowPlan::for_points(n);
+    let m = plan.buckets();
+    let max_entries = n * plan.nw as usize;
+    // 1. sort the (point, window) entries by bucket
+    let sort = match cfg.sort {
+        MsmSort::TwoLevel => SortPlan::new(plan.nw, plan.nb),
+        MsmSort::Atomic => None,
+    };
+    let Sorted {
+        counts,
+        ends: cursor,
+        vals,
+    } = match sort {
+        Some(s) => sort_two_level(e, sp, n, &plan, &s)?,
+        None => sort_atomic(e, sp, n, &plan)?,
+    };
     // 2. bucket accumulation: big buckets (skewed digits, repeated scalars) split over many
     // blocks, the rest in equal ranges of the sorted entries per thread, then the owners add
     // the heads
@@ -417,6 +523,7 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     e: &E,
     bases: Bases<'_, C::Affine>,
     split: &SparseScalars,
+    cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
     let tail = split.tail_index.len();
@@ -473,7 +580,7 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     }
     if let Some(g) = gathered {
         let scalars = e.upload(scalars_as_u32(&split.tail_scalars))?;
-        total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, stats)?;
+        total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, cfg, stats)?;
         drop((g, scalars));
         e.sync()?;
     }
@@ -486,11 +593,12 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
     bases: Bases<'_, C::Affine>,
     scalars: u64,
     n: usize,
+    cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
     stats.points += n;
     match bases {
-        Bases::Device(p) => pippenger::<E, C>(e, p, scalars, n, stats),
+        Bases::Device(p) => pippenger::<E, C>(e, p, scalars, n, cfg, stats),
         Bases::Host { points: h, chunk } => {
             if h.len() < n {
                 return Err(GpuError::InvalidInput(format!(
@@ -509,7 +617,7 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
                 let hi = (lo + chunk).min(n);
                 e.upload_at(&mut staging, 0, C::affines_as_u32(&h[lo..hi]))?;
                 let sp = scalars + (lo * FR_WORDS as usize * 4) as u64;
-                total += pippenger::<E, C>(e, staging.ptr(), sp, hi - lo, stats)?;
+                total += pippenger::<E, C>(e, staging.ptr(), sp, hi - lo, cfg, stats)?;
                 lo = hi;
             }
             drop(staging);

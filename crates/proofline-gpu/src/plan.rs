@@ -8,7 +8,10 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use group::Group;
 
-pub use crate::abi::{ACC_BLOCKS_PER_SM, ACC_THREADS, BIG_PER_BLOCK, NTT_TILE_LOG, REDUCE_SEGMENT};
+pub use crate::abi::{
+    ACC_BLOCKS_PER_SM, ACC_THREADS, BIG_PER_BLOCK, NTT_TILE_LOG, REDUCE_SEGMENT, SORT_BINS_MAX,
+    SORT_FINE_BITS_MAX, SORT_TILE,
+};
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
 /// spare bit for the final signed-digit carry).
@@ -65,6 +68,57 @@ impl WindowPlan {
     /// buckets per segment
     pub fn segment_len(&self) -> u32 {
         REDUCE_SEGMENT.min(self.nb)
+    }
+}
+
+/// Coarse bins the two-level sort aims for at least (blocks of its fine pass), where the
+/// shared-memory limit allows.
+pub const SORT_BINS_TARGET: u32 = 512;
+
+/// Bins of the two-level sort (`msm_sort_coarse`, `msm_sort_fine`) for `sets` bucket sets of
+/// `nb` buckets: bucket b of set s is coarse bin s * coarse + (b >> fine_bits), fine key
+/// b & (2^fine_bits - 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortPlan {
+    /// Low bits of a bucket sorted in the fine pass.
+    pub fine_bits: u32,
+    /// Coarse bins per bucket set (nb >> fine_bits).
+    pub coarse: u32,
+    /// Coarse bins in all (sets * coarse).
+    pub bins: u32,
+}
+
+impl SortPlan {
+    /// The largest fine part (at most [`SORT_FINE_BITS_MAX`] bits) whose coarse bins fit the
+    /// shared-memory counters ([`SORT_BINS_MAX`]), made smaller while there are fewer than
+    /// [`SORT_BINS_TARGET`] bins; `None` when even the largest does not fit (the caller then
+    /// sorts with global atomics).
+    pub fn new(sets: u32, nb: u32) -> Option<Self> {
+        if sets == 0 || !nb.is_power_of_two() {
+            return None;
+        }
+        let lg_nb = nb.trailing_zeros();
+        let bins = |f: u32| u64::from(sets) * u64::from(nb >> f);
+        let mut f = SORT_FINE_BITS_MAX.min(lg_nb);
+        if bins(f) > u64::from(SORT_BINS_MAX) {
+            return None;
+        }
+        while f > 0
+            && bins(f) < u64::from(SORT_BINS_TARGET)
+            && bins(f - 1) <= u64::from(SORT_BINS_MAX)
+        {
+            f -= 1;
+        }
+        Some(SortPlan {
+            fine_bits: f,
+            coarse: nb >> f,
+            bins: bins(f) as u32,
+        })
+    }
+
+    /// Coarse tiles (blocks of the coarse passes) of `n` points.
+    pub fn tiles(n: usize) -> usize {
+        n.div_ceil(SORT_TILE as usize).max(1)
     }
 }
 
@@ -345,6 +399,49 @@ mod tests {
                 assert_eq!(acc, s, "c = {c}");
             }
         }
+    }
+
+    #[test]
+    fn sort_plans_fit_shared_memory_and_cover_every_bucket() {
+        for sets in [1u32, 2, 7, 13, 16, 32] {
+            for lg_nb in 0..24 {
+                let nb = 1u32 << lg_nb;
+                match SortPlan::new(sets, nb) {
+                    Some(p) => {
+                        assert!(p.bins <= SORT_BINS_MAX && p.fine_bits <= SORT_FINE_BITS_MAX);
+                        assert_eq!(p.coarse << p.fine_bits, nb);
+                        assert_eq!(p.bins, sets * p.coarse);
+                        // enough fine-pass blocks where the limit allows
+                        if p.fine_bits > 0 {
+                            assert!(
+                                p.bins >= SORT_BINS_TARGET
+                                    || sets * (nb >> (p.fine_bits - 1)) > SORT_BINS_MAX
+                            );
+                        }
+                    }
+                    // only when the coarse bins cannot fit
+                    None => assert!(
+                        u64::from(sets) * u64::from(nb >> SORT_FINE_BITS_MAX.min(lg_nb))
+                            > u64::from(SORT_BINS_MAX)
+                    ),
+                }
+            }
+        }
+        // every window plan of the dense MSM sorts in two levels (c = 20: 13 x 256 bins)
+        for c in MIN_WINDOW..=MAX_WINDOW {
+            let w = WindowPlan::with_window(c);
+            assert!(SortPlan::new(w.nw, w.nb).is_some(), "c = {c}");
+        }
+        assert_eq!(
+            SortPlan::new(13, 1 << 19),
+            Some(SortPlan {
+                fine_bits: 12,
+                coarse: 128,
+                bins: 1664
+            })
+        );
+        assert_eq!(SortPlan::tiles(1), 1);
+        assert_eq!(SortPlan::tiles((SORT_TILE as usize) + 1), 2);
     }
 
     #[test]

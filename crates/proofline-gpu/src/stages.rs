@@ -14,6 +14,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
+use crate::config::MsmConfig;
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
@@ -106,7 +107,7 @@ impl GpuSlot {
                 Ok(b)
             };
             let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
-            h_stage_device(e, a, b, c, &t, bases.h)
+            h_stage_device(e, a, b, c, &t, bases.h, &MsmConfig::default())
         })
     }
 
@@ -134,7 +135,7 @@ impl GpuSlot {
         let bases = resident.stage_bases(host)?;
         let arena = Arena::new(lease_bytes, "sparse stage");
         self.run(Lane::Compute, &arena, |e| {
-            sparse_stage_device(e, plan, &bases)
+            sparse_stage_device(e, plan, &bases, &MsmConfig::default())
         })
     }
 }
@@ -147,13 +148,14 @@ pub(crate) fn h_stage_device<E: Exec>(
     mut c: E::Buf,
     t: &TablePtrs,
     h_bases: Bases<'_>,
+    cfg: &MsmConfig,
 ) -> Result<(G1Projective, MsmStats), GpuError> {
     h_poly(e, &mut a, &mut b, &mut c, t)?;
     drop((b, c));
     e.sync()?;
     let n = a.words() / FR_WORDS as usize;
     let mut stats = MsmStats::default();
-    let h = msm::dense::<E, G1>(e, h_bases, a.ptr(), n.saturating_sub(1), &mut stats)?;
+    let h = msm::dense::<E, G1>(e, h_bases, a.ptr(), n.saturating_sub(1), cfg, &mut stats)?;
     Ok((h, stats))
 }
 
@@ -162,12 +164,13 @@ pub(crate) fn sparse_stage_device<E: Exec>(
     e: &E,
     plan: &MsmPlan,
     bases: &StageBases<'_>,
+    cfg: &MsmConfig,
 ) -> Result<(SparseMsms, MsmStats), GpuError> {
     let mut stats = MsmStats::default();
-    let mut one = |b: Bases<'_>, s: &SparseScalars| msm::sparse::<E, G1>(e, b, s, &mut stats);
+    let mut one = |b: Bases<'_>, s: &SparseScalars| msm::sparse::<E, G1>(e, b, s, cfg, &mut stats);
     let l = one(bases.l, &plan.l)?;
     let a = one(bases.a, &plan.a)?;
     let b_g1 = one(bases.b_g1, &plan.b)?;
-    let b_g2 = msm::sparse::<E, G2>(e, bases.b_g2, &plan.b, &mut stats)?;
+    let b_g2 = msm::sparse::<E, G2>(e, bases.b_g2, &plan.b, cfg, &mut stats)?;
     Ok((SparseMsms { l, a, b_g1, b_g2 }, stats))
 }

@@ -22,8 +22,9 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    pippenger_bytes, sparse_stage_bytes, sparse_stage_bytes_with_chunk, QueryShape,
+    pippenger_bytes_with, sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
 };
+use crate::config::MsmConfig;
 use crate::curve::{MsmCurve, G1, G2};
 use crate::device::{DeviceOptions, GpuDevice, KernelTable};
 use crate::error::GpuError;
@@ -299,8 +300,13 @@ impl TestGpu {
     }
 
     /// Dense MSM `sum scalars[i] * bases[i]`, bases and scalars uploaded; the arena is the
-    /// uploads plus `bytes::pippenger_bytes`.
-    pub fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
+    /// uploads plus `bytes::pippenger_bytes_with`.
+    pub fn msm(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        cfg: &MsmConfig,
+    ) -> Result<G1Projective, GpuError> {
         if bases.len() != scalars.len() {
             return Err(GpuError::InvalidInput(
                 "bases and scalars differ in length".into(),
@@ -311,13 +317,13 @@ impl TestGpu {
         let arena = Arena::new(
             charge_of(n * AFFINE_WORDS as usize)
                 + charge_of(n * FR_WORDS as usize)
-                + pippenger_bytes(n, sm),
+                + pippenger_bytes_with(n, cfg, sm),
             "test msm",
         );
         self.run(&arena, |e| {
             let b = e.upload(affines_as_u32(bases))?;
             let s = e.upload(scalars_as_u32(scalars))?;
-            msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
+            msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), n, cfg, &mut MsmStats::default())
         })
     }
 
@@ -329,8 +335,9 @@ impl TestGpu {
         split: &SparseScalars,
         residency: Residency,
         stream_chunk: usize,
+        cfg: &MsmConfig,
     ) -> Result<G1Projective, GpuError> {
-        self.sparse_on::<G1>(bases, split, residency, stream_chunk)
+        self.sparse_on::<G1>(bases, split, residency, stream_chunk, cfg)
     }
 
     /// [`TestGpu::msm_sparse`] in G2.
@@ -340,12 +347,18 @@ impl TestGpu {
         split: &SparseScalars,
         residency: Residency,
         stream_chunk: usize,
+        cfg: &MsmConfig,
     ) -> Result<G2Projective, GpuError> {
-        self.sparse_on::<G2>(bases, split, residency, stream_chunk)
+        self.sparse_on::<G2>(bases, split, residency, stream_chunk, cfg)
     }
 
     /// Dense MSM in G2, bases and scalars uploaded.
-    pub fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, GpuError> {
+    pub fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+        cfg: &MsmConfig,
+    ) -> Result<G2Projective, GpuError> {
         if bases.len() != scalars.len() {
             return Err(GpuError::InvalidInput(
                 "bases and scalars differ in length".into(),
@@ -359,7 +372,7 @@ impl TestGpu {
             ..Default::default()
         };
         // the dense path is the tail path with every scalar in the tail
-        self.sparse_on::<G2>(bases, &split, Residency::Resident, 0)
+        self.sparse_on::<G2>(bases, &split, Residency::Resident, 0, cfg)
     }
 
     fn sparse_on<C: MsmCurve>(
@@ -368,11 +381,12 @@ impl TestGpu {
         split: &SparseScalars,
         residency: Residency,
         stream_chunk: usize,
+        cfg: &MsmConfig,
     ) -> Result<C::Projective, GpuError> {
         let sm = self.slot.sm_count();
         let q: QueryShape = split.into();
         // the stage formula covers the query in both groups (B's shape is the last one)
-        let stage = sparse_stage_bytes_with_chunk(&[q, q, q], residency, stream_chunk, sm);
+        let stage = sparse_stage_bytes_with_chunk(&[q, q, q], residency, stream_chunk, cfg, sm);
         match residency {
             Residency::Resident => {
                 let arena = Arena::new(
@@ -381,7 +395,13 @@ impl TestGpu {
                 );
                 self.run(&arena, |e| {
                     let b = e.upload(C::affines_as_u32(bases))?;
-                    msm::sparse::<_, C>(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
+                    msm::sparse::<_, C>(
+                        e,
+                        Bases::Device(b.ptr()),
+                        split,
+                        cfg,
+                        &mut MsmStats::default(),
+                    )
                 })
             }
             Residency::Streamed => {
@@ -391,7 +411,7 @@ impl TestGpu {
                         points: bases,
                         chunk: stream_chunk,
                     };
-                    msm::sparse::<_, C>(e, host, split, &mut MsmStats::default())
+                    msm::sparse::<_, C>(e, host, split, cfg, &mut MsmStats::default())
                 })
             }
         }
@@ -482,6 +502,7 @@ impl TestGpu {
         &self,
         bases: &DeviceData,
         scalars: &DeviceData,
+        cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
         if scalars.len > bases.len {
             return Err(GpuError::InvalidInput("more scalars than bases".into()));
@@ -490,13 +511,17 @@ impl TestGpu {
             points: scalars.len,
             ..Default::default()
         };
-        let arena = Arena::new(pippenger_bytes(scalars.len, self.slot.sm_count()), "msm");
+        let arena = Arena::new(
+            pippenger_bytes_with(scalars.len, cfg, self.slot.sm_count()),
+            "msm",
+        );
         let r = self.run(&arena, |e| {
             msm::pippenger::<_, G1>(
                 e,
                 bases.words.ptr(),
                 scalars.words.ptr(),
                 scalars.len,
+                cfg,
                 &mut stats,
             )
         })?;
@@ -509,15 +534,16 @@ impl TestGpu {
         &self,
         bases: &DeviceData,
         split: &SparseScalars,
+        cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
         let q: QueryShape = split.into();
         let arena = Arena::new(
-            sparse_stage_bytes(&[q, q, q], Residency::Resident, self.slot.sm_count()),
+            sparse_stage_bytes_with(&[q, q, q], Residency::Resident, cfg, self.slot.sm_count()),
             "sparse msm",
         );
         let mut stats = MsmStats::default();
         let r = self.run(&arena, |e| {
-            msm::sparse::<_, G1>(e, Bases::Device(bases.words.ptr()), split, &mut stats)
+            msm::sparse::<_, G1>(e, Bases::Device(bases.words.ptr()), split, cfg, &mut stats)
         })?;
         Ok((r, stats))
     }
@@ -527,15 +553,16 @@ impl TestGpu {
         &self,
         bases: &DeviceData,
         split: &SparseScalars,
+        cfg: &MsmConfig,
     ) -> Result<(G2Projective, MsmStats), GpuError> {
         let q: QueryShape = split.into();
         let arena = Arena::new(
-            sparse_stage_bytes(&[q, q, q], Residency::Resident, self.slot.sm_count()),
+            sparse_stage_bytes_with(&[q, q, q], Residency::Resident, cfg, self.slot.sm_count()),
             "sparse msm",
         );
         let mut stats = MsmStats::default();
         let r = self.run(&arena, |e| {
-            msm::sparse::<_, G2>(e, Bases::Device(bases.words.ptr()), split, &mut stats)
+            msm::sparse::<_, G2>(e, Bases::Device(bases.words.ptr()), split, cfg, &mut stats)
         })?;
         Ok((r, stats))
     }

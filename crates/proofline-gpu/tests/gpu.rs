@@ -324,10 +324,10 @@ fn msm_dense_matches_blstrs() {
     let bases = g.tiled_points(&points, maxn).expect("upload");
     for &n in &sizes {
         let want = cpu_msm(&points[..n], &scalars[..n]);
-        let got = g.msm(&points[..n], &scalars[..n]).expect("msm");
+        let got = g.msm(&points[..n], &scalars[..n], &cfg).expect("msm");
         assert_eq!(got, want, "dense msm n = {n}");
         let s = g.scalars(&scalars[..n]).expect("upload");
-        let (got, _) = g.msm_resident(&bases, &s).expect("msm");
+        let (got, _) = g.msm_resident(&bases, &s, &cfg).expect("msm");
         assert_eq!(got, want, "resident msm n = {n}");
         eprintln!("msm {n} ok");
     }
@@ -384,7 +384,7 @@ fn msm_sparse_matches_blstrs() {
                 .expect("msm");
             assert_eq!(got, want, "streamed sparse msm n = {n} mix {m:?}");
             // the dense path must agree on the same mixed scalars
-            let got = g.msm(&points[..n], &scalars[..n]).expect("msm");
+            let got = g.msm(&points[..n], &scalars[..n], &cfg).expect("msm");
             assert_eq!(got, want, "dense msm on mixed scalars n = {n} mix {m:?}");
         }
         eprintln!("sparse mix {m:?} ok");

@@ -21,7 +21,7 @@
 use std::time::Instant;
 
 use proofline_gpu::testkit::{mixed_scalars, random_points, random_scalars, ScalarMix, TestGpu};
-use proofline_gpu::{probe, GpuError, NttKind};
+use proofline_gpu::{probe, GpuError, MsmConfig, NttKind};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
@@ -139,6 +139,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
     // As the daemon's VRAM allocator does: freed memory stays cached in the pool across
     // synchronisations (with the default threshold, 0, every call's buffers are allocated cold).
     let g = TestGpu::open(0, o.cold_pool)?;
+    let cfg = MsmConfig::default();
     let mut rows = Vec::new();
     let mut results = Vec::new();
     eprintln!(
@@ -231,7 +232,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         let reps = if lg >= 25 { 3 } else { o.reps };
         let mut stats = None;
         let v = time(reps, || {
-            stats = Some(g.msm_resident(&bases, &s)?.1);
+            stats = Some(g.msm_resident(&bases, &s, &cfg)?.1);
             Ok(())
         })?;
         let m = median(v.clone());
@@ -247,7 +248,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         if lg == 24 {
             let v = time(3, || {
                 let s = g.scalars(&dense[..n])?;
-                g.msm_resident(&bases, &s).map(|_| ())
+                g.msm_resident(&bases, &s, &cfg).map(|_| ())
             })?;
             let m = median(v.clone());
             rows.push(Row {
@@ -270,7 +271,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         let split = SparseScalars::from_dense(&mixed_scalars(n, mix, 11));
         let mut stats = None;
         let v = time(3, || {
-            stats = Some(g.msm_sparse_resident(&bases, &split)?.1);
+            stats = Some(g.msm_sparse_resident(&bases, &split, &cfg)?.1);
             Ok(())
         })?;
         let m = median(v.clone());
@@ -312,7 +313,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         // warm-up (pool)
         g.h_poly_resident(&mut a, &mut b, &mut c, &tables)?;
         for (_, q) in &queries {
-            g.msm_sparse_resident(&bases, q)?;
+            g.msm_sparse_resident(&bases, q, &cfg)?;
         }
         let mut steps = Vec::new();
         let t0 = Instant::now();
@@ -320,14 +321,14 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         g.h_poly_resident(&mut a, &mut b, &mut c, &tables)?;
         steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
         let t = Instant::now();
-        g.msm_resident(&bases, &a)?;
+        g.msm_resident(&bases, &a, &cfg)?;
         steps.push((
             "H MSM 2^27 dense".to_string(),
             t.elapsed().as_secs_f64() * 1e3,
         ));
         for (name, q) in &queries {
             let t = Instant::now();
-            let (_, st) = g.msm_sparse_resident(&bases, q)?;
+            let (_, st) = g.msm_sparse_resident(&bases, q, &cfg)?;
             steps.push((
                 format!("{name} MSM sparse ({} points, tail {})", st.points, st.tail),
                 t.elapsed().as_secs_f64() * 1e3,

@@ -1,0 +1,44 @@
+//! Kernel variants, as types: what the benchmark varies to compare variants side by side in one
+//! device call, and what production runs ([`MsmConfig::default`], the best measured variant).
+//! No environment knobs: a variant is chosen by passing a config.
+
+/// How a Pippenger chunk sorts its (point, window) entries by bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum MsmSort {
+    /// One counting sort with global atomics: a histogram, a scan, then a scatter where each
+    /// entry takes its position with an atomic that returns a value (bound by those atomics).
+    Atomic,
+    /// Two levels with shared-memory counters: entries scattered by coarse bin (bucket set and
+    /// top bits) per tile of points, then each bin sorted by its low bits in one block. No
+    /// global atomics; more memory during the sort (`bytes.rs`). Falls back to `Atomic` where
+    /// its bins do not fit shared memory (`plan::SortPlan`).
+    #[default]
+    TwoLevel,
+}
+
+/// The MSM variants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MsmConfig {
+    /// The sort by bucket.
+    pub sort: MsmSort,
+}
+
+impl MsmConfig {
+    /// Every variant, for the benchmark's side-by-side table.
+    pub fn variants() -> Vec<(&'static str, MsmConfig)> {
+        vec![
+            (
+                "sort=atomic",
+                MsmConfig {
+                    sort: MsmSort::Atomic,
+                },
+            ),
+            (
+                "sort=two-level",
+                MsmConfig {
+                    sort: MsmSort::TwoLevel,
+                },
+            ),
+        ]
+    }
+}
