@@ -82,45 +82,47 @@ struct scale_t {
     }
 };
 
-// One pass of t fused stages. in/out may alias unless bitrev_out is set.
-// Load: x[g] *= L(rev ? rev(g) : g). Store: position g goes to out[bitrev_out ?
-// rev(g) : g], multiplied by S(destination index).
-// hb > 0 (only with s_lo = lg_l = 0, the last pass of a DIF that writes
-// bit-reversed): the tile also spans the top hb index bits, which no stage of
-// this pass touches. Bit reversal sends them to the lowest output bits, so the
-// store visits them fastest and a warp writes runs of 2^hb consecutive outputs
-// instead of one scattered element per thread.
-
-DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t,
-                        u32 lg_l, u32 dif, const u32* lc, const u32* lplo, const u32* lphi,
-                        u32 lrev, const u32* sc, const u32* splo, const u32* sphi,
-                        u32 bitrev_out, u32 lo_bits, u32 hb) {
-    // two planes (low and high 16 bytes of each element): conflict-free 16-byte accesses
-    __shared__ uint4 sm[NTT_TILE * 2];
-    const scale_t ls{lc, lplo, lphi, lo_bits}, ss{sc, splo, sphi, lo_bits};
-    const u32 L = 1u << lg_l;
-    const u32 E = 1u << (t + lg_l + hb);
-    const u32 low_blocks = (1u << s_lo) >> lg_l;
-    const u32 lowblock = blockIdx.x % low_blocks;
-    const size_t high = blockIdx.x / low_blocks;
-    const size_t base = ((size_t)lowblock << lg_l) + (high << (s_lo + t));
+// The tile of one pass: 2^t elements along index bits [s_lo, s_lo + t) times 2^lg_l
+// consecutive low indices, times 2^hb top index bits (see below), as block blockIdx.x sees it.
+// hb > 0 (only with s_lo = lg_l = 0, the pass of stages 0.. of a plan whose DIF writes
+// bit-reversed): the tile also spans the top hb index bits, which no stage of the pass
+// touches. Bit reversal sends them to the lowest output bits, so the store visits them fastest
+// and a warp writes runs of 2^hb consecutive outputs instead of one scattered element per
+// thread.
+struct tile_t {
+    u32 log_n, s_lo, t, lg_l, hb;
+    u32 L, E, lowblock;
+    size_t base;
+    DEVI tile_t(u32 log_n_, u32 s_lo_, u32 t_, u32 lg_l_, u32 hb_)
+        : log_n(log_n_), s_lo(s_lo_), t(t_), lg_l(lg_l_), hb(hb_) {
+        L = 1u << lg_l;
+        E = 1u << (t + lg_l + hb);
+        const u32 low_blocks = (1u << s_lo) >> lg_l;
+        lowblock = blockIdx.x % low_blocks;
+        const size_t high = blockIdx.x / low_blocks;
+        base = ((size_t)lowblock << lg_l) + (high << (s_lo + t));
+    }
     // global index of tile element e
-    auto gidx = [&](u32 e) -> size_t {
+    DEVI size_t gidx(u32 e) const {
         if (hb != 0)
             return (size_t)(e & ((1u << t) - 1)) + ((size_t)blockIdx.x << t) +
                    ((size_t)(e >> t) << (log_n - hb));
         return base + (e & (L - 1)) + ((size_t)(e >> lg_l) << s_lo);
-    };
+    }
+};
 
+// Loads the tile of `in` into sm, each element multiplied by ls at its index (bit-reversed
+// with lrev); ends with a barrier.
+DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const scale_t& ls, u32 lrev) {
 #pragma unroll
     for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
         u32 e = threadIdx.x + jj * NTT_THREADS;
-        if (e >= E) break;
-        size_t g = gidx(e);
+        if (e >= tl.E) break;
+        size_t g = tl.gidx(e);
         const uint4* src = reinterpret_cast<const uint4*>(in + 8 * g);
         if (ls.on()) {
             fr_t x = fr_t::load(in + 8 * g);
-            x = fr_t::mul(x, ls.factor(lrev ? bitrev((u32)g, log_n) : (u32)g));
+            x = fr_t::mul(x, ls.factor(lrev ? bitrev((u32)g, tl.log_n) : (u32)g));
             store_sm(sm, e, x);
         } else {
             sm[e] = src[0];
@@ -128,7 +130,13 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
         }
     }
     __syncthreads();
+}
 
+// The t stages of the tile in shared memory, with the twiddles of `tw`; each step ends with a
+// barrier.
+DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
+    const u32 log_n = tl.log_n, s_lo = tl.s_lo, t = tl.t, lg_l = tl.lg_l;
+    const u32 L = tl.L, E = tl.E, lowblock = tl.lowblock;
     // Stages two at a time (radix 4: four elements in registers, one
     // shared-memory round trip and one barrier per two stages), then a
     // last radix-2 stage when t is odd. DIF runs local stages t-1 .. 0,
@@ -223,23 +231,46 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
         __syncthreads();
     }
 
+}
+
+// Stores the tile: position e goes to out[bitrev_out ? rev(g) : g] (g its global index),
+// multiplied by ss at the destination index.
+DEVI void tile_store(const uint4* sm, const tile_t& tl, u32* out, const scale_t& ss,
+                     u32 bitrev_out) {
+    const u32 t = tl.t, hb = tl.hb;
 #pragma unroll
     for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
         u32 x = threadIdx.x + jj * NTT_THREADS;
-        if (x >= E) break;
+        if (x >= tl.E) break;
         // with top batch bits, consecutive threads take consecutive top bits
         u32 e = hb != 0 ? (((x & ((1u << hb) - 1)) << t) | (x >> hb)) : x;
-        size_t g = gidx(e);
-        size_t d = bitrev_out ? (size_t)bitrev((u32)g, log_n) : g;
+        size_t g = tl.gidx(e);
+        size_t d = bitrev_out ? (size_t)bitrev((u32)g, tl.log_n) : g;
         if (ss.on()) {
-            fr_t x = load_sm(sm, e);
-            fr_t::mul(x, ss.factor((u32)d)).store(out + 8 * d);
+            fr_t v = load_sm(sm, e);
+            fr_t::mul(v, ss.factor((u32)d)).store(out + 8 * d);
         } else {
             uint4* dst = reinterpret_cast<uint4*>(out + 8 * d);
             dst[0] = sm[e];
             dst[1] = sm[NTT_TILE + e];
         }
     }
+}
+
+// One pass of t fused stages. in/out may alias unless bitrev_out is set.
+// Load: x[g] *= L(rev ? rev(g) : g). Store: position g goes to out[bitrev_out ?
+// rev(g) : g], multiplied by S(destination index).
+DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t,
+                        u32 lg_l, u32 dif, const u32* lc, const u32* lplo, const u32* lphi,
+                        u32 lrev, const u32* sc, const u32* splo, const u32* sphi,
+                        u32 bitrev_out, u32 lo_bits, u32 hb) {
+    // two planes (low and high 16 bytes of each element): conflict-free 16-byte accesses
+    __shared__ uint4 sm[NTT_TILE * 2];
+    const scale_t ls{lc, lplo, lphi, lo_bits}, ss{sc, splo, sphi, lo_bits};
+    const tile_t tl(log_n, s_lo, t, lg_l, hb);
+    tile_load(sm, tl, in, ls, lrev);
+    tile_stages(sm, tl, tw, dif);
+    tile_store(sm, tl, out, ss, bitrev_out);
 }
 
 // Radix-4 steps, register cap for NTT_MIN_BLOCKS (3) blocks of 256 threads per SM (80
@@ -258,4 +289,55 @@ extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {
     fr_t x = fr_t::mul(fr_t::load(p.a + 8 * i), fr_t::load(p.b + 8 * i));
     x = fr_t::sub(x, fr_t::load(p.c + 8 * i));
     fr_t::mul(x, fr_t::load(p.zinv)).store(p.a + 8 * i);
+}
+
+// ---- the H sequence with fused passes -------------------------------------------------------
+// For each of a, b, c the inverse transform (DIF with w^-1) ends with the pass of the low
+// stages, and the coset transform (DIT with w) starts with the same pass over the same tiles:
+// ntt_fused_mid runs both on one tile load, with the n^-1 g^rev(i) scaling in between. For c,
+// the DIT ends with the pass of the top stages, which is also the first pass of the final
+// inverse (DIF with w^-1, same plan): ntt_fused_top runs c's last DIT pass, the pointwise
+// (a b - c) / Z with a and b read at the same indices, and the inverse's first pass on one
+// tile load, and writes into a. The H sequence thus reads and writes each array 5 times
+// fewer than with separate passes and the pointwise kernel.
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
+    ntt_fused_mid(const ntt_fused_args a) {
+    __shared__ uint4 sm[NTT_TILE * 2];
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
+    const scale_t none{nullptr, nullptr, nullptr, 0};
+    const scale_t mid{nullptr, a.scale_lo, a.scale_hi, a.lo_bits};
+    tile_load(sm, tl, a.data, none, 0);
+    tile_stages(sm, tl, a.tw_first, 1);
+    // position e holds coefficient rev(g) (times n): scale by n^-1 g^rev(g)
+#pragma unroll
+    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
+        u32 e = threadIdx.x + jj * NTT_THREADS;
+        if (e >= tl.E) break;
+        const u32 g = (u32)tl.gidx(e);
+        store_sm(sm, e, fr_t::mul(load_sm(sm, e), mid.factor(bitrev(g, tl.log_n))));
+    }
+    __syncthreads();
+    tile_stages(sm, tl, a.tw_second, 0);
+    tile_store(sm, tl, a.data, none, 0);
+}
+
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
+    ntt_fused_top(const ntt_fused_args a) {
+    __shared__ uint4 sm[NTT_TILE * 2];
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
+    const scale_t none{nullptr, nullptr, nullptr, 0};
+    tile_load(sm, tl, a.data, none, 0);
+    tile_stages(sm, tl, a.tw_first, 0);
+    const fr_t zinv = fr_t::load(a.zinv);
+#pragma unroll
+    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
+        u32 e = threadIdx.x + jj * NTT_THREADS;
+        if (e >= tl.E) break;
+        const size_t g = tl.gidx(e);
+        fr_t v = fr_t::mul(fr_t::load(a.pa + 8 * g), fr_t::load(a.pb + 8 * g));
+        store_sm(sm, e, fr_t::mul(fr_t::sub(v, load_sm(sm, e)), zinv));
+    }
+    __syncthreads();
+    tile_stages(sm, tl, a.tw_second, 1);
+    tile_store(sm, tl, a.out, none, 0);
 }

@@ -199,6 +199,28 @@ kernel_args! {
         lo_bits: u32,
         hb: u32,
     }
+    /// The H sequence's fused passes (cuda/ntt.cu): `ntt_fused_mid` runs, on one tile of
+    /// `data`, the DIF stages with `tw_first`, the n^-1 g^rev(i) scaling (split tables
+    /// `scale_lo`, `scale_hi`) and the DIT stages with `tw_second`, in place; `ntt_fused_top`
+    /// runs c's last DIT stages (`tw_first`), the pointwise (pa pb - c) zinv and the inverse's
+    /// first DIF stages (`tw_second`), reading c from `data` and writing `out`.
+    "ntt"::"ntt_fused_mid" | "ntt"::"ntt_fused_top" => NttFusedArgs("ntt_fused_args") {
+        data: DevPtrMut,
+        out: DevPtrMut,
+        pa: DevPtr,
+        pb: DevPtr,
+        tw_first: DevPtr,
+        tw_second: DevPtr,
+        scale_lo: DevPtr,
+        scale_hi: DevPtr,
+        zinv: DevPtr,
+        log_n: u32,
+        s_lo: u32,
+        t: u32,
+        lg_l: u32,
+        hb: u32,
+        lo_bits: u32,
+    }
     /// The per-stage twiddle tables from two split power tables.
     "ntt"::"fr_build_stage_tables" => StageTablesArgs("stage_tables_args") {
         out: DevPtrMut,

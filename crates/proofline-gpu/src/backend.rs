@@ -15,7 +15,7 @@ use proofline_groth16::{BackendError, G2Placement, NttKind, ProverBackend};
 use crate::abi::{AFFINE_WORDS, FR_WORDS};
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{pippenger_bytes, sparse_stage_bytes, QueryShape};
-use crate::config::MsmConfig;
+use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec, Readback};
@@ -130,7 +130,7 @@ impl ProverBackend for GpuBackend {
                 let mut da = e.upload(scalars_as_u32(a))?;
                 let mut db = e.upload(scalars_as_u32(b))?;
                 let mut dc = e.upload(scalars_as_u32(c))?;
-                ntt::h_poly(e, &mut da, &mut db, &mut dc, &t)?;
+                ntt::h_poly(e, &mut da, &mut db, &mut dc, &t, &NttConfig::default())?;
                 e.read(Readback::Values, &da, 0, scalars_as_u32_mut(a))
             })
         })

@@ -204,7 +204,8 @@ impl Sizer {
         let stage = 2 * r(fr * (n - 1).max(1));
         let (_, wlo, whi) = pow_table_lens((n / 2).max(1));
         let (_, glo, ghi) = pow_table_lens(n);
-        let kept = stage + 2 * (r(fr * glo) + r(fr * ghi)) + 2 * r(fr);
+        // g and g^-1 split tables, their low halves with n^-1 folded in, n^-1, (g^n - 1)^-1
+        let kept = stage + 2 * (2 * r(fr * glo) + r(fr * ghi)) + 2 * r(fr);
         let build_scratch = 2 * (r(fr * wlo) + r(fr * whi));
         (kept + build_scratch, kept)
     }
@@ -280,6 +281,7 @@ pub fn resident_bytes(log_n: u32, lens: &QueryLens, residency: Residency) -> u64
 mod tests {
     use super::*;
     use crate::arena::DryRun;
+    use crate::config::NttConfig;
     use crate::exec::Exec;
     use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::build_tables;
@@ -361,6 +363,7 @@ mod tests {
 
     #[test]
     fn h_stage_formula_matches_the_code() {
+        let ntt = NttConfig::default();
         for z in sizers() {
             for log_n in [0u32, 1, 5, 12, 16, 22, 27] {
                 let n = 1usize << log_n;
@@ -368,7 +371,8 @@ mod tests {
                 let e = dry(&z);
                 let up = || e.zeros(n * FR_WORDS as usize).unwrap();
                 let (a, b, c) = (up(), up(), up());
-                h_stage_device(&e, a, b, c, &tables.ptrs(), Bases::Device(0), &z.cfg).unwrap();
+                h_stage_device(&e, a, b, c, &tables.ptrs(), Bases::Device(0), &ntt, &z.cfg)
+                    .unwrap();
                 check(
                     &format!("h stage 2^{log_n} resident"),
                     &z,
@@ -388,7 +392,7 @@ mod tests {
                     points: &host,
                     chunk,
                 };
-                h_stage_device(&e, a, b, c, &tables.ptrs(), bases, &z.cfg).unwrap();
+                h_stage_device(&e, a, b, c, &tables.ptrs(), bases, &ntt, &z.cfg).unwrap();
                 check(
                     &format!("h stage 2^{log_n} streamed by {chunk}"),
                     &z,

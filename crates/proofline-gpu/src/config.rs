@@ -42,3 +42,44 @@ impl MsmConfig {
         ]
     }
 }
+
+/// How the Groth16 H sequence (3 inverse NTTs, 3 coset NTTs, the pointwise step, 1 inverse coset
+/// NTT) is run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum HSequence {
+    /// Seven transforms of separate passes and a pointwise kernel.
+    Separate,
+    /// Passes fused where two transforms meet on the same tiles: each inverse's lowest pass
+    /// with the following coset transform's lowest pass, and c's top pass with the pointwise
+    /// step and the final inverse's top pass (five passes over the data fewer at any size
+    /// above one tile; n^-1 folded into the coset power tables).
+    #[default]
+    Fused,
+}
+
+/// The NTT variants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NttConfig {
+    /// The H sequence.
+    pub h: HSequence,
+}
+
+impl NttConfig {
+    /// Every variant, for the benchmark's side-by-side table.
+    pub fn variants() -> Vec<(&'static str, NttConfig)> {
+        vec![
+            (
+                "h=separate",
+                NttConfig {
+                    h: HSequence::Separate,
+                },
+            ),
+            (
+                "h=fused",
+                NttConfig {
+                    h: HSequence::Fused,
+                },
+            ),
+        ]
+    }
+}

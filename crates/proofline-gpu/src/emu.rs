@@ -344,7 +344,7 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::MsmConfig;
+    use crate::config::{MsmConfig, NttConfig};
     use crate::curve::{G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -524,7 +524,7 @@ mod tests {
     #[test]
     fn ntt_and_h_poly_match_cpu() {
         let e = EmuExec::new(SMS);
-        for lg in [1u32, 2, 5, 10, 11, 13] {
+        for lg in [1u32, 2, 5, 10, 11, 12, 13] {
             let n = 1usize << lg;
             let tables = build_tables(&e, lg).unwrap();
             let t = tables.ptrs();
@@ -545,15 +545,44 @@ mod tests {
                 assert!(got == want, "{kind:?} 2^{lg}");
             }
             let (a, b, c) = (x.clone(), random_scalars(n, 7), random_scalars(n, 8));
+            let mut want = a.clone();
+            cpu_h_poly(&mut want, &b, &c);
+            for (name, cfg) in NttConfig::variants() {
+                let mut da = e.upload(scalars_as_u32(&a)).unwrap();
+                let mut db = e.upload(scalars_as_u32(&b)).unwrap();
+                let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
+                ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
+                let mut got = vec![Scalar::ZERO; n];
+                e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
+                    .unwrap();
+                assert!(got == want, "h_poly 2^{lg}, {name}");
+            }
+        }
+    }
+
+    /// The fused H sequence over plans of three passes (for a, b and c).
+    #[test]
+    fn h_poly_large_matches_cpu() {
+        let e = EmuExec::new(SMS);
+        for lg in [19u32] {
+            let n = 1usize << lg;
+            let tables = build_tables(&e, lg).unwrap();
+            let t = tables.ptrs();
+            let (a, b, c) = (
+                random_scalars(n, 61),
+                random_scalars(n, 62),
+                random_scalars(n, 63),
+            );
+            let mut want = a.clone();
+            cpu_h_poly(&mut want, &b, &c);
+            let cfg = NttConfig::default();
             let mut da = e.upload(scalars_as_u32(&a)).unwrap();
             let mut db = e.upload(scalars_as_u32(&b)).unwrap();
             let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-            ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t).unwrap();
+            ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
             let mut got = vec![Scalar::ZERO; n];
             e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
                 .unwrap();
-            let mut want = a.clone();
-            cpu_h_poly(&mut want, &b, &c);
             assert!(got == want, "h_poly 2^{lg}");
         }
     }

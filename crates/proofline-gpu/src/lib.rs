@@ -57,7 +57,7 @@ pub mod kernels {
 
 pub use arena::Arena;
 pub use backend::GpuBackend;
-pub use config::{MsmConfig, MsmSort};
+pub use config::{HSequence, MsmConfig, MsmSort, NttConfig};
 pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
 pub use msm::{MsmStats, STREAM_CHUNK};

@@ -14,13 +14,16 @@ use blstrs::Scalar;
 use ff::Field;
 
 use crate::abi::{
-    DevPtr, DevPtrMut, HPointwiseArgs, NttPassArgs, StageTablesArgs, ELEMENT_THREADS, FR_WORDS,
-    NTT_THREADS,
+    DevPtr, DevPtrMut, HPointwiseArgs, NttFusedArgs, NttPassArgs, StageTablesArgs, ELEMENT_THREADS,
+    FR_WORDS, NTT_THREADS, NTT_TILE_LOG,
 };
+use crate::config::{HSequence, NttConfig};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
-use crate::plan::{coset_generator, ntt_passes, ntt_passes_bitrev, pow_tables, root_of_unity};
+use crate::plan::{
+    coset_generator, ntt_passes, ntt_passes_bitrev, pow_tables, root_of_unity, NttPass,
+};
 
 /// Which transform an NTT computes (natural order in and out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +75,10 @@ pub(crate) struct NttTables<B> {
     pub(crate) g_hi: B,
     pub(crate) ginv_lo: B,
     pub(crate) ginv_hi: B,
+    /// n^-1 g^j, j < 2^pow_lo_bits: g_lo with n^-1 folded in (factor n^-1 g^i in one product)
+    pub(crate) ng_lo: B,
+    /// n^-1 g^-j, j < 2^pow_lo_bits
+    pub(crate) nginv_lo: B,
     /// n^-1 (Montgomery)
     pub(crate) n_inv: B,
     /// (g^n - 1)^-1 (Montgomery)
@@ -89,6 +96,8 @@ pub(crate) struct TablePtrs {
     g_hi: u64,
     ginv_lo: u64,
     ginv_hi: u64,
+    ng_lo: u64,
+    nginv_lo: u64,
     n_inv: u64,
     z_inv: u64,
 }
@@ -104,6 +113,8 @@ impl<B: DevBuf> NttTables<B> {
             g_hi: self.g_hi.ptr(),
             ginv_lo: self.ginv_lo.ptr(),
             ginv_hi: self.ginv_hi.ptr(),
+            ng_lo: self.ng_lo.ptr(),
+            nginv_lo: self.nginv_lo.ptr(),
             n_inv: self.n_inv.ptr(),
             z_inv: self.z_inv.ptr(),
         }
@@ -120,6 +131,8 @@ impl<B: DevBuf> NttTables<B> {
             g_hi: f(self.g_hi),
             ginv_lo: f(self.ginv_lo),
             ginv_hi: f(self.ginv_hi),
+            ng_lo: f(self.ng_lo),
+            nginv_lo: f(self.nginv_lo),
             n_inv: f(self.n_inv),
             z_inv: f(self.z_inv),
         }
@@ -188,6 +201,8 @@ pub(crate) fn build_tables<E: Exec>(e: &E, log_n: u32) -> Result<NttTables<E::Bu
     let n_inv = Scalar::from(n as u64).invert().unwrap_or(Scalar::ONE);
     let z = g.pow_vartime([n as u64]) - Scalar::ONE;
     let z_inv = z.invert().unwrap_or(Scalar::ONE);
+    let ng_lo: Vec<Scalar> = gt.lo.iter().map(|x| x * n_inv).collect();
+    let nginv_lo: Vec<Scalar> = gi.lo.iter().map(|x| x * n_inv).collect();
     let tables = NttTables {
         log_n,
         pow_lo_bits: gt.lo_bits,
@@ -197,11 +212,58 @@ pub(crate) fn build_tables<E: Exec>(e: &E, log_n: u32) -> Result<NttTables<E::Bu
         g_hi: e.upload(scalars_as_u32(&gt.hi))?,
         ginv_lo: e.upload(scalars_as_u32(&gi.lo))?,
         ginv_hi: e.upload(scalars_as_u32(&gi.hi))?,
+        ng_lo: e.upload(scalars_as_u32(&ng_lo))?,
+        nginv_lo: e.upload(scalars_as_u32(&nginv_lo))?,
         n_inv: e.upload(scalars_as_u32(&[n_inv]))?,
         z_inv: e.upload(scalars_as_u32(&[z_inv]))?,
     };
     e.sync()?;
     Ok(tables)
+}
+
+/// One pass (`p`) of a plan over the 2^log_n scalars at `src`, writing `dst` (the same address
+/// in place, unless `bitrev_out`); `load` scales its input, `store` its output.
+#[allow(clippy::too_many_arguments)]
+fn launch_pass<E: Exec>(
+    e: &E,
+    src: u64,
+    dst: u64,
+    tw: u64,
+    t: &TablePtrs,
+    p: &NttPass,
+    order: Order,
+    load: Option<(Scale, FactorIndex)>,
+    store: Option<Scale>,
+    bitrev_out: bool,
+) -> Result<(), GpuError> {
+    let tile = 1usize << (p.t + p.lg_l + p.hb);
+    let blocks = (1usize << t.log_n) / tile;
+    let (ls, lidx) = load.unwrap_or((Scale::default(), FactorIndex::Natural));
+    let ss = store.unwrap_or_default();
+    e.launch(
+        blocks as u32,
+        NTT_THREADS,
+        &NttPassArgs {
+            input: DevPtr(src),
+            output: DevPtrMut(dst),
+            tw: DevPtr(tw),
+            load_c: DevPtr(ls.c),
+            load_lo: DevPtr(ls.lo),
+            load_hi: DevPtr(ls.hi),
+            store_c: DevPtr(ss.c),
+            store_lo: DevPtr(ss.lo),
+            store_hi: DevPtr(ss.hi),
+            log_n: t.log_n,
+            s_lo: p.s_lo,
+            t: p.t,
+            lg_l: p.lg_l,
+            dif: u32::from(order == Order::Dif),
+            load_rev: u32::from(lidx == FactorIndex::BitReversed),
+            bitrev_out: u32::from(bitrev_out),
+            lo_bits: t.lo_bits,
+            hb: p.hb,
+        },
+    )
 }
 
 /// Radix-2 passes over `data` (2^log_n elements, log_n >= 1), in place except where `output`
@@ -229,47 +291,24 @@ fn run_passes<E: Exec>(
         passes.reverse();
     }
     let count = passes.len();
-    for (i, p) in passes.into_iter().enumerate() {
+    for (i, p) in passes.iter().enumerate() {
         let first = i == 0;
         let last = i + 1 == count;
-        let tile = 1usize << (p.t + p.lg_l + p.hb);
-        let blocks = (1usize << log_n) / tile;
-        let (ls, lidx) = match (first, load) {
-            (true, Some(l)) => l,
-            _ => (Scale::default(), FactorIndex::Natural),
-        };
-        let ss = if last {
-            store.unwrap_or_default()
-        } else {
-            Scale::default()
-        };
         let (dst, bitrev_out) = match output {
-            Output::BitReversedInto(out) if last => (out, 1),
-            _ => (data, 0),
+            Output::BitReversedInto(out) if last => (out, true),
+            _ => (data, false),
         };
-        e.launch(
-            blocks as u32,
-            NTT_THREADS,
-            &NttPassArgs {
-                input: DevPtr(data),
-                output: DevPtrMut(dst),
-                tw: DevPtr(tw),
-                load_c: DevPtr(ls.c),
-                load_lo: DevPtr(ls.lo),
-                load_hi: DevPtr(ls.hi),
-                store_c: DevPtr(ss.c),
-                store_lo: DevPtr(ss.lo),
-                store_hi: DevPtr(ss.hi),
-                log_n,
-                s_lo: p.s_lo,
-                t: p.t,
-                lg_l: p.lg_l,
-                dif: u32::from(order == Order::Dif),
-                load_rev: u32::from(lidx == FactorIndex::BitReversed),
-                bitrev_out,
-                lo_bits: t.lo_bits,
-                hb: p.hb,
-            },
+        launch_pass(
+            e,
+            data,
+            dst,
+            tw,
+            t,
+            p,
+            order,
+            if first { load } else { None },
+            if last { store } else { None },
+            bitrev_out,
         )?;
     }
     Ok(())
@@ -364,6 +403,7 @@ pub(crate) fn h_poly<E: Exec>(
     b: &mut E::Buf,
     c: &mut E::Buf,
     t: &TablePtrs,
+    cfg: &NttConfig,
 ) -> Result<(), GpuError> {
     let n = 1usize << t.log_n;
     let words = n * FR_WORDS as usize;
@@ -376,7 +416,7 @@ pub(crate) fn h_poly<E: Exec>(
             c.words()
         )));
     }
-    if h_poly_at(e, a.ptr(), b.ptr(), c.ptr(), t)? == HIn::B {
+    if h_poly_at(e, a.ptr(), b.ptr(), c.ptr(), t, cfg)? == HIn::B {
         std::mem::swap(a, b);
     }
     Ok(())
@@ -389,7 +429,17 @@ pub(crate) fn h_poly_at<E: Exec>(
     b: u64,
     c: u64,
     t: &TablePtrs,
+    cfg: &NttConfig,
 ) -> Result<HIn, GpuError> {
+    match cfg.h {
+        // the fused passes need a plan of at least two passes (above one tile)
+        HSequence::Fused if t.log_n > NTT_TILE_LOG => h_poly_fused(e, a, b, c, t),
+        _ => h_poly_separate(e, a, b, c, t),
+    }
+}
+
+/// The H sequence with separate passes and a pointwise kernel (7 transforms).
+fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     let n = 1usize << t.log_n;
     let ninv_g = Scale {
         c: t.n_inv,
@@ -445,4 +495,99 @@ pub(crate) fn h_poly_at<E: Exec>(
         Output::BitReversedInto(b),
     )?;
     Ok(HIn::B)
+}
+
+/// The H sequence with fused passes (log_n > NTT_TILE_LOG): see `ntt_fused_mid` and
+/// `ntt_fused_top` in cuda/ntt.cu. a and b: the inverse's passes down to the lowest, then one
+/// fused pass (the inverse's lowest, the coset scaling, the coset transform's lowest), then the
+/// coset transform's other passes. c: the same with the plan of the bit-reversing inverse, whose
+/// top pass then also runs the pointwise step and the final inverse's first pass into a; the
+/// final inverse continues on a and stores bit-reversed, scaled by n^-1 g^-j, into b.
+fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
+    let mid = |x: u64, p: &NttPass| {
+        e.launch_as(
+            "ntt_fused_mid",
+            fused_blocks(t, p),
+            NTT_THREADS,
+            &fused_args(t, p, x, 0, 0, 0),
+        )
+    };
+    let pass = |x: u64, p: &NttPass, tw: u64, order: Order| {
+        launch_pass(e, x, x, tw, t, p, order, None, None, false)
+    };
+    for x in [a, b] {
+        let plan = ntt_passes(t.log_n);
+        for p in plan[1..].iter().rev() {
+            pass(x, p, t.tw_inv, Order::Dif)?;
+        }
+        mid(x, &plan[0])?;
+        for p in &plan[1..] {
+            pass(x, p, t.tw_fwd, Order::Dit)?;
+        }
+    }
+    let plan = ntt_passes_bitrev(t.log_n);
+    let k = plan.len();
+    for p in plan[1..].iter().rev() {
+        pass(c, p, t.tw_inv, Order::Dif)?;
+    }
+    mid(c, &plan[0])?;
+    for p in &plan[1..k - 1] {
+        pass(c, p, t.tw_fwd, Order::Dit)?;
+    }
+    let top = &plan[k - 1];
+    e.launch_as(
+        "ntt_fused_top",
+        fused_blocks(t, top),
+        NTT_THREADS,
+        &fused_args(t, top, c, a, a, b),
+    )?;
+    for p in plan[1..k - 1].iter().rev() {
+        pass(a, p, t.tw_inv, Order::Dif)?;
+    }
+    let ninv_ginv = Scale {
+        c: 0,
+        lo: t.nginv_lo,
+        hi: t.ginv_hi,
+    };
+    launch_pass(
+        e,
+        a,
+        b,
+        t.tw_inv,
+        t,
+        &plan[0],
+        Order::Dif,
+        None,
+        Some(ninv_ginv),
+        true,
+    )?;
+    Ok(HIn::B)
+}
+
+fn fused_blocks(t: &TablePtrs, p: &NttPass) -> u32 {
+    ((1usize << t.log_n) >> (p.t + p.lg_l + p.hb)) as u32
+}
+
+/// Arguments of a fused pass: `data` in (and out for the mid pass), `out`, `pa`, `pb` for the
+/// top pass (0 for the mid pass).
+fn fused_args(t: &TablePtrs, p: &NttPass, data: u64, out: u64, pa: u64, pb: u64) -> NttFusedArgs {
+    let top = out != 0;
+    NttFusedArgs {
+        data: DevPtrMut(data),
+        out: DevPtrMut(out),
+        pa: DevPtr(pa),
+        pb: DevPtr(pb),
+        // mid: the inverse (w^-1) then the coset transform (w); top: the other way round
+        tw_first: DevPtr(if top { t.tw_fwd } else { t.tw_inv }),
+        tw_second: DevPtr(if top { t.tw_inv } else { t.tw_fwd }),
+        scale_lo: DevPtr(t.ng_lo),
+        scale_hi: DevPtr(t.g_hi),
+        zinv: DevPtr(t.z_inv),
+        log_n: t.log_n,
+        s_lo: p.s_lo,
+        t: p.t,
+        lg_l: p.lg_l,
+        hb: p.hb,
+        lo_bits: t.lo_bits,
+    }
 }

@@ -14,7 +14,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
-use crate::config::MsmConfig;
+use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
@@ -107,7 +107,8 @@ impl GpuSlot {
                 Ok(b)
             };
             let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
-            h_stage_device(e, a, b, c, &t, bases.h, &MsmConfig::default())
+            let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
+            h_stage_device(e, a, b, c, &t, bases.h, &ntt, &msm)
         })
     }
 
@@ -141,6 +142,7 @@ impl GpuSlot {
 }
 
 /// H from the uploaded evaluations, then the H MSM over its n - 1 coefficients.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn h_stage_device<E: Exec>(
     e: &E,
     mut a: E::Buf,
@@ -148,9 +150,10 @@ pub(crate) fn h_stage_device<E: Exec>(
     mut c: E::Buf,
     t: &TablePtrs,
     h_bases: Bases<'_>,
+    ntt: &NttConfig,
     cfg: &MsmConfig,
 ) -> Result<(G1Projective, MsmStats), GpuError> {
-    h_poly(e, &mut a, &mut b, &mut c, t)?;
+    h_poly(e, &mut a, &mut b, &mut c, t, ntt)?;
     drop((b, c));
     e.sync()?;
     let n = a.words() / FR_WORDS as usize;

@@ -24,7 +24,7 @@ use crate::arena::{charge_of, Arena};
 use crate::bytes::{
     pippenger_bytes_with, sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
 };
-use crate::config::MsmConfig;
+use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::device::{DeviceOptions, GpuDevice, KernelTable};
 use crate::error::GpuError;
@@ -282,7 +282,13 @@ impl TestGpu {
 
     /// Groth16 H: given evaluations a, b, c over the domain of size n (a power of two), writes
     /// the n coefficients of H into `a` (the caller takes n - 1).
-    pub fn h_poly(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), GpuError> {
+    pub fn h_poly(
+        &self,
+        a: &mut [Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        cfg: &NttConfig,
+    ) -> Result<(), GpuError> {
         let log_n = ntt::log2_exact(a.len())?;
         if b.len() != a.len() || c.len() != a.len() {
             return Err(GpuError::InvalidInput("h_poly lengths differ".into()));
@@ -294,7 +300,7 @@ impl TestGpu {
             let mut da = e.upload(scalars_as_u32(a))?;
             let mut db = e.upload(scalars_as_u32(b))?;
             let mut dc = e.upload(scalars_as_u32(c))?;
-            ntt::h_poly(e, &mut da, &mut db, &mut dc, &t)?;
+            ntt::h_poly(e, &mut da, &mut db, &mut dc, &t, cfg)?;
             e.read(Readback::Values, &da, 0, scalars_as_u32_mut(a))
         })
     }
@@ -481,6 +487,7 @@ impl TestGpu {
         b: &mut DeviceData,
         c: &mut DeviceData,
         tables: &TestTables,
+        cfg: &NttConfig,
     ) -> Result<(), GpuError> {
         if [a.len, b.len, c.len] != [1usize << tables.0.log_n; 3] {
             return Err(GpuError::InvalidInput(
@@ -489,7 +496,7 @@ impl TestGpu {
         }
         let t = tables.0.ptrs();
         let at = self.run(&unbounded(), |e| {
-            ntt::h_poly_at(e, a.words.ptr(), b.words.ptr(), c.words.ptr(), &t)
+            ntt::h_poly_at(e, a.words.ptr(), b.words.ptr(), c.words.ptr(), &t, cfg)
         })?;
         if at == ntt::HIn::B {
             std::mem::swap(a, b);

@@ -21,7 +21,7 @@
 use std::time::Instant;
 
 use proofline_gpu::testkit::{mixed_scalars, random_points, random_scalars, ScalarMix, TestGpu};
-use proofline_gpu::{probe, GpuError, MsmConfig, NttKind};
+use proofline_gpu::{probe, GpuError, MsmConfig, NttConfig, NttKind};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
@@ -196,7 +196,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
             let mut b = g.scalars(&host[..n])?;
             let mut c = g.scalars(&host[..n])?;
             let v = time(reps.min(3), || {
-                g.h_poly_resident(&mut d, &mut b, &mut c, &tables)
+                g.h_poly_resident(&mut d, &mut b, &mut c, &tables, &NttConfig::default())
             })?;
             let m = median(v.clone());
             rows.push(Row {
@@ -311,14 +311,14 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
             queries.push((*name, SparseScalars::from_dense(&sc)));
         }
         // warm-up (pool)
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables)?;
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &NttConfig::default())?;
         for (_, q) in &queries {
             g.msm_sparse_resident(&bases, q, &cfg)?;
         }
         let mut steps = Vec::new();
         let t0 = Instant::now();
         let t = Instant::now();
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables)?;
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &NttConfig::default())?;
         steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
         let t = Instant::now();
         g.msm_resident(&bases, &a, &cfg)?;
