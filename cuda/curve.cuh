@@ -156,3 +156,20 @@ struct xyzz {
         ZZZ = F::mul(F::mul(ZZZ, q.ZZZ), PPP);
     }
 };
+
+// The curve operations the MSM kernels call, as free functions: a group may replace them with
+// out-of-line overloads (g2.cuh does: G2's, fully inlined into every kernel, made the msm_g2
+// module take over ten minutes of compilation; a call costs little next to the ~30 Fp
+// multiplications of one G2 addition).
+template <class F>
+DEVI void curve_add(xyzz<F>& p, const xyzz<F>& q) {
+    p.add(q);
+}
+template <class F>
+DEVI void curve_add_affine(xyzz<F>& p, const F& x, const F& y) {
+    p.add_affine(x, y);
+}
+template <class F>
+DEVI void curve_dbl(xyzz<F>& p) {
+    p.dbl();
+}

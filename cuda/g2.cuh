@@ -9,3 +9,11 @@
 
 typedef affine<fp2_t> g2_affine_t;
 typedef xyzz<fp2_t> g2_xyzz_t;
+
+// Out of line: see curve_add in curve.cuh. Non-template overloads, preferred over the inline
+// templates for G2 points.
+__device__ __noinline__ void curve_add(g2_xyzz_t& p, const g2_xyzz_t& q) { p.add(q); }
+__device__ __noinline__ void curve_add_affine(g2_xyzz_t& p, const fp2_t& x, const fp2_t& y) {
+    p.add_affine(x, y);
+}
+__device__ __noinline__ void curve_dbl(g2_xyzz_t& p) { p.dbl(); }

@@ -19,7 +19,7 @@ DEVI void block_sum(typename C::X& acc) {
     __syncthreads();
     for (u32 off = C::RED / 2; off > 0; off >>= 1) {
         if (threadIdx.x < off) {
-            acc.add(X::load(reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * (threadIdx.x + off)])));
+            curve_add(acc, X::load(reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * (threadIdx.x + off)])));
             acc.store(mine);
         }
         __syncthreads();
@@ -100,7 +100,7 @@ DEVI void bucket_acc(const bucket_acc_args& a) {
                 gbeg = k;
                 skip = counts[g] > big;
             }
-            if (!skip && !p.is_inf()) acc.add_affine(p.x, C::F::cneg(p.y, (v >> 31) != 0));
+            if (!skip && !p.is_inf()) curve_add_affine(acc, p.x, C::F::cneg(p.y, (v >> 31) != 0));
             v = vn;
             p = pn;
         }
@@ -129,7 +129,7 @@ DEVI void bucket_fixup(const bucket_fixup_args& a) {
     if (g == NONE) return;
     X acc = X::load(a.buckets + X::WORDS * (size_t)g);
     for (u32 u = t + 1; u < a.threads && a.head_id[u] == g; u++)
-        acc.add(X::load(a.head + X::WORDS * (size_t)u));
+        curve_add(acc, X::load(a.head + X::WORDS * (size_t)u));
     acc.store(a.buckets + X::WORDS * (size_t)g);
 }
 
@@ -148,7 +148,7 @@ DEVI void big_partial(const big_partial_args& a) {
         u32 v = a.vals[k];
         A p = A::load(a.bases + A::WORDS * (size_t)(v & 0x7fffffffu));
         if (p.is_inf()) continue;
-        acc.add_affine(p.x, C::F::cneg(p.y, (v >> 31) != 0));
+        curve_add_affine(acc, p.x, C::F::cneg(p.y, (v >> 31) != 0));
     }
     block_sum<C>(acc);
     if (threadIdx.x == 0) acc.store(a.partial + X::WORDS * (size_t)blockIdx.x);
@@ -161,7 +161,7 @@ DEVI void big_final(const big_final_args& a) {
     const u32* base = a.partial + X::WORDS * (size_t)a.first[blockIdx.x];
     u32 cnt = a.count[blockIdx.x];
     X acc = X::inf();
-    for (u32 k = threadIdx.x; k < cnt; k += C::RED) acc.add(X::load(base + X::WORDS * (size_t)k));
+    for (u32 k = threadIdx.x; k < cnt; k += C::RED) curve_add(acc, X::load(base + X::WORDS * (size_t)k));
     block_sum<C>(acc);
     if (threadIdx.x == 0) acc.store(a.buckets + X::WORDS * (size_t)a.big_list[2 * blockIdx.x]);
 }
@@ -181,8 +181,8 @@ DEVI void bucket_reduce(const bucket_reduce_args& a) {
     X run = X::inf(), acc = X::inf();
     for (int j = (int)seg - 1; j >= 0; j--) {
         // empty buckets are never written: read them as infinity
-        if (a.counts[first + j] != 0) run.add(X::load(b + X::WORDS * j));
-        acc.add(run);
+        if (a.counts[first + j] != 0) curve_add(run, X::load(b + X::WORDS * j));
+        curve_add(acc, run);
     }
     acc.store(a.out + 2 * X::WORDS * (size_t)tid);
     run.store(a.out + 2 * X::WORDS * (size_t)tid + X::WORDS);
@@ -193,8 +193,8 @@ DEVI void mul_small(X& r, const X& p, u32 k) {
     r = X::inf();
     if (k == 0 || p.is_inf()) return;
     for (int bit = 31 - __clz(k); bit >= 0; bit--) {
-        r.dbl();
-        if ((k >> bit) & 1) r.add(p);
+        curve_dbl(r);
+        if ((k >> bit) & 1) curve_add(r, p);
     }
 }
 
@@ -215,24 +215,24 @@ DEVI void window_combine(const window_combine_args& a) {
     const u32* base = a.segres + 2 * X::WORDS * (size_t)w * segs;
     X wsum = X::inf(), run = X::inf(), acc = X::inf();
     for (int t = (int)hi - 1; t >= (int)lo; t--) {
-        wsum.add(X::load(base + 2 * X::WORDS * (size_t)t));
-        run.add(X::load(base + 2 * X::WORDS * (size_t)t + X::WORDS));
-        acc.add(run);
+        curve_add(wsum, X::load(base + 2 * X::WORDS * (size_t)t));
+        curve_add(run, X::load(base + 2 * X::WORDS * (size_t)t + X::WORDS));
+        curve_add(acc, run);
     }
     // acc = sum (t - lo + 1) S_t; want Q = sum t S_t = acc + (lo - 1) run
     if (lo < hi) {
         if (lo == 0) {
             X neg = run;
             neg.neg();
-            acc.add(neg);
+            curve_add(acc, neg);
         } else {
             X m;
             mul_small(m, run, lo - 1);
-            acc.add(m);
+            curve_add(acc, m);
         }
         X q;
         mul_small(q, acc, seg);
-        wsum.add(q);
+        curve_add(wsum, q);
     }
     block_sum<C>(wsum);
     if (threadIdx.x == 0) wsum.store(a.partial + X::WORDS * (size_t)blockIdx.x);
@@ -244,7 +244,7 @@ DEVI void xyzz_reduce(const xyzz_reduce_args& a) {
     typedef typename C::X X;
     const u32* base = a.input + X::WORDS * (size_t)blockIdx.x * a.count;
     X acc = X::inf();
-    for (u32 k = threadIdx.x; k < a.count; k += C::RED) acc.add(X::load(base + X::WORDS * (size_t)k));
+    for (u32 k = threadIdx.x; k < a.count; k += C::RED) curve_add(acc, X::load(base + X::WORDS * (size_t)k));
     block_sum<C>(acc);
     if (threadIdx.x == 0) acc.store_jacobian(a.out + X::JAC_WORDS * blockIdx.x);
 }
@@ -258,7 +258,7 @@ DEVI void sum_ones(const sum_ones_args& a) {
     for (u32 k = blockIdx.x * C::RED + threadIdx.x; k < a.count; k += gridDim.x * C::RED) {
         A p = A::load(a.bases + A::WORDS * (size_t)a.list[k]);
         if (p.is_inf()) continue;
-        acc.add_affine(p.x, p.y);
+        curve_add_affine(acc, p.x, p.y);
     }
     block_sum<C>(acc);
     if (threadIdx.x == 0) acc.store(a.out + X::WORDS * blockIdx.x);

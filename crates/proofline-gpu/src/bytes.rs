@@ -237,6 +237,17 @@ pub fn pippenger_bytes_with(n: usize, cfg: &MsmConfig, sm_count: u32) -> u64 {
     Sizer::new(sm_count, cfg).pippenger::<G1>(n)
 }
 
+/// [`pippenger_bytes_with`] charged by the word (the emulation's account), for tests.
+#[cfg(test)]
+pub(crate) fn pippenger_bytes_exact(n: usize, cfg: &MsmConfig, sm_count: u32) -> u64 {
+    Sizer {
+        sm_count,
+        granule: 4,
+        cfg: *cfg,
+    }
+    .pippenger::<G1>(n)
+}
+
 /// Device bytes of the sparse stage (the L, A and B MSMs in G1, then B in G2 with B's split),
 /// from the shapes of L, A and B.
 pub fn sparse_stage_bytes(queries: &[QueryShape; 3], residency: Residency, sm_count: u32) -> u64 {

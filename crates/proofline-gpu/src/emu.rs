@@ -14,7 +14,6 @@
 //! compiler's version; a test run with unchanged kernels compiles nothing.
 
 use std::alloc::Layout;
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CString};
 use std::path::{Path, PathBuf};
@@ -184,7 +183,6 @@ const POISON: u32 = 0xa5a5_a5a5;
 pub(crate) struct EmuExec {
     account: Arc<Account>,
     sm_count: u32,
-    launches: Cell<usize>,
 }
 
 impl EmuExec {
@@ -193,13 +191,7 @@ impl EmuExec {
         EmuExec {
             account: Account::with_granule(u64::MAX, "emulation", 4),
             sm_count,
-            launches: Cell::new(0),
         }
-    }
-
-    /// Kernels launched so far.
-    pub(crate) fn launches(&self) -> usize {
-        self.launches.get()
     }
 
     /// Highest charge so far (bytes, one-word granule).
@@ -297,7 +289,6 @@ impl Exec for EmuExec {
         args: &A,
     ) -> Result<(), GpuError> {
         check_kernel::<A>(kernel)?;
-        self.launches.set(self.launches.get() + 1);
         if grid == 0 {
             return Ok(());
         }
@@ -606,8 +597,17 @@ mod tests {
         let scalars = random_scalars(1 << 12, 12);
         for (name, cfg) in MsmConfig::variants() {
             for n in [1usize, 2, 3, 100, 1 << 10, 1 << 12] {
+                // a fresh account: its peak is this MSM's (with real data read back), within
+                // the byte formula of bytes.rs plus the uploads
+                let e = EmuExec::new(SMS);
                 let got = dense_msm(&e, &points[..n], &scalars[..n], &cfg);
                 assert_eq!(got, cpu_msm(&points[..n], &scalars[..n]), "{name}, n = {n}");
+                let uploads = 4 * (n * (24 + 8)) as u64;
+                assert!(
+                    e.peak() <= uploads + crate::bytes::pippenger_bytes_exact(n, &cfg, SMS),
+                    "{name}, n = {n}: peak {}",
+                    e.peak()
+                );
             }
             // one giant bucket per window (the big-bucket path), and one point repeated
             // (doubling)

@@ -30,8 +30,8 @@ use crate::device::{DeviceOptions, GpuDevice, KernelTable};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::{
-    affines_as_u32, jacobian_from_u32, scalar_from_raw_montgomery, scalars_as_u32,
-    scalars_as_u32_mut,
+    affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32,
+    scalar_from_raw_montgomery, scalars_as_u32, scalars_as_u32_mut,
 };
 use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
@@ -50,8 +50,10 @@ pub enum FieldOp {
     Add = 2,
     /// a - b
     Sub = 3,
-    /// Montgomery -> canonical limbs
+    /// Montgomery -> canonical limbs (Fr and Fp only)
     FromMont = 4,
+    /// a^-1, 0 for 0 (Fp and Fp2 only)
+    Inverse = 5,
 }
 
 /// Curve operation selector for [`TestGpu::g1_op`].
@@ -124,6 +126,7 @@ impl TestGpu {
     ) -> Result<Vec<[u32; 8]>, GpuError> {
         let n = a.len().min(b.len());
         self.limb_op::<8, _>(
+            "fr_op_test",
             scalars_as_u32(&a[..n]),
             scalars_as_u32(&b[..n]),
             |a, b, out, n| FrOpArgs {
@@ -146,7 +149,26 @@ impl TestGpu {
         let n = a.len().min(b.len());
         let fa: Vec<u32> = a[..n].iter().flatten().copied().collect();
         let fb: Vec<u32> = b[..n].iter().flatten().copied().collect();
-        self.limb_op::<12, _>(&fa, &fb, |a, b, out, n| FpOpArgs {
+        self.limb_op::<12, _>("fp_op_test", &fa, &fb, |a, b, out, n| FpOpArgs {
+            a,
+            b,
+            out,
+            n,
+            op: op as u32,
+        })
+    }
+
+    /// Fp2 element-wise op on raw Montgomery limbs (c0 then c1, 24 x u32 LE each).
+    pub fn fp2_op(
+        &self,
+        a: &[[u32; 24]],
+        b: &[[u32; 24]],
+        op: FieldOp,
+    ) -> Result<Vec<[u32; 24]>, GpuError> {
+        let n = a.len().min(b.len());
+        let fa: Vec<u32> = a[..n].iter().flatten().copied().collect();
+        let fb: Vec<u32> = b[..n].iter().flatten().copied().collect();
+        self.limb_op::<24, _>("fp2_op_test", &fa, &fb, |a, b, out, n| FpOpArgs {
             a,
             b,
             out,
@@ -157,6 +179,7 @@ impl TestGpu {
 
     fn limb_op<const W: usize, A: crate::exec::KernelArgs>(
         &self,
+        kernel: &'static str,
         a: &[u32],
         b: &[u32],
         args: impl Fn(DevPtr, DevPtr, DevPtrMut, u32) -> A,
@@ -167,7 +190,8 @@ impl TestGpu {
             let da = e.upload(a)?;
             let db = e.upload(b)?;
             let out = e.alloc(n * W)?;
-            e.launch(
+            e.launch_as(
+                kernel,
                 grid(n, ELEMENT_THREADS),
                 ELEMENT_THREADS,
                 &args(
@@ -213,6 +237,37 @@ impl TestGpu {
         Ok(h.chunks_exact(JACOBIAN_WORDS as usize)
             .map(jacobian_from_u32)
             .collect())
+    }
+
+    /// G2 element-wise op (see [`CurveOp`]).
+    pub fn g2_op(
+        &self,
+        a: &[G2Affine],
+        b: &[G2Affine],
+        op: CurveOp,
+    ) -> Result<Vec<G2Projective>, GpuError> {
+        let n = a.len().min(b.len());
+        let words = G2::JACOBIAN_WORDS;
+        let mut h = vec![0u32; n * words];
+        self.run(&unbounded(), |e| {
+            let da = e.upload(g2_affines_as_u32(&a[..n]))?;
+            let db = e.upload(g2_affines_as_u32(&b[..n]))?;
+            let out = e.alloc(n * words)?;
+            e.launch_as(
+                "g2_op_test",
+                grid(n, G1_TEST_THREADS),
+                G1_TEST_THREADS,
+                &G1OpArgs {
+                    a: DevPtr(da.ptr()),
+                    b: DevPtr(db.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    n: n as u32,
+                    op: op as u32,
+                },
+            )?;
+            e.read(Readback::Values, &out, 0, &mut h)
+        })?;
+        Ok(h.chunks_exact(words).map(g2_jacobian_from_u32).collect())
     }
 
     /// Montgomery multiplications per second: (Fr, Fp), measured with `iters` chained

@@ -1,16 +1,18 @@
-//! GPU == CPU correctness tests for proofline-gpu's kernels and their host code. Every test
-//! skips (prints a line and returns) when no GPU is usable, so `cargo test` passes on CPU-only
-//! CI. Sizes: PROOFLINE_GPU_TEST_MAX_LOG (default 16; the device suite runs 24). Sparse mix:
-//! PROOFLINE_GPU_TEST_MIX="zero,one". Every MSM runs under an arena sized by `bytes.rs`, so a
-//! formula below what the code allocates fails here too.
+//! GPU == CPU correctness tests for proofline-gpu's kernels and their host code, every kernel
+//! variant of `MsmConfig` and `NttConfig` included. Every test skips (prints a line and
+//! returns) when no GPU is usable, so `cargo test` passes on CPU-only CI (where the same
+//! kernels run under the host emulation instead: `src/emu.rs`). Sizes:
+//! PROOFLINE_GPU_TEST_MAX_LOG (default 16; the device suite runs 24; G2 MSMs stop at 2^20).
+//! Sparse mix: PROOFLINE_GPU_TEST_MIX="zero,one". Every MSM runs under an arena sized by
+//! `bytes.rs`, so a formula below what the code allocates fails here too.
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::Group;
 use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
 use proofline_gpu::testkit::*;
-use proofline_gpu::{NttKind, Residency};
+use proofline_gpu::{MsmConfig, NttConfig, NttKind, Residency};
 use proofline_groth16::msm::SparseScalars;
 use rand::{RngCore, SeedableRng};
 use std::sync::OnceLock;
@@ -152,6 +154,7 @@ fn fp_ops_match_blst() {
         FieldOp::Add,
         FieldOp::Sub,
         FieldOp::FromMont,
+        FieldOp::Inverse,
     ] {
         let got = g.fp_op(&aw, &bw, op).expect("fp_op");
         for i in 0..n {
@@ -164,6 +167,7 @@ fn fp_ops_match_blst() {
                     FieldOp::Add => blst::blst_fp_add(&mut r, &a[i], &b[i]),
                     FieldOp::Sub => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
                     FieldOp::FromMont => blst::blst_fp_from(&mut r, &a[i]),
+                    FieldOp::Inverse => blst::blst_fp_eucl_inverse(&mut r, &a[i]),
                 }
             }
             assert_eq!(got[i], fp_words(&r), "{op:?} at {i}");
@@ -259,16 +263,18 @@ fn ntt_large_spot_checks() {
 fn h_poly_matches_cpu() {
     let Some(g) = gpu() else { return };
     let sd = seed();
-    for lg in [0u32, 1, 2, 5, 10, 12] {
+    for lg in [0u32, 1, 2, 5, 10, 11, 12] {
         let n = 1 << lg;
         let a = random_scalars(n, sd + 1);
         let b = random_scalars(n, sd + 2);
         let c = random_scalars(n, sd + 3);
-        let mut got = a.clone();
-        g.h_poly(&mut got, &b, &c).expect("h_poly");
         let mut want = a.clone();
         cpu_h_poly(&mut want, &b, &c);
-        assert!(got == want, "h_poly 2^{lg}");
+        for (name, cfg) in NttConfig::variants() {
+            let mut got = a.clone();
+            g.h_poly(&mut got, &b, &c, &cfg).expect("h_poly");
+            assert!(got == want, "h_poly 2^{lg}, {name}");
+        }
     }
 }
 
@@ -283,8 +289,6 @@ fn h_poly_large_identity() {
         let a = random_scalars(n, sd + 11);
         let b = random_scalars(n, sd + 12);
         let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
-        let mut h = a.clone();
-        g.h_poly(&mut h, &b, &c).expect("h_poly");
         let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
         g.ntt(&mut ca, NttKind::Inverse).expect("ntt");
         g.ntt(&mut cb, NttKind::Inverse).expect("ntt");
@@ -292,12 +296,19 @@ fn h_poly_large_identity() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(sd);
         let x = Scalar::random(&mut rng);
         let z = x.pow_vartime([n as u64]) - Scalar::ONE;
-        assert_eq!(h[n - 1], Scalar::ZERO, "deg H <= n - 2 at 2^{lg}");
-        assert_eq!(
-            eval_poly(&h, x) * z,
-            eval_poly(&ca, x) * eval_poly(&cb, x) - eval_poly(&cc, x),
-            "h identity 2^{lg}"
-        );
+        let rhs = eval_poly(&ca, x) * eval_poly(&cb, x) - eval_poly(&cc, x);
+        let mut first: Option<Vec<Scalar>> = None;
+        for (name, cfg) in NttConfig::variants() {
+            let mut h = a.clone();
+            g.h_poly(&mut h, &b, &c, &cfg).expect("h_poly");
+            assert_eq!(h[n - 1], Scalar::ZERO, "deg H <= n - 2 at 2^{lg}, {name}");
+            assert_eq!(eval_poly(&h, x) * z, rhs, "h identity 2^{lg}, {name}");
+            // and the variants agree on every coefficient
+            match &first {
+                Some(f) => assert!(*f == h, "h_poly variants differ at 2^{lg}"),
+                None => first = Some(h),
+            }
+        }
         eprintln!("h_poly 2^{lg} ok");
         lg += 2;
     }
@@ -324,11 +335,13 @@ fn msm_dense_matches_blstrs() {
     let bases = g.tiled_points(&points, maxn).expect("upload");
     for &n in &sizes {
         let want = cpu_msm(&points[..n], &scalars[..n]);
-        let got = g.msm(&points[..n], &scalars[..n], &cfg).expect("msm");
-        assert_eq!(got, want, "dense msm n = {n}");
-        let s = g.scalars(&scalars[..n]).expect("upload");
-        let (got, _) = g.msm_resident(&bases, &s, &cfg).expect("msm");
-        assert_eq!(got, want, "resident msm n = {n}");
+        for (name, cfg) in MsmConfig::variants() {
+            let got = g.msm(&points[..n], &scalars[..n], &cfg).expect("msm");
+            assert_eq!(got, want, "dense msm n = {n}, {name}");
+            let s = g.scalars(&scalars[..n]).expect("upload");
+            let (got, _) = g.msm_resident(&bases, &s, &cfg).expect("msm");
+            assert_eq!(got, want, "resident msm n = {n}, {name}");
+        }
         eprintln!("msm {n} ok");
     }
 }
@@ -374,18 +387,29 @@ fn msm_sparse_matches_blstrs() {
             let want = cpu_msm(&points[..n], &scalars[..n]);
             // the CPU's split, taken as it is
             let split = SparseScalars::from_dense(&scalars[..n]);
-            let got = g
-                .msm_sparse(&points[..n], &split, Residency::Resident, 0)
-                .expect("msm");
-            assert_eq!(got, want, "sparse msm n = {n} mix {m:?}");
+            for (name, cfg) in MsmConfig::variants() {
+                let got = g
+                    .msm_sparse(&points[..n], &split, Residency::Resident, 0, &cfg)
+                    .expect("msm");
+                assert_eq!(got, want, "sparse msm n = {n} mix {m:?}, {name}");
+                // the dense path must agree on the same mixed scalars
+                let got = g.msm(&points[..n], &scalars[..n], &cfg).expect("msm");
+                assert_eq!(
+                    got, want,
+                    "dense msm on mixed scalars n = {n} mix {m:?}, {name}"
+                );
+            }
             // bases streamed from the host in chunks of a prime number of points
             let got = g
-                .msm_sparse(&points[..n], &split, Residency::Streamed, 997)
+                .msm_sparse(
+                    &points[..n],
+                    &split,
+                    Residency::Streamed,
+                    997,
+                    &MsmConfig::default(),
+                )
                 .expect("msm");
             assert_eq!(got, want, "streamed sparse msm n = {n} mix {m:?}");
-            // the dense path must agree on the same mixed scalars
-            let got = g.msm(&points[..n], &scalars[..n], &cfg).expect("msm");
-            assert_eq!(got, want, "dense msm on mixed scalars n = {n} mix {m:?}");
         }
         eprintln!("sparse mix {m:?} ok");
     }
@@ -397,25 +421,174 @@ fn msm_repeated_scalars_and_edge_cases() {
     let sd = seed();
     let n = 1 << 12;
     let points = random_points(n, sd);
-    // one big bucket: every scalar is 2, or -1
-    for s in [Scalar::from(2u64), -Scalar::ONE, Scalar::from(1u64 << 40)] {
-        let scalars = vec![s; n];
-        let want = cpu_msm(&points, &scalars);
-        assert_eq!(g.msm(&points, &scalars).expect("msm"), want);
-        let split = SparseScalars::from_dense(&scalars);
+    for (name, cfg) in MsmConfig::variants() {
+        // one big bucket: every scalar is 2, or -1
+        for s in [Scalar::from(2u64), -Scalar::ONE, Scalar::from(1u64 << 40)] {
+            let scalars = vec![s; n];
+            let want = cpu_msm(&points, &scalars);
+            assert_eq!(g.msm(&points, &scalars, &cfg).expect("msm"), want, "{name}");
+            let split = SparseScalars::from_dense(&scalars);
+            assert_eq!(
+                g.msm_sparse(&points, &split, Residency::Resident, 0, &cfg)
+                    .expect("msm"),
+                want,
+                "{name}"
+            );
+        }
+        // same point repeated: bucket additions hit the doubling case
+        let same = vec![points[0]; n];
+        let scalars = random_scalars(n, sd + 3);
+        let want = cpu_msm(&same, &scalars);
+        assert_eq!(g.msm(&same, &scalars, &cfg).expect("msm"), want, "{name}");
+        // empty
         assert_eq!(
-            g.msm_sparse(&points, &split, Residency::Resident, 0)
-                .expect("msm"),
-            want
+            g.msm(&[], &[], &cfg).expect("msm"),
+            G1Projective::identity()
         );
     }
-    // same point repeated: bucket additions hit the doubling case
-    let same = vec![points[0]; n];
-    let scalars = random_scalars(n, sd + 3);
-    let want = cpu_msm(&same, &scalars);
-    assert_eq!(g.msm(&same, &scalars).expect("msm"), want);
-    // empty
-    assert_eq!(g.msm(&[], &[]).expect("msm"), G1Projective::identity());
     // layout: host bytes upload unchanged
-    assert_eq!(scalars_as_u32(&scalars[..1]).len(), 8);
+    assert_eq!(scalars_as_u32(&[Scalar::ONE]).len(), 8);
+}
+
+fn fp2_words(f: &blst::blst_fp2) -> [u32; 24] {
+    let mut o = [0u32; 24];
+    o[..12].copy_from_slice(&fp_words(&f.fp[0]));
+    o[12..].copy_from_slice(&fp_words(&f.fp[1]));
+    o
+}
+
+#[test]
+fn fp2_and_g2_ops_match_blst() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(sd);
+    let n = 1 << 12;
+    let mut fp = || {
+        let mut l = [0u64; 6];
+        for x in l.iter_mut() {
+            *x = rng.next_u64();
+        }
+        l[5] &= 0x0fff_ffff_ffff_ffff;
+        blst::blst_fp { l }
+    };
+    let mut a: Vec<blst::blst_fp2> = (0..n)
+        .map(|_| blst::blst_fp2 { fp: [fp(), fp()] })
+        .collect();
+    let b: Vec<blst::blst_fp2> = (0..n)
+        .map(|_| blst::blst_fp2 { fp: [fp(), fp()] })
+        .collect();
+    a[0] = blst::blst_fp2::default();
+    a[1].fp[1] = blst::blst_fp::default();
+    let aw: Vec<[u32; 24]> = a.iter().map(fp2_words).collect();
+    let bw: Vec<[u32; 24]> = b.iter().map(fp2_words).collect();
+    for op in [
+        FieldOp::Mul,
+        FieldOp::Sqr,
+        FieldOp::Add,
+        FieldOp::Sub,
+        FieldOp::Inverse,
+    ] {
+        let got = g.fp2_op(&aw, &bw, op).expect("fp2_op");
+        for i in 0..n {
+            let mut r = blst::blst_fp2::default();
+            // SAFETY: plain blst field arithmetic on valid values.
+            unsafe {
+                match op {
+                    FieldOp::Mul => blst::blst_fp2_mul(&mut r, &a[i], &b[i]),
+                    FieldOp::Sqr => blst::blst_fp2_sqr(&mut r, &a[i]),
+                    FieldOp::Add => blst::blst_fp2_add(&mut r, &a[i], &b[i]),
+                    FieldOp::Sub => blst::blst_fp2_sub(&mut r, &a[i], &b[i]),
+                    _ => blst::blst_fp2_eucl_inverse(&mut r, &a[i]),
+                }
+            }
+            assert_eq!(got[i], fp2_words(&r), "fp2 {op:?} at {i}");
+        }
+    }
+    let m = 1024;
+    let mut p = random_g2_points(m, sd);
+    let mut q = random_g2_points(m, sd + 7);
+    p[0] = G2Affine::identity();
+    q[1] = G2Affine::identity();
+    q[2] = p[2];
+    q[3] = -p[3];
+    for op in [
+        CurveOp::Add,
+        CurveOp::Double,
+        CurveOp::AddFull,
+        CurveOp::AddSelf,
+    ] {
+        let got = g.g2_op(&p, &q, op).expect("g2_op");
+        for i in 0..m {
+            let (pa, pb) = (G2Projective::from(p[i]), G2Projective::from(q[i]));
+            let want = match op {
+                CurveOp::Add | CurveOp::AddFull => pa + pb,
+                CurveOp::Double | CurveOp::AddSelf => pa.double(),
+            };
+            assert_eq!(got[i], want, "g2 {op:?} at {i}");
+        }
+    }
+}
+
+#[test]
+fn g2_msm_matches_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let max = 1usize << max_log().min(20);
+    let mut points = random_g2_points(max, sd + 3);
+    points[max / 3] = G2Affine::identity();
+    let dense = random_scalars(max, sd + 4);
+    let mut n = 1usize;
+    while n <= max {
+        let want = cpu_msm_g2(&points[..n], &dense[..n]);
+        for (name, cfg) in MsmConfig::variants() {
+            let got = g.msm_g2(&points[..n], &dense[..n], &cfg).expect("msm");
+            assert_eq!(got, want, "G2 dense n = {n}, {name}");
+        }
+        n = if n < 1024 { n * 5 } else { n * 4 };
+    }
+    // the measured B split of a real 8MiB partition, all ones, one giant bucket
+    for (mi, mix) in [
+        ScalarMix {
+            zero: 0.4621,
+            one: 0.4579,
+        },
+        ScalarMix {
+            zero: 0.0,
+            one: 1.0,
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let scalars = mixed_scalars(max, mix, sd + 10 + mi as u64);
+        let want = cpu_msm_g2(&points, &scalars);
+        let split = SparseScalars::from_dense(&scalars);
+        for (name, cfg) in MsmConfig::variants() {
+            let got = g
+                .msm_g2_sparse(&points, &split, Residency::Resident, 0, &cfg)
+                .expect("msm");
+            assert_eq!(got, want, "G2 sparse {mix:?}, {name}");
+        }
+        let got = g
+            .msm_g2_sparse(
+                &points,
+                &split,
+                Residency::Streamed,
+                4099,
+                &MsmConfig::default(),
+            )
+            .expect("msm");
+        assert_eq!(got, want, "G2 streamed sparse {mix:?}");
+    }
+    let same = vec![-Scalar::ONE; 4096];
+    let want = cpu_msm_g2(&points[..4096.min(max)], &same[..4096.min(max)]);
+    let got = g
+        .msm_g2(
+            &points[..4096.min(max)],
+            &same[..4096.min(max)],
+            &MsmConfig::default(),
+        )
+        .expect("msm");
+    assert_eq!(got, want, "G2 one bucket");
+    eprintln!("G2 MSMs up to {max} ok");
 }

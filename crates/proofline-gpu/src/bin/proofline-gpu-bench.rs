@@ -1,12 +1,18 @@
-//! proofline-gpu-bench: GPU benchmarks of the BLS12-381 kernels (field multiply
-//! throughput, NTT, h_poly, dense and sparse G1 MSM, one 32 GiB-shape Groth16
-//! partition). Prints one JSON document (also written to --json PATH) and a
-//! short table last. Data are resident on the device while timed unless a row
-//! says "+upload". Random points are tiled from 2^20 unique ones on the device.
+//! proofline-gpu-bench: GPU benchmarks of the BLS12-381 kernels (field multiply throughput,
+//! NTT, the Groth16 H sequence, dense and sparse G1 MSMs, G2 MSMs, one 32 GiB-shape Groth16
+//! partition with its G2 MSM). Prints one JSON document (also written to --json PATH) and a
+//! short table last. Data are resident on the device while timed unless a row says "+upload".
+//! Random points are tiled from 2^20 unique G1 points (2^16 for G2) on the device.
 //!
-//! Usage: proofline-gpu-bench [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L]
-//!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib] [--no-partition]
+//! Usage: proofline-gpu-bench [--sections ntt,msm,sparse,g2,partition] [--variants]
+//!        [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L] [--g2-log L]
+//!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib]
 //!        [--cold-pool] [--reps R] [--json PATH]
+//!
+//! `--variants` times every kernel variant (`MsmConfig::variants`, `NttConfig::variants`) side
+//! by side in the same process, each row naming its variant; without it, the production
+//! defaults only. Variants must be compared within one run: the same binary varies by up to 8 %
+//! between device calls.
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
@@ -14,25 +20,31 @@
 //!
 //! Sparse MSMs take the CPU's 0/1/tail split (`SparseScalars`), as the pipeline does: the lists
 //! of ones and of the tail are uploaded in the timed call (the split itself is not timed).
-//! The partition benchmark gives each G1 query (A, B, L) the share of the aux points and the
-//! zero/one/other split measured on a real PoRep partition (`--partition-mix`, default the 8MiB
-//! circuit's, docs/filecoin.md).
+//! The partition benchmark gives each query (A, B, L; B in G2 with B's split) the share of the
+//! aux points and the zero/one/other split measured on a real PoRep partition
+//! (`--partition-mix`, default the 8MiB circuit's, docs/filecoin.md).
 
 use std::time::Instant;
 
-use proofline_gpu::testkit::{mixed_scalars, random_points, random_scalars, ScalarMix, TestGpu};
+use proofline_gpu::testkit::{
+    mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
+};
 use proofline_gpu::{probe, GpuError, MsmConfig, NttConfig, NttKind};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
+const SECTIONS: [&str; 5] = ["ntt", "msm", "sparse", "g2", "partition"];
+
 struct Opts {
+    sections: Vec<&'static str>,
+    variants: bool,
     ntt_min: u32,
     ntt_max: u32,
     msm_min: u32,
     msm_max: u32,
+    g2_log: u32,
     mix: ScalarMix,
     partition_points: usize,
-    partition: bool,
     partition_mix: &'static str,
     cold_pool: bool,
     reps: usize,
@@ -41,13 +53,15 @@ struct Opts {
 
 fn parse() -> Result<Opts, String> {
     let mut o = Opts {
+        sections: SECTIONS.to_vec(),
+        variants: false,
         ntt_min: 20,
         ntt_max: 27,
         msm_min: 20,
         msm_max: 26,
+        g2_log: 20,
         mix: ScalarMix::default(),
         partition_points: 130_278_541,
-        partition: true,
         partition_mix: "8mib",
         cold_pool: false,
         reps: 5,
@@ -64,10 +78,22 @@ fn parse() -> Result<Opts, String> {
         let a = args[i].as_str();
         let num = |s: String| s.parse::<u64>().map_err(|e| format!("{a}: {e}"));
         match a {
+            "--sections" => {
+                let mut v = Vec::new();
+                for s in val(i)?.split(',') {
+                    let s = s.trim();
+                    match SECTIONS.iter().find(|k| **k == s) {
+                        Some(k) => v.push(*k),
+                        None => return Err(format!("--sections: unknown section {s}")),
+                    }
+                }
+                o.sections = v;
+            }
             "--ntt-min" => o.ntt_min = num(val(i)?)? as u32,
             "--ntt-max" => o.ntt_max = num(val(i)?)? as u32,
             "--msm-min" => o.msm_min = num(val(i)?)? as u32,
             "--msm-max" => o.msm_max = num(val(i)?)? as u32,
+            "--g2-log" => o.g2_log = num(val(i)?)? as u32,
             "--partition-points" => o.partition_points = num(val(i)?)? as usize,
             "--reps" => o.reps = num(val(i)?)?.max(1) as usize,
             "--partition-mix" => {
@@ -92,8 +118,8 @@ fn parse() -> Result<Opts, String> {
                     one: v[1],
                 };
             }
-            "--no-partition" => {
-                o.partition = false;
+            "--variants" => {
+                o.variants = true;
                 i += 1;
                 continue;
             }
@@ -108,6 +134,26 @@ fn parse() -> Result<Opts, String> {
         i += 2;
     }
     Ok(o)
+}
+
+impl Opts {
+    fn has(&self, section: &str) -> bool {
+        self.sections.contains(&section)
+    }
+    fn msm_variants(&self) -> Vec<(&'static str, MsmConfig)> {
+        if self.variants {
+            MsmConfig::variants()
+        } else {
+            vec![("default", MsmConfig::default())]
+        }
+    }
+    fn ntt_variants(&self) -> Vec<(&'static str, NttConfig)> {
+        if self.variants {
+            NttConfig::variants()
+        } else {
+            vec![("default", NttConfig::default())]
+        }
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -131,39 +177,73 @@ fn time<F: FnMut() -> Result<(), GpuError>>(reps: usize, mut f: F) -> Result<Vec
 struct Row {
     name: String,
     size: String,
+    variant: String,
     ms: f64,
     note: String,
+}
+
+/// Rows and JSON records of a run.
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+    results: Vec<serde_json::Value>,
+}
+
+impl Report {
+    fn row(&mut self, name: &str, size: String, variant: &str, ms: f64, note: String) {
+        self.rows.push(Row {
+            name: name.into(),
+            size,
+            variant: variant.into(),
+            ms,
+            note,
+        });
+    }
 }
 
 fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
     // As the daemon's VRAM allocator does: freed memory stays cached in the pool across
     // synchronisations (with the default threshold, 0, every call's buffers are allocated cold).
     let g = TestGpu::open(0, o.cold_pool)?;
-    let cfg = MsmConfig::default();
-    let mut rows = Vec::new();
-    let mut results = Vec::new();
+    let mut r = Report::default();
     eprintln!(
         "device: {:?}; {}",
         g.device().info(),
         g.device().kernel_images()
     );
-
     let (fr, fp) = g.mul_throughput(1 << 20, 256)?;
-    rows.push(Row {
-        name: "Fr mul".into(),
-        size: "-".into(),
-        ms: 0.0,
-        note: format!("{:.1} G mul/s", fr / 1e9),
-    });
-    rows.push(Row {
-        name: "Fp mul".into(),
-        size: "-".into(),
-        ms: 0.0,
-        note: format!("{:.1} G mul/s", fp / 1e9),
-    });
-    results.push(json!({"bench": "mul_throughput", "fr_gmul_s": fr / 1e9, "fp_gmul_s": fp / 1e9}));
+    r.row(
+        "Fr mul",
+        "-".into(),
+        "-",
+        0.0,
+        format!("{:.1} G mul/s", fr / 1e9),
+    );
+    r.row(
+        "Fp mul",
+        "-".into(),
+        "-",
+        0.0,
+        format!("{:.1} G mul/s", fp / 1e9),
+    );
+    r.results
+        .push(json!({"bench": "mul_throughput", "fr_gmul_s": fr / 1e9, "fp_gmul_s": fp / 1e9}));
+    if o.has("ntt") {
+        ntt_section(o, &g, &mut r)?;
+    }
+    let needs_points = o.has("msm") || o.has("sparse") || o.has("partition");
+    if needs_points {
+        msm_sections(o, &g, &mut r)?;
+    }
+    if o.has("g2") {
+        g2_section(o, &g, &mut r)?;
+    }
+    let doc = json!({"device": g.device().info(), "images": g.device().kernel_images(),
+        "variants": o.variants, "results": r.results});
+    Ok((doc, r.rows))
+}
 
-    // ---- NTT -----------------------------------------------------------------
+fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
     let max_ntt = o.ntt_max.max(o.ntt_min);
     let host = random_scalars(1usize << max_ntt, 42);
     for lg in o.ntt_min..=o.ntt_max {
@@ -173,51 +253,57 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         let reps = if lg >= 26 { 3 } else { o.reps };
         let v = time(reps, || g.ntt_resident(&mut d, &tables, NttKind::Forward))?;
         let m = median(v.clone());
-        rows.push(Row {
-            name: "NTT forward".into(),
-            size: format!("2^{lg}"),
-            ms: m,
-            note: String::new(),
-        });
-        results.push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
+        r.row("NTT forward", format!("2^{lg}"), "-", m, String::new());
+        r.results
+            .push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
         if lg == 24 || lg == o.ntt_max {
             let v = time(reps, || {
                 g.ntt_resident(&mut d, &tables, NttKind::CosetInverse)
             })?;
             let m = median(v.clone());
-            rows.push(Row {
-                name: "NTT coset inverse".into(),
-                size: format!("2^{lg}"),
-                ms: m,
-                note: String::new(),
-            });
-            results
+            r.row(
+                "NTT coset inverse",
+                format!("2^{lg}"),
+                "-",
+                m,
+                String::new(),
+            );
+            r.results
                 .push(json!({"bench": "ntt_coset_inverse", "log_n": lg, "ms_median": m, "ms": v}));
             let mut b = g.scalars(&host[..n])?;
             let mut c = g.scalars(&host[..n])?;
-            let v = time(reps.min(3), || {
-                g.h_poly_resident(&mut d, &mut b, &mut c, &tables, &NttConfig::default())
-            })?;
-            let m = median(v.clone());
-            rows.push(Row {
-                name: "h_poly (7 NTT + pointwise)".into(),
-                size: format!("2^{lg}"),
-                ms: m,
-                note: String::new(),
-            });
-            results.push(json!({"bench": "h_poly", "log_n": lg, "ms_median": m, "ms": v}));
+            for (name, cfg) in o.ntt_variants() {
+                let v = time(reps.min(3), || {
+                    g.h_poly_resident(&mut d, &mut b, &mut c, &tables, &cfg)
+                })?;
+                let m = median(v.clone());
+                r.row(
+                    "h_poly (7 NTT + pointwise)",
+                    format!("2^{lg}"),
+                    name,
+                    m,
+                    String::new(),
+                );
+                r.results
+                    .push(json!({"bench": "h_poly", "log_n": lg, "variant": name,
+                    "config": cfg, "ms_median": m, "ms": v}));
+            }
         }
-        drop(d);
     }
-    drop(host);
+    Ok(())
+}
 
-    // ---- MSM -----------------------------------------------------------------
-    let max_msm = if o.partition {
+fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
+    let max_msm = if o.has("partition") {
         o.msm_max.max(27)
     } else {
         o.msm_max
     };
-    let max_points = (1usize << max_msm).max(if o.partition { o.partition_points } else { 0 });
+    let max_points = (1usize << max_msm).max(if o.has("partition") {
+        o.partition_points
+    } else {
+        0
+    });
     let t = Instant::now();
     let unique = random_points(1 << 20, 7);
     eprintln!(
@@ -225,140 +311,220 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         t.elapsed().as_secs_f64()
     );
     let bases = g.tiled_points(&unique, max_points)?;
-    let dense = random_scalars(1usize << o.msm_max, 9);
-    for lg in o.msm_min..=o.msm_max {
-        let n = 1usize << lg;
-        let s = g.scalars(&dense[..n])?;
-        let reps = if lg >= 25 { 3 } else { o.reps };
-        let mut stats = None;
-        let v = time(reps, || {
-            stats = Some(g.msm_resident(&bases, &s, &cfg)?.1);
-            Ok(())
-        })?;
-        let m = median(v.clone());
-        rows.push(Row {
-            name: "MSM G1 dense".into(),
-            size: format!("2^{lg}"),
-            ms: m,
-            note: format!("c={}", stats.map(|s| s.window).unwrap_or(0)),
-        });
-        results.push(
-            json!({"bench": "msm_dense", "log_n": lg, "ms_median": m, "ms": v, "stats": stats}),
-        );
-        if lg == 24 {
+    if o.has("msm") {
+        let dense = random_scalars(1usize << o.msm_max, 9);
+        for lg in o.msm_min..=o.msm_max {
+            let n = 1usize << lg;
+            let s = g.scalars(&dense[..n])?;
+            let reps = if lg >= 25 { 3 } else { o.reps };
+            for (name, cfg) in o.msm_variants() {
+                let mut stats = None;
+                let v = time(reps, || {
+                    stats = Some(g.msm_resident(&bases, &s, &cfg)?.1);
+                    Ok(())
+                })?;
+                let m = median(v.clone());
+                let c = stats.map(|s| s.window).unwrap_or(0);
+                r.row("MSM G1 dense", format!("2^{lg}"), name, m, format!("c={c}"));
+                r.results
+                    .push(json!({"bench": "msm_dense", "log_n": lg, "variant": name,
+                    "config": cfg, "ms_median": m, "ms": v, "stats": stats}));
+            }
+            if lg == 24 {
+                let cfg = MsmConfig::default();
+                let v = time(3, || {
+                    let s = g.scalars(&dense[..n])?;
+                    g.msm_resident(&bases, &s, &cfg).map(|_| ())
+                })?;
+                let m = median(v.clone());
+                r.row(
+                    "MSM G1 dense +upload scalars",
+                    format!("2^{lg}"),
+                    "default",
+                    m,
+                    String::new(),
+                );
+                r.results.push(
+                    json!({"bench": "msm_dense_upload_scalars", "log_n": lg, "ms_median": m, "ms": v}),
+                );
+            }
+        }
+    }
+    if o.has("sparse") {
+        let mix = o.mix;
+        for n in [1usize << 24, 1 << 26] {
+            if n > max_points {
+                continue;
+            }
+            let split = SparseScalars::from_dense(&mixed_scalars(n, mix, 11));
+            for (name, cfg) in o.msm_variants() {
+                let mut stats = None;
+                let v = time(3, || {
+                    stats = Some(g.msm_sparse_resident(&bases, &split, &cfg)?.1);
+                    Ok(())
+                })?;
+                let m = median(v.clone());
+                let tail = stats.map(|s| s.tail).unwrap_or(0);
+                r.row(
+                    "MSM G1 sparse",
+                    format!("{n}"),
+                    name,
+                    m,
+                    format!("mix {:.2}/{:.2}, tail {tail}", mix.zero, mix.one),
+                );
+                r.results.push(
+                    json!({"bench": "msm_sparse", "n": n, "mix": mix, "variant": name,
+                    "config": cfg, "ms_median": m, "ms": v, "stats": stats}),
+                );
+            }
+        }
+    }
+    if o.has("partition") {
+        partition(o, g, &bases, r)?;
+    }
+    Ok(())
+}
+
+fn g2_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
+    let t = Instant::now();
+    let unique = random_g2_points(1 << 16, 8);
+    eprintln!(
+        "generated 2^16 G2 points in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let n = 1usize << o.g2_log;
+    let bases = g.tiled_g2_points(&unique, n.max(1 << 24))?;
+    let dense = SparseScalars {
+        num_bases: n,
+        tail_index: (0..n as u32).collect(),
+        tail_scalars: random_scalars(n, 19),
+        ..Default::default()
+    };
+    // the B query's measured split (8MiB circuit) over 2^24 points
+    let b_mix = partition_shape("8mib")[2];
+    let sparse = SparseScalars::from_dense(&mixed_scalars(
+        1 << 24,
+        ScalarMix {
+            zero: b_mix.2,
+            one: b_mix.3,
+        },
+        23,
+    ));
+    for (what, size, split) in [
+        ("MSM G2 dense", format!("2^{}", o.g2_log), &dense),
+        ("MSM G2 sparse (B mix)", "2^24".to_string(), &sparse),
+    ] {
+        for (name, cfg) in o.msm_variants() {
+            let mut stats = None;
             let v = time(3, || {
-                let s = g.scalars(&dense[..n])?;
-                g.msm_resident(&bases, &s, &cfg).map(|_| ())
+                stats = Some(g.msm_g2_sparse_resident(&bases, split, &cfg)?.1);
+                Ok(())
             })?;
             let m = median(v.clone());
-            rows.push(Row {
-                name: "MSM G1 dense +upload scalars".into(),
-                size: format!("2^{lg}"),
-                ms: m,
-                note: String::new(),
-            });
-            results.push(
-                json!({"bench": "msm_dense_upload_scalars", "log_n": lg, "ms_median": m, "ms": v}),
+            let tail = stats.map(|s| s.tail).unwrap_or(0);
+            r.row(what, size.clone(), name, m, format!("tail {tail}"));
+            r.results.push(
+                json!({"bench": "msm_g2", "what": what, "points": split.num_bases,
+                "variant": name, "config": cfg, "ms_median": m, "ms": v, "stats": stats}),
             );
         }
     }
-    drop(dense);
-    let mix = o.mix;
-    for n in [1usize << 24, 1 << 26] {
-        if n > max_points {
-            continue;
-        }
-        let split = SparseScalars::from_dense(&mixed_scalars(n, mix, 11));
-        let mut stats = None;
-        let v = time(3, || {
-            stats = Some(g.msm_sparse_resident(&bases, &split, &cfg)?.1);
-            Ok(())
-        })?;
-        let m = median(v.clone());
-        let tail = stats.map(|s| s.tail).unwrap_or(0);
-        rows.push(Row {
-            name: "MSM G1 sparse".into(),
-            size: format!("{n}"),
-            ms: m,
-            note: format!("mix {:.2}/{:.2}, tail {tail}", mix.zero, mix.one),
-        });
-        results.push(json!({"bench": "msm_sparse", "n": n, "mix": mix, "ms_median": m, "ms": v, "stats": stats}));
-    }
+    Ok(())
+}
 
-    // ---- partition -----------------------------------------------------------
-    if o.partition {
-        let lg = 27u32;
-        let n = 1usize << lg;
-        let host = random_scalars(n, 13);
-        let mut a = g.scalars(&host)?;
-        let mut b = g.scalars(&host)?;
-        let mut c = g.scalars(&host)?;
-        let tables = g.ntt_tables(lg)?;
-        drop(host);
-        // (query, share of the aux points, zero, one) of a real partition
-        let shape = partition_shape(o.partition_mix);
-        let mut queries = Vec::new();
-        for (k, (name, share, zero, one)) in shape.iter().enumerate() {
-            let len = ((o.partition_points as f64) * share).round() as usize;
-            let sc = mixed_scalars(
-                len,
-                ScalarMix {
-                    zero: *zero,
-                    one: *one,
-                },
-                17 + k as u64,
-            );
-            queries.push((*name, SparseScalars::from_dense(&sc)));
-        }
-        // warm-up (pool)
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &NttConfig::default())?;
-        for (_, q) in &queries {
-            g.msm_sparse_resident(&bases, q, &cfg)?;
-        }
-        let mut steps = Vec::new();
-        let t0 = Instant::now();
+fn partition(
+    o: &Opts,
+    g: &TestGpu,
+    bases: &proofline_gpu::testkit::DeviceData,
+    r: &mut Report,
+) -> Result<(), GpuError> {
+    let lg = 27u32;
+    let n = 1usize << lg;
+    let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
+    let host = random_scalars(n, 13);
+    let mut a = g.scalars(&host)?;
+    let mut b = g.scalars(&host)?;
+    let mut c = g.scalars(&host)?;
+    let tables = g.ntt_tables(lg)?;
+    drop(host);
+    // (query, share of the aux points, zero, one) of a real partition
+    let shape = partition_shape(o.partition_mix);
+    let mut queries = Vec::new();
+    for (k, (name, share, zero, one)) in shape.iter().enumerate() {
+        let len = ((o.partition_points as f64) * share).round() as usize;
+        let sc = mixed_scalars(
+            len,
+            ScalarMix {
+                zero: *zero,
+                one: *one,
+            },
+            17 + k as u64,
+        );
+        queries.push((*name, SparseScalars::from_dense(&sc)));
+    }
+    // B in G2: B's split over G2 bases
+    let unique_g2 = random_g2_points(1 << 16, 8);
+    let b_len = queries[2].1.num_bases;
+    let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
+    // warm-up (pool)
+    g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
+    for (_, q) in &queries {
+        g.msm_sparse_resident(bases, q, &msm)?;
+    }
+    g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
+    let mut steps = Vec::new();
+    let t0 = Instant::now();
+    let t = Instant::now();
+    g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
+    steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
+    let t = Instant::now();
+    g.msm_resident(bases, &a, &msm)?;
+    steps.push((
+        "H MSM 2^27 dense".to_string(),
+        t.elapsed().as_secs_f64() * 1e3,
+    ));
+    for (name, q) in &queries {
         let t = Instant::now();
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &NttConfig::default())?;
-        steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
-        let t = Instant::now();
-        g.msm_resident(&bases, &a, &cfg)?;
+        let (_, st) = g.msm_sparse_resident(bases, q, &msm)?;
         steps.push((
-            "H MSM 2^27 dense".to_string(),
+            format!("{name} MSM sparse ({} points, tail {})", st.points, st.tail),
             t.elapsed().as_secs_f64() * 1e3,
         ));
-        for (name, q) in &queries {
-            let t = Instant::now();
-            let (_, st) = g.msm_sparse_resident(&bases, q, &cfg)?;
-            steps.push((
-                format!("{name} MSM sparse ({} points, tail {})", st.points, st.tail),
-                t.elapsed().as_secs_f64() * 1e3,
-            ));
-        }
-        let total = t0.elapsed().as_secs_f64() * 1e3;
-        for (nm, ms) in &steps {
-            rows.push(Row {
-                name: format!("partition: {nm}"),
-                size: String::new(),
-                ms: *ms,
-                note: String::new(),
-            });
-        }
-        rows.push(Row {
-            name: "PARTITION total (32 GiB shape)".into(),
-            size: format!("2^27 / {}", o.partition_points),
-            ms: total,
-            note: format!("{} query shapes", o.partition_mix),
-        });
-        let shape_json: Vec<_> = shape
-            .iter()
-            .map(|(n, s, z, one)| json!({"query": n, "share": s, "zero": z, "one": one}))
-            .collect();
-        results.push(json!({"bench": "partition_32gib", "domain_log": lg, "aux_points": o.partition_points,
-            "circuit_mix": o.partition_mix, "queries": shape_json,
-            "steps_ms": steps.iter().map(|(n, m)| json!({"step": n, "ms": m})).collect::<Vec<_>>(), "total_ms": total}));
     }
-    let doc = json!({"device": g.device().info(), "images": g.device().kernel_images(), "results": results});
-    Ok((doc, rows))
+    let t = Instant::now();
+    let (_, st) = g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
+    steps.push((
+        format!("B_G2 MSM sparse ({} points, tail {})", st.points, st.tail),
+        t.elapsed().as_secs_f64() * 1e3,
+    ));
+    let total = t0.elapsed().as_secs_f64() * 1e3;
+    for (nm, ms) in &steps {
+        r.row(
+            &format!("partition: {nm}"),
+            String::new(),
+            "default",
+            *ms,
+            String::new(),
+        );
+    }
+    r.row(
+        "PARTITION total (32 GiB shape)",
+        format!("2^27 / {}", o.partition_points),
+        "default",
+        total,
+        format!("{} query shapes, with B in G2", o.partition_mix),
+    );
+    let shape_json: Vec<_> = shape
+        .iter()
+        .map(|(n, s, z, one)| json!({"query": n, "share": s, "zero": z, "one": one}))
+        .collect();
+    r.results.push(
+        json!({"bench": "partition_32gib", "domain_log": lg, "aux_points": o.partition_points,
+        "circuit_mix": o.partition_mix, "queries": shape_json, "msm_config": msm, "ntt_config": ntt,
+        "steps_ms": steps.iter().map(|(n, m)| json!({"step": n, "ms": m})).collect::<Vec<_>>(),
+        "total_ms": total}),
+    );
+    Ok(())
 }
 
 /// (query, share of the aux points, zero fraction, one fraction) of partition 0 of a real
@@ -401,14 +567,20 @@ fn main() {
                     eprintln!("cannot write {p}: {e}");
                 }
             }
-            println!("\n{:<34} {:>16} {:>11}  note", "benchmark", "size", "ms");
+            println!(
+                "\n{:<34} {:>16} {:<15} {:>11}  note",
+                "benchmark", "size", "variant", "ms"
+            );
             for r in rows {
                 let ms = if r.ms > 0.0 {
                     format!("{:.3}", r.ms)
                 } else {
                     "-".into()
                 };
-                println!("{:<34} {:>16} {:>11}  {}", r.name, r.size, ms, r.note);
+                println!(
+                    "{:<34} {:>16} {:<15} {:>11}  {}",
+                    r.name, r.size, r.variant, ms, r.note
+                );
             }
         }
         Err(e) => {
