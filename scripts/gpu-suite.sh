@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# proofline GPU suite (issue 4). Owner: GPU kernels.
+# proofline GPU suite. Owner: GPU kernels.
 #
-#   scripts/gpu-suite.sh            on a CPU machine: builds the release test and
-#                                   bench binaries of proofline-gpu and copies them,
+#   scripts/gpu-suite.sh            on a CPU machine: builds the release test and bench binaries
+#                                   of proofline-gpu (sm_90 cubins only, stripped) and copies them,
 #                                   with the kernel cubins, into .gpu-bin/
-#   scripts/gpu-suite.sh device     on the GPU machine: runs every GPU test and
-#                                   benchmark from .gpu-bin/ in one go, writes JSON
-#                                   and logs under $OUT (default ./gpu-out), and
-#                                   prints a short table last.
+#   scripts/gpu-suite.sh device     on the GPU machine, in one call: the SASS check, every GPU
+#                                   correctness test (GPU == CPU for every kernel and variant, G2
+#                                   included, the PoRep mixes, whole proofs), then the benchmark
+#                                   sections with every variant side by side, each step under a
+#                                   time limit and all of them under one budget; writes logs and
+#                                   JSON under $OUT (default ./gpu-out), one archive of them, and
+#                                   prints a compact table last.
 #
 # Device-tool call (this workplace):  run carry=[".gpu-bin"] command="bash scripts/gpu-suite.sh device"
+#
+# Steps of the device half and what they should take on an H200 (the limit in brackets; the
+# whole run stops starting steps SUITE_BUDGET seconds (default 540) after it began):
+#   sass           cuobjdump counts of IMAD.WIDE.U32.X per cubin                  ~5 s   [60]
+#   test-lib       unit tests (the host emulation's are skipped: no compiler)     ~10 s  [60]
+#   test-gpu       GPU == CPU up to 2^24 (G2 to 2^20), every variant             ~150 s [200]
+#   test-proof     whole Groth16 proofs through the slot's stages                 ~60 s  [120]
+#   bench-ntt      NTT 2^24..2^27, coset inverse, H sequence per variant          ~20 s  [90]
+#   bench-msm      dense G1 MSM 2^24..2^26 per variant                           ~25 s  [90]
+#   bench-sparse   sparse G1 MSM 2^24 / 2^26 (60/30/10 mix) per variant           ~20 s  [90]
+#   bench-g2       G2 MSM dense 2^20 and the B mix over 2^24 per variant          ~20 s  [90]
+#   bench-partition the 32 GiB-shape partition with B in G2 (default variants)    ~60 s  [150]
 # Environment: PROOFLINE_GPU_TEST_MAX_LOG (default 24), PROOFLINE_GPU_TEST_MIX ("0.6,0.3"),
-#   BENCH_ARGS (extra proofline-gpu-bench arguments), SKIP_TESTS=1, SKIP_BENCH=1,
-#   TEST_TIMEOUT / BENCH_TIMEOUT (seconds, default 400 each).
+#   SUITE_BUDGET (seconds), SKIP_TESTS=1, SKIP_BENCH=1, BENCH_ARGS (extra arguments of every
+#   benchmark step).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.gpu-bin"
@@ -44,10 +59,12 @@ for line in sys.stdin:
     done < "$BIN/tests.txt"
     cargo build -p proofline-gpu --features testkit --release --bin proofline-gpu-bench
     cp "$CARGO_TARGET_DIR/release/proofline-gpu-bench" "$BIN/"
+    # symbols are not needed on the device
+    strip --strip-debug "$BIN"/test-* "$BIN/proofline-gpu-bench" 2>/dev/null || true
     # the embedded cubins, for SASS checks on the device
-    find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.cubin' -newer "$BIN/tests.txt" -exec cp {} "$BIN/cubins/" \; 2>/dev/null || true
+    find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.sm_90.cubin' -newer "$BIN/tests.txt" -exec cp {} "$BIN/cubins/" \; 2>/dev/null || true
     if [[ -z "$(ls "$BIN/cubins")" ]]; then
-        find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.cubin' -exec cp {} "$BIN/cubins/" \;
+        find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.sm_90.cubin' -exec cp {} "$BIN/cubins/" \;
     fi
     git -C "$ROOT" rev-parse --short HEAD > "$BIN/commit.txt" 2>/dev/null || echo uncommitted > "$BIN/commit.txt"
     if ! git -C "$ROOT" diff --quiet HEAD -- cuda crates/proofline-gpu 2>/dev/null || [[ -n "$(git -C "$ROOT" status --porcelain -- cuda crates/proofline-gpu 2>/dev/null)" ]]; then
@@ -61,54 +78,97 @@ device() {
     OUT="${OUT:-$ROOT/gpu-out}"
     mkdir -p "$OUT"
     cd "$ROOT"
-    local summary="$OUT/summary.txt"
+    local summary="$OUT/summary.txt" tables="$OUT/tables.txt" logs="$OUT/logs"
+    mkdir -p "$logs"
     : > "$summary"
+    : > "$tables"
+    local t0 budget status=0
+    t0=$(date +%s)
+    budget="${SUITE_BUDGET:-540}"
     {
         echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
         echo "commit: $(cat "$BIN/commit.txt" 2>/dev/null || echo unknown)"
         nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
     } | tee -a "$summary"
+
+    # step NAME LIMIT COMMAND...: runs COMMAND under min(LIMIT, what is left of the budget),
+    # output to logs/NAME.log; notes its exit status and seconds in the summary
+    step() {
+        local name=$1 limit=$2
+        shift 2
+        local left=$((budget - ($(date +%s) - t0)))
+        if ((left < 15)); then
+            echo "step $name: SKIPPED (budget spent)" | tee -a "$summary"
+            status=1
+            return
+        fi
+        ((limit > left)) && limit=$left
+        local s rc
+        s=$(date +%s)
+        timeout "$limit" "$@" > "$logs/$name.log" 2>&1
+        rc=$?
+        ((rc == 0)) || status=1
+        local note=""
+        ((rc == 124)) && note=" TIMEOUT after ${limit}s"
+        echo "step $name: rc=$rc $(($(date +%s) - s)) s$note" | tee -a "$summary"
+    }
+
     # SASS check: the wide multiply-add with carry (one chain for lo and hi)
-    if command -v cuobjdump >/dev/null; then
+    sass() {
+        command -v cuobjdump > /dev/null || { echo "cuobjdump not on PATH"; return 0; }
         for f in "$BIN"/cubins/*.sm_90.cubin; do
             [[ -f "$f" ]] || continue
-            n=$(cuobjdump -sass "$f" | grep -c 'IMAD.WIDE.U32.X')
-            echo "sass $(basename "$f"): IMAD.WIDE.U32.X x $n" | tee -a "$summary"
-        done > /dev/null
-        cat "$summary" | grep '^sass' || true
-    else
-        echo "sass: cuobjdump not on PATH" | tee -a "$summary"
-    fi
-    local status=0
+            echo "sass $(basename "$f"): IMAD.WIDE.U32.X x $(cuobjdump -sass "$f" | grep -c 'IMAD.WIDE.U32.X')"
+        done
+    }
+    step sass 60 bash -c "$(declare -f sass); BIN=$BIN sass"
+    grep '^sass' "$logs/sass.log" >> "$summary" || true
+
     if [[ "${SKIP_TESTS:-0}" != 1 ]]; then
         export PROOFLINE_GPU_TEST_MAX_LOG="${PROOFLINE_GPU_TEST_MAX_LOG:-24}"
         for t in "$BIN"/test-*; do
             [[ -x "$t" ]] || continue
+            local name limit=200 args=(--test-threads="${TEST_THREADS:-2}")
             name=$(basename "$t")
-            start=$(date +%s)
-            timeout "${TEST_TIMEOUT:-400}" "$t" --test-threads="${TEST_THREADS:-2}" > "$OUT/$name.log" 2>&1
-            rc=$?
-            [[ $rc == 0 ]] || status=1
-            passed=$(grep -o '[0-9]* passed' "$OUT/$name.log" | tail -n1)
-            failed=$(grep -o '[0-9]* failed' "$OUT/$name.log" | tail -n1)
-            echo "test $name: rc=$rc $passed, $failed ($(( $(date +%s) - start )) s)" | tee -a "$summary"
-            grep -E "panicked|assert|FAILED" "$OUT/$name.log" | head -n 8 | tee -a "$summary"
+            case "$name" in
+                # the host emulation's tests compile the kernels with a C++ compiler: CI's job
+                test-lib-*) limit=60; args+=(--skip emu::) ;;
+                *proof*) limit=120 ;;
+            esac
+            step "$name" "$limit" "$t" "${args[@]}"
+            {
+                echo "  $(grep -o '[0-9]* passed' "$logs/$name.log" | tail -n1), $(grep -o '[0-9]* failed' "$logs/$name.log" | tail -n1)"
+                grep -E "panicked|assert|FAILED|seed =" "$logs/$name.log" | head -n 8
+            } | tee -a "$summary"
         done
     fi
+
     if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
+        local b="$BIN/proofline-gpu-bench"
         # shellcheck disable=SC2086
-        timeout "${BENCH_TIMEOUT:-400}" "$BIN/proofline-gpu-bench" --json "$OUT/bench.json" ${BENCH_ARGS:-} > "$OUT/bench.log" 2> "$OUT/bench.err"
-        rc=$?
-        [[ $rc == 0 ]] || status=1
-        echo "bench rc=$rc" | tee -a "$summary"
-        tail -n 5 "$OUT/bench.err" | tee -a "$summary"
-        # the table is the tail of bench.log, after the JSON
-        awk '/^benchmark /{p=1} p' "$OUT/bench.log" > "$OUT/bench-table.txt"
+        {
+            step bench-ntt 90 "$b" --variants --sections ntt --ntt-min 24 --ntt-max 27 --json "$OUT/bench-ntt.json" ${BENCH_ARGS:-}
+            step bench-msm 90 "$b" --variants --sections msm --msm-min 24 --msm-max 26 --json "$OUT/bench-msm.json" ${BENCH_ARGS:-}
+            step bench-sparse 90 "$b" --variants --sections sparse --msm-max 26 --json "$OUT/bench-sparse.json" ${BENCH_ARGS:-}
+            step bench-g2 90 "$b" --variants --sections g2 --json "$OUT/bench-g2.json" ${BENCH_ARGS:-}
+            step bench-partition 150 "$b" --sections partition --json "$OUT/bench-partition.json" ${BENCH_ARGS:-}
+        }
+        for s in ntt msm sparse g2 partition; do
+            # the table is the tail of the log, after the JSON
+            # (the header and the multiply throughput once)
+            awk '/^benchmark /{p=1} p' "$logs/bench-$s.log" \
+                | { if [[ $s == ntt ]]; then cat; else tail -n +2 | grep -v '^F[rp] mul '; fi; } >> "$tables"
+            grep -h "failed" "$logs/bench-$s.log" | head -n 3 >> "$summary"
+        done
     fi
+    echo "total: $(($(date +%s) - t0)) s" | tee -a "$summary"
+    # one archive of the logs (the device tool returns few files)
+    tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$logs"
     echo
     echo "==== proofline GPU suite summary ===="
     cat "$summary"
-    [[ -f "$OUT/bench-table.txt" ]] && cat "$OUT/bench-table.txt"
+    echo
+    cat "$tables"
     return $status
 }
 

@@ -287,6 +287,13 @@ kernel_args! {
         coarse: u32,
         nb: u32,
     }
+    /// Fixed-base precomputation: out[i] = 2^c in[i] (affine G1), i < n; with c = 0 a copy.
+    "msm"::"msm_precompute" => PrecomputeArgs("precompute_args") {
+        input: DevPtr,
+        output: DevPtrMut,
+        n: u32,
+        c: u32,
+    }
     /// Exclusive scan, per tile.
     "msm"::"scan_tiles" => ScanTilesArgs("scan_tiles_args") {
         input: DevPtr,

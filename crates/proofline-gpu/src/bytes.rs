@@ -13,8 +13,8 @@ use crate::config::{MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    pow_table_lens, AccSplit, SortPlan, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
-    MSM_MAX_CHUNK,
+    pow_table_lens, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan, ACC_WAVES,
+    BIG_BUCKET_MIN, BIG_PER_BLOCK, MSM_MAX_CHUNK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -46,6 +46,8 @@ struct Sizer {
     sm_count: u32,
     granule: u64,
     cfg: MsmConfig,
+    /// Copies of the H query's bases precomputed in the resident set.
+    h_pre: Option<Precomputation>,
 }
 
 impl Sizer {
@@ -54,21 +56,28 @@ impl Sizer {
             sm_count,
             granule: GRANULE,
             cfg: *cfg,
+            h_pre: None,
         }
+    }
+
+    fn with_h_pre(mut self, pre: Option<Precomputation>) -> Self {
+        self.h_pre = pre;
+        self
     }
 
     fn r(&self, words: usize) -> u64 {
         charge_in(words, self.granule)
     }
 
-    /// Peak of one Pippenger chunk of `len` > 0 points of `C`.
-    fn chunk_bytes<C: MsmCurve>(&self, len: usize) -> u64 {
+    /// Peak of one Pippenger chunk of `len` > 0 points of `C` in the bucket sets `sets`.
+    fn chunk_bytes<C: MsmCurve>(&self, len: usize, sets: &BucketSets) -> u64 {
         let r = |w| self.r(w);
         let sm_count = self.sm_count;
-        let plan = WindowPlan::for_points(len);
-        let m = plan.buckets();
-        let nw = plan.nw as usize;
-        let e = len * nw;
+        let plan = sets.plan;
+        let m = sets.buckets();
+        let e = len * plan.nw as usize;
+        // bucket sets: one per window without precomputed copies
+        let nw = sets.sets as usize;
         let tiles = m.div_ceil(crate::abi::SCAN_TILE as usize);
         let target = acc_target::<C>(sm_count);
         let threads = AccSplit::new(e, m, target, ACC_WAVES).threads as usize;
@@ -82,7 +91,7 @@ impl Sizer {
         let sorted = 2 * r(m) + r(e);
         let with_buckets = sorted + r(xyzz * m) + r(1) + r(2 * cap);
         let two_level = match self.cfg.sort {
-            MsmSort::TwoLevel => SortPlan::new(plan.nw, plan.nb),
+            MsmSort::TwoLevel => SortPlan::new(sets.sets, plan.nb),
             MsmSort::Atomic => None,
         };
         let scan = match two_level {
@@ -115,13 +124,23 @@ impl Sizer {
     /// Peak of a Pippenger MSM of `n` points of `C` whose bases and scalars are already on the
     /// device.
     fn pippenger<C: MsmCurve>(&self, n: usize) -> u64 {
+        self.pippenger_sets::<C>(n, None)
+    }
+
+    /// [`Sizer::pippenger`] over bases with the precomputed copies of `pre`, if any.
+    fn pippenger_sets<C: MsmCurve>(&self, n: usize, pre: Option<&Precomputation>) -> u64 {
         if n == 0 {
             return 0;
         }
-        let full = self.chunk_bytes::<C>(n.min(MSM_MAX_CHUNK));
+        let sets = |len: usize| match pre {
+            Some(p) => BucketSets::precomputed(p),
+            None => BucketSets::plain(WindowPlan::for_points(len)),
+        };
+        let first = n.min(MSM_MAX_CHUNK);
+        let full = self.chunk_bytes::<C>(first, &sets(first));
         let rest = n % MSM_MAX_CHUNK;
         if n > MSM_MAX_CHUNK && rest != 0 {
-            full.max(self.chunk_bytes::<C>(rest))
+            full.max(self.chunk_bytes::<C>(rest, &sets(rest)))
         } else {
             full
         }
@@ -181,7 +200,7 @@ impl Sizer {
         let coefficients = r(FR_WORDS as usize * n);
         let points = n - 1;
         let msm = match residency {
-            Residency::Resident => self.pippenger::<G1>(points),
+            Residency::Resident => self.pippenger_sets::<G1>(points, self.h_pre.as_ref()),
             Residency::Streamed if points == 0 => 0,
             Residency::Streamed => {
                 let chunk = chunk.min(points).max(1);
@@ -215,11 +234,13 @@ impl Sizer {
         match residency {
             Residency::Streamed => building,
             Residency::Resident => {
-                let bases: u64 = lens
-                    .g1()
-                    .iter()
-                    .map(|&p| self.r(AFFINE_WORDS as usize * p))
-                    .sum::<u64>()
+                // the H query with its precomputed copies, if any
+                let h_copies = self.h_pre.map_or(1, |p| p.copies as usize);
+                let bases: u64 = self.r(AFFINE_WORDS as usize * lens.h * h_copies)
+                    + [lens.l, lens.a, lens.b_g1]
+                        .iter()
+                        .map(|&p| self.r(AFFINE_WORDS as usize * p))
+                        .sum::<u64>()
                     + self.r(G2::AFFINE_WORDS * lens.b_g2);
                 building.max(kept + bases)
             }
@@ -237,6 +258,31 @@ pub fn pippenger_bytes_with(n: usize, cfg: &MsmConfig, sm_count: u32) -> u64 {
     Sizer::new(sm_count, cfg).pippenger::<G1>(n)
 }
 
+/// [`pippenger_bytes_with`] over bases with the precomputed copies of `pre`.
+pub fn pippenger_bytes_precomputed(
+    n: usize,
+    pre: &Precomputation,
+    cfg: &MsmConfig,
+    sm_count: u32,
+) -> u64 {
+    Sizer::new(sm_count, cfg).pippenger_sets::<G1>(n, Some(pre))
+}
+
+/// [`h_stage_bytes`] with a resident set whose H query has the precomputed copies of `pre`.
+pub fn h_stage_bytes_precomputed(log_n: u32, pre: &Precomputation, sm_count: u32) -> u64 {
+    Sizer::new(sm_count, &MsmConfig::default())
+        .with_h_pre(Some(*pre))
+        .h_stage(log_n, Residency::Resident, STREAM_CHUNK)
+}
+
+/// [`resident_bytes`] of a resident set ([`Residency::Resident`]) whose H query has the
+/// precomputed copies of `pre` (they replace the H bases: `pre.copies` times their bytes).
+pub fn resident_bytes_precomputed(log_n: u32, lens: &QueryLens, pre: &Precomputation) -> u64 {
+    Sizer::new(1, &MsmConfig::default())
+        .with_h_pre(Some(*pre))
+        .resident(log_n, lens, Residency::Resident)
+}
+
 /// [`pippenger_bytes_with`] charged by the word (the emulation's account), for tests.
 #[cfg(test)]
 pub(crate) fn pippenger_bytes_exact(n: usize, cfg: &MsmConfig, sm_count: u32) -> u64 {
@@ -244,6 +290,7 @@ pub(crate) fn pippenger_bytes_exact(n: usize, cfg: &MsmConfig, sm_count: u32) ->
         sm_count,
         granule: 4,
         cfg: *cfg,
+        h_pre: None,
     }
     .pippenger::<G1>(n)
 }
@@ -313,6 +360,7 @@ mod tests {
                 sm_count: SMS,
                 granule: 4,
                 cfg,
+                h_pre: None,
             });
         }
         v
@@ -369,6 +417,87 @@ mod tests {
                     z.pippenger::<G2>(n),
                 );
             }
+        }
+    }
+
+    #[test]
+    fn precomputed_pippenger_formula_matches_the_code() {
+        for z in sizers() {
+            for (n, pre) in [
+                (
+                    5000usize,
+                    Precomputation {
+                        window: 16,
+                        copies: 3,
+                    },
+                ),
+                (
+                    (1 << 20) + 3,
+                    Precomputation {
+                        window: 22,
+                        copies: 12,
+                    },
+                ),
+                (
+                    (1 << 27) - 1,
+                    Precomputation {
+                        window: 20,
+                        copies: 2,
+                    },
+                ),
+            ] {
+                let e = dry(&z);
+                msm::pippenger_sets::<_, G1>(
+                    &e,
+                    0,
+                    Some((pre, n)),
+                    0,
+                    n,
+                    &z.cfg,
+                    &mut MsmStats::default(),
+                )
+                .unwrap();
+                check(
+                    &format!("precomputed pippenger {n} {pre:?}"),
+                    &z,
+                    e.peak(),
+                    z.pippenger_sets::<G1>(n, Some(&pre)),
+                );
+            }
+            // the H stage over a precomputed resident set
+            let pre = Precomputation {
+                window: 22,
+                copies: 4,
+            };
+            let log_n = 22;
+            let n = 1usize << log_n;
+            let tables = build_tables(&dry(&z), log_n).unwrap();
+            let e = dry(&z);
+            let up = || e.zeros(n * FR_WORDS as usize).unwrap();
+            let (a, b, c) = (up(), up(), up());
+            let h = Bases::Precomputed {
+                ptr: 0,
+                stride: n - 1,
+                pre,
+            };
+            h_stage_device(
+                &e,
+                a,
+                b,
+                c,
+                &tables.ptrs(),
+                h,
+                &NttConfig::default(),
+                &z.cfg,
+            )
+            .unwrap();
+            check(
+                "h stage 2^22 precomputed",
+                &z,
+                e.peak(),
+                z.with_h_pre(Some(pre))
+                    .h_stage(log_n, Residency::Resident, STREAM_CHUNK),
+            );
         }
     }
 
@@ -522,7 +651,7 @@ mod tests {
         for z in sizers() {
             for log_n in [0u32, 1, 4, 12, 20, 27] {
                 let e = dry(&z);
-                upload_resident(&e, log_n, None).unwrap();
+                upload_resident(&e, log_n, None, None).unwrap();
                 check(
                     &format!("tables 2^{log_n}"),
                     &z,
@@ -531,12 +660,25 @@ mod tests {
                 );
             }
             let e = dry(&z);
-            upload_resident(&e, 10, Some(&q)).unwrap();
+            upload_resident(&e, 10, Some(&q), None).unwrap();
             check(
                 "resident set 2^10",
                 &z,
                 e.peak(),
                 z.resident(10, &q.lens(), Residency::Resident),
+            );
+            let pre = Precomputation {
+                window: 16,
+                copies: 5,
+            };
+            let e = dry(&z);
+            upload_resident(&e, 10, Some(&q), Some(&pre)).unwrap();
+            check(
+                "resident set 2^10 with H copies",
+                &z,
+                e.peak(),
+                z.with_h_pre(Some(pre))
+                    .resident(10, &q.lens(), Residency::Resident),
             );
         }
     }

@@ -344,6 +344,7 @@ mod tests {
     };
     use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::{self, build_tables, NttKind};
+    use crate::plan::Precomputation;
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, mixed_scalars, random_g2_points, random_points,
         random_scalars, ScalarMix,
@@ -625,6 +626,58 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// Fixed-base precomputation: the copies equal 2^(k c) times the bases, and the MSM over
+    /// them equals blstrs, for several copies per bucket set (and with a base at infinity).
+    #[test]
+    fn precomputed_msm_matches_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 1500;
+        let mut points = random_points(n, 71);
+        points[5] = G1Affine::identity();
+        let scalars = random_scalars(n, 72);
+        let want = cpu_msm(&points, &scalars);
+        let b = e.upload(affines_as_u32(&points)).unwrap();
+        let s = e.upload(scalars_as_u32(&scalars)).unwrap();
+        for copies in [2u32, 3, 16] {
+            let pre = Precomputation { window: 16, copies };
+            let all = e.alloc(n * 24 * copies as usize).unwrap();
+            msm::precompute(&e, b.ptr(), n, &pre, all.ptr()).unwrap();
+            let words = e.words(&all);
+            let k = copies as usize - 1;
+            let shift = Scalar::from(2u64).pow_vartime([u64::from(16 * (copies - 1))]);
+            for i in [0usize, 5, n - 1] {
+                let got = G1Projective::from(points_from_words(&words[24 * (k * n + i)..][..24]));
+                assert_eq!(
+                    got,
+                    G1Projective::from(points[i]) * shift,
+                    "copy {k} of {i}"
+                );
+            }
+            for (name, cfg) in MsmConfig::variants() {
+                let got = msm::pippenger_sets::<_, G1>(
+                    &e,
+                    all.ptr(),
+                    Some((pre, n)),
+                    s.ptr(),
+                    n,
+                    &cfg,
+                    &mut MsmStats::default(),
+                )
+                .unwrap();
+                assert_eq!(got, want, "{copies} copies, {name}");
+            }
+        }
+    }
+
+    fn points_from_words(w: &[u32]) -> G1Affine {
+        let mut p = G1Affine::identity();
+        // SAFETY: G1Affine is 24 words of a valid affine point (written by the kernel).
+        unsafe {
+            std::ptr::copy_nonoverlapping(w.as_ptr(), (&mut p as *mut G1Affine).cast::<u32>(), 24)
+        };
+        p
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub use error::GpuError;
 pub use msm::{MsmStats, STREAM_CHUNK};
 pub use ntt::NttKind;
 pub use oplog::{DeviceLog, Recording};
+pub use plan::Precomputation;
 pub use resident::{HostQueries, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
 pub use stages::SparseMsms;

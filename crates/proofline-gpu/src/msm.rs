@@ -7,8 +7,9 @@
 //! dropped, the indices of the ones, the tail's indices and scalars); this is the only split,
 //! and the GPU takes it as it is: the bases of the ones are summed across the whole GPU, the
 //! tail's bases are gathered side by side and go through Pippenger with the tail's scalars.
-//! Bases are either resident on the device ([`Bases::Device`]) or streamed from host memory in
-//! chunks of [`STREAM_CHUNK`] points ([`Bases::Host`]).
+//! Bases are either resident on the device ([`Bases::Device`]), resident with precomputed
+//! copies for fixed-base MSMs ([`Bases::Precomputed`], `plan::Precomputation`), or streamed
+//! from host memory in chunks of [`STREAM_CHUNK`] points ([`Bases::Host`]).
 //!
 //! Memory: every helper frees its temporaries and synchronises before it returns, so the
 //! phases' peaks add up simply; `bytes.rs` has the formulas and tests them against this code.
@@ -19,17 +20,20 @@ use proofline_groth16::msm::SparseScalars;
 
 use crate::abi::{
     BigFinalArgs, BigPartialArgs, BucketAccArgs, BucketFixupArgs, BucketReduceArgs, DevPtr,
-    DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs,
-    SortCoarseArgs, SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS,
-    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE,
-    SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs, PrecomputeArgs, ScanAddArgs, ScanSumsArgs,
+    ScanTilesArgs, SortCoarseArgs, SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs,
+    ACC_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS,
+    SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{MsmConfig, MsmSort};
-use crate::curve::MsmCurve;
+use crate::curve::{MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
-use crate::plan::{combine_windows, split_big, AccSplit, SortPlan, WindowPlan, MSM_MAX_CHUNK};
+use crate::plan::{
+    combine_windows, split_big, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan,
+    MSM_MAX_CHUNK,
+};
 
 /// Points per chunk when bases are streamed from host memory.
 pub const STREAM_CHUNK: usize = 1 << 24;
@@ -52,6 +56,16 @@ pub struct MsmStats {
 pub(crate) enum Bases<'a, P = G1Affine> {
     /// On the device at this address (resident), at least as many as the MSM needs.
     Device(u64),
+    /// On the device with precomputed copies: copy k (2^(k window) times each base) of base i
+    /// at point `k * stride + i` from `ptr` (copy 0 is the bases themselves).
+    Precomputed {
+        /// Address of copy 0.
+        ptr: u64,
+        /// Points per copy.
+        stride: usize,
+        /// Window and copies.
+        pre: Precomputation,
+    },
     /// In host memory: streamed through a staging buffer of `chunk` points.
     Host {
         /// The bases.
@@ -80,15 +94,43 @@ pub(crate) fn pippenger<E: Exec, C: MsmCurve>(
     cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
+    pippenger_sets::<E, C>(e, bases, None, scalars, n, cfg, stats)
+}
+
+/// [`pippenger`] over bases with precomputed copies: copy k of base i at point
+/// `k * stride + i` of `bases` (`stride` points per copy, at least n).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pippenger_sets<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: u64,
+    pre: Option<(Precomputation, usize)>,
+    scalars: u64,
+    n: usize,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<C::Projective, GpuError> {
+    if let Some((p, stride)) = pre {
+        if stride < n || u64::from(p.copies) * stride as u64 >= 1 << 31 {
+            return Err(GpuError::InvalidInput(format!(
+                "{} copies of {stride} points for an MSM of {n}",
+                p.copies
+            )));
+        }
+    }
     let mut total = C::Projective::identity();
     let mut start = 0usize;
     while start < n {
         let len = (n - start).min(MSM_MAX_CHUNK);
         let sp = scalars + (start * FR_WORDS as usize * 4) as u64;
-        let (r, c) = pippenger_chunk::<E, C>(e, point_at::<C>(bases, start), sp, len, cfg)?;
+        let (sets, stride) = match pre {
+            Some((p, stride)) => (BucketSets::precomputed(&p), stride as u32),
+            None => (BucketSets::plain(WindowPlan::for_points(len)), 0),
+        };
+        let bp = point_at::<C>(bases, start);
+        let r = pippenger_chunk::<E, C>(e, bp, sp, len, &sets, stride, cfg)?;
         total += r;
         stats.tail += len;
-        stats.window = c;
+        stats.window = sets.plan.c;
         stats.chunks += 1;
         start += len;
     }
@@ -146,9 +188,11 @@ fn sort_atomic<E: Exec>(
     e: &E,
     sp: u64,
     n: usize,
-    plan: &WindowPlan,
+    sets: &BucketSets,
+    stride: u32,
 ) -> Result<Sorted<E::Buf>, GpuError> {
-    let m = plan.buckets();
+    let plan = &sets.plan;
+    let m = sets.buckets();
     let counts = e.zeros(m)?;
     let ends = e.alloc(m)?;
     let vals = e.alloc(n * plan.nw as usize)?;
@@ -165,8 +209,8 @@ fn sort_atomic<E: Exec>(
                 c: plan.c,
                 nw: plan.nw,
                 pass,
-                copies: 1,
-                stride: 0,
+                copies: sets.copies,
+                stride,
             },
         )
     };
@@ -183,10 +227,12 @@ fn sort_two_level<E: Exec>(
     e: &E,
     sp: u64,
     n: usize,
-    plan: &WindowPlan,
+    sets: &BucketSets,
+    stride: u32,
     sort: &SortPlan,
 ) -> Result<Sorted<E::Buf>, GpuError> {
-    let m = plan.buckets();
+    let plan = &sets.plan;
+    let m = sets.buckets();
     let max_entries = n * plan.nw as usize;
     let tiles = SortPlan::tiles(n);
     // one more count, zero: its exclusive scan is the number of entries
@@ -208,8 +254,8 @@ fn sort_two_level<E: Exec>(
                 n: n as u32,
                 c: plan.c,
                 nw: plan.nw,
-                copies: 1,
-                stride: 0,
+                copies: sets.copies,
+                stride,
                 fine_bits: sort.fine_bits,
                 coarse: sort.coarse,
                 bins: sort.bins,
@@ -245,21 +291,24 @@ fn sort_two_level<E: Exec>(
     Ok(Sorted { counts, ends, vals })
 }
 
-/// One Pippenger chunk of n > 0 points: returns (sum, window bits).
+/// One Pippenger chunk of n > 0 points in the bucket sets of `sets` (bases at `bp`, their
+/// copies `stride` points apart).
 fn pippenger_chunk<E: Exec, C: MsmCurve>(
     e: &E,
     bp: u64,
     sp: u64,
     n: usize,
+    sets: &BucketSets,
+    stride: u32,
     cfg: &MsmConfig,
-) -> Result<(C::Projective, u32), GpuError> {
+) -> Result<C::Projective, GpuError> {
     let k = C::KERNELS;
-    let plan = WindowPlan::for_points(n);
-    let m = plan.buckets();
+    let plan = sets.plan;
+    let m = sets.buckets();
     let max_entries = n * plan.nw as usize;
     // 1. sort the (point, window) entries by bucket
     let sort = match cfg.sort {
-        MsmSort::TwoLevel => SortPlan::new(plan.nw, plan.nb),
+        MsmSort::TwoLevel => SortPlan::new(sets.sets, plan.nb),
         MsmSort::Atomic => None,
     };
     let Sorted {
@@ -267,8 +316,8 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         ends: cursor,
         vals,
     } = match sort {
-        Some(s) => sort_two_level(e, sp, n, &plan, &s)?,
-        None => sort_atomic(e, sp, n, &plan)?,
+        Some(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
+        None => sort_atomic(e, sp, n, sets, stride)?,
     };
     // 2. bucket accumulation: big buckets (skewed digits, repeated scalars) split over many
     // blocks, the rest in equal ranges of the sorted entries per thread, then the owners add
@@ -399,16 +448,17 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     e.sync()?;
     // 3. segmented bucket reduction
     let segs = plan.segments();
-    let seg_out = e.alloc(plan.nw as usize * segs as usize * 2 * C::XYZZ_WORDS)?;
+    let nsets = sets.sets;
+    let seg_out = e.alloc(nsets as usize * segs as usize * 2 * C::XYZZ_WORDS)?;
     e.launch_as(
         k.bucket_reduce,
-        grid(plan.nw as usize * segs as usize, SMALL_THREADS),
+        grid(nsets as usize * segs as usize, SMALL_THREADS),
         SMALL_THREADS,
         &BucketReduceArgs {
             buckets: DevPtr(buckets.ptr()),
             counts: DevPtr(counts.ptr()),
             out: DevPtrMut(seg_out.ptr()),
-            nw: plan.nw,
+            nw: nsets,
             nb: plan.nb,
             seg: plan.segment_len(),
         },
@@ -416,10 +466,10 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     drop(buckets);
     // 4. window combination, then per-window tree reduction to Jacobian
     let groups = WINDOW_GROUPS.min(segs);
-    let partial = e.alloc(plan.nw as usize * groups as usize * C::XYZZ_WORDS)?;
+    let partial = e.alloc(nsets as usize * groups as usize * C::XYZZ_WORDS)?;
     e.launch_as(
         k.window_combine,
-        plan.nw * groups,
+        nsets * groups,
         C::RED_THREADS,
         &WindowCombineArgs {
             segres: DevPtr(seg_out.ptr()),
@@ -429,10 +479,10 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
             groups,
         },
     )?;
-    let win = e.alloc(plan.nw as usize * C::JACOBIAN_WORDS)?;
+    let win = e.alloc(nsets as usize * C::JACOBIAN_WORDS)?;
     e.launch_as(
         k.xyzz_reduce,
-        plan.nw,
+        nsets,
         C::RED_THREADS,
         &XyzzReduceArgs {
             input: DevPtr(partial.ptr()),
@@ -440,7 +490,7 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
             count: groups,
         },
     )?;
-    let mut h = vec![0u32; plan.nw as usize * C::JACOBIAN_WORDS];
+    let mut h = vec![0u32; nsets as usize * C::JACOBIAN_WORDS];
     e.read(Readback::Values, &win, 0, &mut h)?;
     drop((counts, cursor, seg_out, partial, win));
     e.sync()?;
@@ -448,7 +498,7 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         .chunks_exact(C::JACOBIAN_WORDS)
         .map(C::from_jacobian)
         .collect();
-    Ok((combine_windows(&windows, plan.c), plan.c))
+    Ok(combine_windows(&windows, sets.shift()))
 }
 
 /// `sum bases[i]` over `ones` (indices relative to the point array at `bases`).
@@ -536,8 +586,9 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     if let Bases::Host { points: h, .. } = bases {
         if h.len() < split.num_bases {
             return Err(GpuError::InvalidInput(format!(
-                "{} bases for a query of {}",
+                "{} {} bases for a query of {}",
                 h.len(),
+                C::NAME,
                 split.num_bases
             )));
         }
@@ -551,7 +602,8 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     };
     let out = |t0: usize| gathered.as_ref().map(|g| g.at(t0 * C::AFFINE_WORDS));
     match bases {
-        Bases::Device(p) => {
+        // the ones and the gathered tail use the bases themselves (copy 0)
+        Bases::Device(p) | Bases::Precomputed { ptr: p, .. } => {
             total += sum_ones::<E, C>(e, p, &split.ones)?;
             if let Some(o) = out(0) {
                 gather::<E, C>(e, p, &split.tail_index, o)?;
@@ -599,6 +651,9 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
     stats.points += n;
     match bases {
         Bases::Device(p) => pippenger::<E, C>(e, p, scalars, n, cfg, stats),
+        Bases::Precomputed { ptr, stride, pre } => {
+            pippenger_sets::<E, C>(e, ptr, Some((pre, stride)), scalars, n, cfg, stats)
+        }
         Bases::Host { points: h, chunk } => {
             if h.len() < n {
                 return Err(GpuError::InvalidInput(format!(
@@ -625,4 +680,32 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
             Ok(total)
         }
     }
+}
+
+/// Fills `out` with the copies of `pre` of the `n` G1 bases at `bases`: copy k at point
+/// `k * n` of `out` (`pre.copies * n` points), copy 0 the bases themselves.
+pub(crate) fn precompute<E: Exec>(
+    e: &E,
+    bases: u64,
+    n: usize,
+    pre: &Precomputation,
+    out: u64,
+) -> Result<(), GpuError> {
+    if n == 0 {
+        return Ok(());
+    }
+    let copy = |k: u32| point_at::<G1>(out, k as usize * n);
+    for k in 0..pre.copies {
+        e.launch(
+            grid(n, ELEMENT_THREADS),
+            ELEMENT_THREADS,
+            &PrecomputeArgs {
+                input: DevPtr(if k == 0 { bases } else { copy(k - 1) }),
+                output: DevPtrMut(copy(k)),
+                n: n as u32,
+                c: if k == 0 { 0 } else { pre.window },
+            },
+        )?;
+    }
+    Ok(())
 }

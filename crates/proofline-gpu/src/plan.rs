@@ -122,6 +122,108 @@ impl SortPlan {
     }
 }
 
+/// The windows of a Pippenger chunk grouped into bucket sets: window w's digits go to set
+/// w / copies with the bases' copy w % copies, copy k holding 2^(k c) times each base (see
+/// [`Precomputation`]). Without precomputed copies every window is its own set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketSets {
+    /// The windows.
+    pub plan: WindowPlan,
+    /// Copies of the bases the windows of one set use (1: none precomputed).
+    pub copies: u32,
+    /// Bucket sets: ceil(nw / copies).
+    pub sets: u32,
+}
+
+impl BucketSets {
+    /// One set per window (bases without copies).
+    pub fn plain(plan: WindowPlan) -> Self {
+        BucketSets {
+            plan,
+            copies: 1,
+            sets: plan.nw,
+        }
+    }
+
+    /// The sets over the copies of `pre`.
+    pub fn precomputed(pre: &Precomputation) -> Self {
+        let plan = WindowPlan::with_window(pre.window);
+        BucketSets {
+            plan,
+            copies: pre.copies,
+            sets: plan.nw.div_ceil(pre.copies),
+        }
+    }
+
+    /// Buckets in all.
+    pub fn buckets(&self) -> usize {
+        self.sets as usize * self.plan.nb as usize
+    }
+
+    /// Bits between the results of consecutive sets (their Horner shift).
+    pub fn shift(&self) -> u32 {
+        self.plan.c * self.copies
+    }
+}
+
+/// Widest window of a precomputed MSM (its bucket set must sort in two levels).
+pub const PRECOMPUTE_MAX_WINDOW: u32 = 24;
+/// Narrowest window of a precomputed MSM.
+pub const PRECOMPUTE_MIN_WINDOW: u32 = 16;
+
+/// Fixed-base precomputation of a query's bases: `copies` copies, copy k holding 2^(k window)
+/// times every base, so that an MSM over them has ceil(nw / copies) bucket sets to reduce
+/// instead of nw, and can afford wider windows (fewer windows, fewer bucket additions). The
+/// bases of a proving key are fixed: the copies are computed once per parameter set and device
+/// and cost `copies` times the query's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Precomputation {
+    /// Window bits the copies were made for.
+    pub window: u32,
+    /// Copies, the bases themselves included (at least 2).
+    pub copies: u32,
+}
+
+impl Precomputation {
+    /// Bytes of the copies of a query of `points` bases (96 bytes per G1 point and copy).
+    pub fn bytes(&self, points: usize) -> u64 {
+        u64::from(self.copies) * points as u64 * 4 * crate::abi::AFFINE_WORDS as u64
+    }
+
+    /// Modelled cost of one chunk of `n` points, in bucket additions: n per window, and about
+    /// 3 per bucket in the reduction (two full additions).
+    pub fn cost(n: usize, sets: &BucketSets) -> u64 {
+        n as u64 * u64::from(sets.plan.nw) + 3 * sets.buckets() as u64
+    }
+
+    /// The copies and window that model cheapest for MSMs of chunks of `chunk` points over a
+    /// query of `points` bases, within `bytes_available` bytes for the copies (the bases
+    /// included); `None` when no precomputation models cheaper than the plain plan of
+    /// `WindowPlan::for_points(chunk)` or not even two copies fit.
+    pub fn plan(points: usize, chunk: usize, bytes_available: u64) -> Option<Self> {
+        let plain = BucketSets::plain(WindowPlan::for_points(chunk));
+        let mut best: Option<(u64, Precomputation)> = None;
+        for window in PRECOMPUTE_MIN_WINDOW..=PRECOMPUTE_MAX_WINDOW {
+            let nw = WindowPlan::with_window(window).nw;
+            for copies in 2..=nw {
+                let pre = Precomputation { window, copies };
+                // entries name point + copy * points in 31 bits
+                if pre.bytes(points) > bytes_available
+                    || u64::from(copies) * points as u64 >= 1 << 31
+                {
+                    break;
+                }
+                let cost = Self::cost(chunk, &BucketSets::precomputed(&pre));
+                if best.is_none_or(|(c, _)| cost < c) {
+                    best = Some((cost, pre));
+                }
+            }
+        }
+        best.filter(|(c, _)| *c < Self::cost(chunk, &plain))
+            .map(|(_, p)| p)
+    }
+}
+
 /// Smallest big-bucket threshold.
 pub const BIG_BUCKET_MIN: u32 = 64;
 /// Fewest sorted entries per thread of the balanced bucket accumulation.
@@ -442,6 +544,50 @@ mod tests {
         );
         assert_eq!(SortPlan::tiles(1), 1);
         assert_eq!(SortPlan::tiles((SORT_TILE as usize) + 1), 2);
+    }
+
+    #[test]
+    fn precomputation_plans_fit_their_memory_and_pay() {
+        let n = 1usize << 24;
+        let one_copy = 96 * n as u64;
+        // under two copies: nothing
+        assert_eq!(Precomputation::plan(n, n, one_copy), None);
+        assert_eq!(Precomputation::plan(n, n, 2 * one_copy - 1), None);
+        let plain = Precomputation::cost(n, &BucketSets::plain(WindowPlan::for_points(n)));
+        let mut last = plain;
+        for copies in 2..=14u64 {
+            let p = Precomputation::plan(n, n, copies * one_copy).expect("a plan");
+            assert!(p.bytes(n) <= copies * one_copy && p.copies >= 2);
+            assert!((PRECOMPUTE_MIN_WINDOW..=PRECOMPUTE_MAX_WINDOW).contains(&p.window));
+            let sets = BucketSets::precomputed(&p);
+            assert!(p.copies <= sets.plan.nw);
+            // every precomputed plan sorts in two levels, and more memory never costs more
+            assert!(SortPlan::new(sets.sets, sets.plan.nb).is_some());
+            let cost = Precomputation::cost(n, &sets);
+            assert!(cost < plain && cost <= last, "{copies} copies: {p:?}");
+            last = cost;
+        }
+        // with every window precomputed: one bucket set, 12 % fewer bucket additions at least
+        let full = Precomputation::plan(n, n, 14 * one_copy).expect("a plan");
+        assert_eq!(BucketSets::precomputed(&full).sets, 1);
+        assert!(last * 100 <= plain * 88, "{last} vs {plain}");
+        // entries stay within 31 bits
+        let h = (1usize << 27) - 1;
+        let p = Precomputation::plan(h, 1 << 26, u64::MAX).expect("a plan");
+        assert!(u64::from(p.copies) * (h as u64) < 1 << 31);
+    }
+
+    #[test]
+    fn bucket_sets_group_windows() {
+        let plain = BucketSets::plain(WindowPlan::with_window(20));
+        assert_eq!((plain.sets, plain.copies, plain.shift()), (13, 1, 20));
+        let p = BucketSets::precomputed(&Precomputation {
+            window: 22,
+            copies: 5,
+        });
+        // 12 windows in sets of 5: 3 sets, 110 bits apart
+        assert_eq!((p.plan.nw, p.sets, p.shift()), (12, 3, 110));
+        assert_eq!(p.buckets(), 3 << 21);
     }
 
     #[test]

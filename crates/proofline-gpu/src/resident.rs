@@ -9,8 +9,9 @@ use blstrs::{G1Affine, G2Affine};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
 use crate::layout::{affines_as_u32, g2_affines_as_u32};
-use crate::msm::{Bases, STREAM_CHUNK};
+use crate::msm::{precompute, Bases, STREAM_CHUNK};
 use crate::ntt::{build_tables, NttTables, TablePtrs};
+use crate::plan::Precomputation;
 use crate::slot::DeviceWords;
 
 /// The query bases of a parameter set in host memory, as the parameters hold them.
@@ -96,6 +97,9 @@ pub struct ResidentSet {
     pub(crate) device: usize,
     pub(crate) tables: NttTables<DeviceWords>,
     pub(crate) bases: Option<DeviceQueries>,
+    /// The copies of the H bases precomputed for the fixed-base H MSM, if any (`bases.h` then
+    /// holds all of them, `lens.h` points apart).
+    pub(crate) h_pre: Option<Precomputation>,
     pub(crate) lens: QueryLens,
     pub(crate) bytes: u64,
 }
@@ -106,6 +110,7 @@ impl std::fmt::Debug for ResidentSet {
             .field("device", &self.device)
             .field("log_n", &self.tables.log_n)
             .field("residency", &self.residency())
+            .field("h_precomputation", &self.h_pre)
             .field("bytes", &self.bytes)
             .finish()
     }
@@ -124,6 +129,20 @@ impl ResidentSet {
     /// Bytes it holds on the device (what its lease covers).
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The copies of the H bases precomputed for the H MSM, if any.
+    pub fn h_precomputation(&self) -> Option<Precomputation> {
+        self.h_pre
+    }
+
+    /// Bytes of the H stage over this set (`bytes::h_stage_bytes`, or with the H MSM over the
+    /// precomputed copies `bytes::h_stage_bytes_precomputed`).
+    pub fn h_stage_bytes(&self, sm_count: u32) -> u64 {
+        match self.h_pre {
+            Some(p) => crate::bytes::h_stage_bytes_precomputed(self.log_n(), &p, sm_count),
+            None => crate::bytes::h_stage_bytes(self.log_n(), self.residency(), sm_count),
+        }
     }
 
     /// log2 of the domain of its NTT tables.
@@ -159,7 +178,14 @@ impl ResidentSet {
         }
         Ok(match &self.bases {
             Some(d) => StageBases {
-                h: Bases::Device(d.h.ptr()),
+                h: match self.h_pre {
+                    Some(pre) => Bases::Precomputed {
+                        ptr: d.h.ptr(),
+                        stride: self.lens.h,
+                        pre,
+                    },
+                    None => Bases::Device(d.h.ptr()),
+                },
                 l: Bases::Device(d.l.ptr()),
                 a: Bases::Device(d.a.ptr()),
                 b_g1: Bases::Device(d.b_g1.ptr()),
@@ -189,16 +215,30 @@ impl ResidentSet {
 /// bases.
 pub(crate) type Uploaded<B> = (NttTables<B>, Option<[B; 5]>);
 
-/// The NTT tables of `log_n` and, when `bases` is given, the five query bases, on `e`.
+/// The NTT tables of `log_n` and, when `bases` is given, the five query bases, on `e`; with
+/// `h_pre`, the H bases are followed by their precomputed copies (computed on the device).
 pub(crate) fn upload_resident<E: Exec>(
     e: &E,
     log_n: u32,
     bases: Option<&HostQueries<'_>>,
+    h_pre: Option<&Precomputation>,
 ) -> Result<Uploaded<E::Buf>, GpuError> {
     let tables = build_tables(e, log_n)?;
+    let h_query = |q: &HostQueries<'_>| -> Result<E::Buf, GpuError> {
+        let words = affines_as_u32(q.h);
+        match h_pre {
+            None => e.upload(words),
+            Some(p) => {
+                let mut all = e.alloc(words.len() * p.copies as usize)?;
+                e.upload_at(&mut all, 0, words)?;
+                precompute(e, all.ptr(), q.h.len(), p, all.ptr())?;
+                Ok(all)
+            }
+        }
+    };
     let uploaded = match bases {
         Some(q) => Some([
-            e.upload(affines_as_u32(q.h))?,
+            h_query(q)?,
             e.upload(affines_as_u32(q.l))?,
             e.upload(affines_as_u32(q.a))?,
             e.upload(affines_as_u32(q.b_g1))?,

@@ -21,6 +21,7 @@ use crate::exec::{DevBuf, Exec};
 use crate::layout::scalars_as_u32;
 use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{h_poly, TablePtrs};
+use crate::plan::Precomputation;
 use crate::resident::{
     upload_resident, DeviceQueries, HostQueries, Residency, ResidentSet, StageBases,
 };
@@ -50,13 +51,46 @@ impl GpuSlot {
         queries: &HostQueries<'_>,
         residency: Residency,
     ) -> Result<ResidentSet, GpuError> {
+        self.upload_set(lease_bytes, log_n, queries, residency, None)
+    }
+
+    /// [`GpuSlot::upload_resident`] with the bases on the device and the H bases' copies of
+    /// `h_pre` computed there for the fixed-base H MSM (`lease_bytes`:
+    /// `bytes::resident_bytes_precomputed`; choose `h_pre` with `Precomputation::plan` from the
+    /// memory the device can spare). A one-time cost per parameter set and device.
+    pub fn upload_resident_precomputed(
+        &self,
+        lease_bytes: u64,
+        log_n: u32,
+        queries: &HostQueries<'_>,
+        h_pre: Precomputation,
+    ) -> Result<ResidentSet, GpuError> {
+        self.upload_set(
+            lease_bytes,
+            log_n,
+            queries,
+            Residency::Resident,
+            Some(h_pre),
+        )
+    }
+
+    fn upload_set(
+        &self,
+        lease_bytes: u64,
+        log_n: u32,
+        queries: &HostQueries<'_>,
+        residency: Residency,
+        h_pre: Option<Precomputation>,
+    ) -> Result<ResidentSet, GpuError> {
         let arena = Arena::new(lease_bytes, "resident upload");
         let bases = match residency {
             Residency::Resident => Some(queries),
             Residency::Streamed => None,
         };
-        let (tables, uploaded) =
-            self.run(Lane::Resident, &arena, |e| upload_resident(e, log_n, bases))?;
+        let h_pre = bases.and(h_pre);
+        let (tables, uploaded) = self.run(Lane::Resident, &arena, |e| {
+            upload_resident(e, log_n, bases, h_pre.as_ref())
+        })?;
         let tables = tables.map(|b| b.into_resident());
         let bases_dev = uploaded.map(|[h, l, a, b_g1, b_g2]| DeviceQueries {
             h: h.into_resident(),
@@ -69,6 +103,7 @@ impl GpuSlot {
             device: self.device_index(),
             tables,
             bases: bases_dev,
+            h_pre,
             lens: queries.lens(),
             bytes: lease_bytes,
         })

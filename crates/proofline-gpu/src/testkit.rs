@@ -22,7 +22,8 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    pippenger_bytes_with, sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
+    pippenger_bytes_precomputed, pippenger_bytes_with, sparse_stage_bytes_with,
+    sparse_stage_bytes_with_chunk, QueryShape,
 };
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{MsmCurve, G1, G2};
@@ -35,7 +36,7 @@ use crate::layout::{
 };
 use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
-use crate::plan::{coset_generator, root_of_unity};
+use crate::plan::{coset_generator, root_of_unity, Precomputation};
 use crate::resident::{QueryLens, Residency, ResidentSet};
 use crate::slot::{DeviceWords, GpuSlot, Lane};
 
@@ -590,6 +591,65 @@ impl TestGpu {
         Ok((r, stats))
     }
 
+    /// The copies of `pre` of the first `n` resident `bases` (copy k at point k n): the
+    /// fixed-base precomputation the resident sets can hold for the H query.
+    pub fn precompute(
+        &self,
+        bases: &DeviceData,
+        n: usize,
+        pre: &Precomputation,
+    ) -> Result<DeviceData, GpuError> {
+        if n > bases.len {
+            return Err(GpuError::InvalidInput("more points than bases".into()));
+        }
+        let words = self.run(&unbounded(), |e| {
+            let all = e.alloc(n * AFFINE_WORDS as usize * pre.copies as usize)?;
+            msm::precompute(e, bases.words.ptr(), n, pre, all.ptr())?;
+            Ok(all.into_resident())
+        })?;
+        Ok(DeviceData {
+            words,
+            len: n * pre.copies as usize,
+        })
+    }
+
+    /// Dense MSM of resident scalars over the copies of [`TestGpu::precompute`] (made for
+    /// `scalars.len()` points or more: `stride` points per copy).
+    pub fn msm_resident_precomputed(
+        &self,
+        copies: &DeviceData,
+        pre: &Precomputation,
+        stride: usize,
+        scalars: &DeviceData,
+        cfg: &MsmConfig,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        if copies.len < stride * pre.copies as usize || scalars.len > stride {
+            return Err(GpuError::InvalidInput(
+                "copies of another size than the MSM".into(),
+            ));
+        }
+        let mut stats = MsmStats {
+            points: scalars.len,
+            ..Default::default()
+        };
+        let arena = Arena::new(
+            pippenger_bytes_precomputed(scalars.len, pre, cfg, self.slot.sm_count()),
+            "precomputed msm",
+        );
+        let r = self.run(&arena, |e| {
+            msm::pippenger_sets::<_, G1>(
+                e,
+                copies.words.ptr(),
+                Some((*pre, stride)),
+                scalars.words.ptr(),
+                scalars.len,
+                cfg,
+                &mut stats,
+            )
+        })?;
+        Ok((r, stats))
+    }
+
     /// Sparse MSM of a CPU split over resident bases (the split's lists are uploaded in the
     /// call, as in the pipeline's sparse stage).
     pub fn msm_sparse_resident(
@@ -674,6 +734,7 @@ impl TestGpu {
             device: slot.device_index(),
             tables: tables.map(|b| b.into_resident()),
             bases: Some(queries),
+            h_pre: None,
             lens,
             bytes: lease_bytes,
         })

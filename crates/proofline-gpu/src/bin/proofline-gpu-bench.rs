@@ -432,6 +432,26 @@ fn g2_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
     Ok(())
 }
 
+/// The variants the partition runs under: the defaults, and with `--variants` each other MSM
+/// and NTT variant alone (one change from the defaults at a time).
+fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
+    let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
+    let mut v = vec![("default".to_string(), msm, ntt)];
+    if o.variants {
+        for (name, m) in MsmConfig::variants() {
+            if m != msm {
+                v.push((name.to_string(), m, ntt));
+            }
+        }
+        for (name, n) in NttConfig::variants() {
+            if n != ntt {
+                v.push((name.to_string(), msm, n));
+            }
+        }
+    }
+    v
+}
+
 fn partition(
     o: &Opts,
     g: &TestGpu,
@@ -440,7 +460,6 @@ fn partition(
 ) -> Result<(), GpuError> {
     let lg = 27u32;
     let n = 1usize << lg;
-    let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let host = random_scalars(n, 13);
     let mut a = g.scalars(&host)?;
     let mut b = g.scalars(&host)?;
@@ -466,64 +485,66 @@ fn partition(
     let unique_g2 = random_g2_points(1 << 16, 8);
     let b_len = queries[2].1.num_bases;
     let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
-    // warm-up (pool)
-    g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
-    for (_, q) in &queries {
-        g.msm_sparse_resident(bases, q, &msm)?;
-    }
-    g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
-    let mut steps = Vec::new();
-    let t0 = Instant::now();
-    let t = Instant::now();
-    g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
-    steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
-    let t = Instant::now();
-    g.msm_resident(bases, &a, &msm)?;
-    steps.push((
-        "H MSM 2^27 dense".to_string(),
-        t.elapsed().as_secs_f64() * 1e3,
-    ));
-    for (name, q) in &queries {
+    for (variant, msm, ntt) in partition_variants(o) {
+        // warm-up (pool)
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
+        for (_, q) in &queries {
+            g.msm_sparse_resident(bases, q, &msm)?;
+        }
+        g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
+        let mut steps = Vec::new();
+        let t0 = Instant::now();
         let t = Instant::now();
-        let (_, st) = g.msm_sparse_resident(bases, q, &msm)?;
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
+        steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
+        let t = Instant::now();
+        g.msm_resident(bases, &a, &msm)?;
         steps.push((
-            format!("{name} MSM sparse ({} points, tail {})", st.points, st.tail),
+            "H MSM 2^27 dense".to_string(),
             t.elapsed().as_secs_f64() * 1e3,
         ));
-    }
-    let t = Instant::now();
-    let (_, st) = g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
-    steps.push((
-        format!("B_G2 MSM sparse ({} points, tail {})", st.points, st.tail),
-        t.elapsed().as_secs_f64() * 1e3,
-    ));
-    let total = t0.elapsed().as_secs_f64() * 1e3;
-    for (nm, ms) in &steps {
+        for (name, q) in &queries {
+            let t = Instant::now();
+            let (_, st) = g.msm_sparse_resident(bases, q, &msm)?;
+            steps.push((
+                format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
+                t.elapsed().as_secs_f64() * 1e3,
+            ));
+        }
+        let t = Instant::now();
+        let (_, st) = g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
+        steps.push((
+            format!("B_G2 sparse ({} pts, tail {})", st.points, st.tail),
+            t.elapsed().as_secs_f64() * 1e3,
+        ));
+        let total = t0.elapsed().as_secs_f64() * 1e3;
+        for (nm, ms) in &steps {
+            r.row(
+                &format!("partition: {nm}"),
+                String::new(),
+                &variant,
+                *ms,
+                String::new(),
+            );
+        }
         r.row(
-            &format!("partition: {nm}"),
-            String::new(),
-            "default",
-            *ms,
-            String::new(),
+            "PARTITION total (32 GiB shape)",
+            format!("2^27 / {}", o.partition_points),
+            &variant,
+            total,
+            format!("{} query shapes, with B in G2", o.partition_mix),
         );
+        let shape_json: Vec<_> = shape
+            .iter()
+            .map(|(n, s, z, one)| json!({"query": n, "share": s, "zero": z, "one": one}))
+            .collect();
+        r.results
+            .push(json!({"bench": "partition_32gib", "domain_log": lg,
+            "aux_points": o.partition_points, "circuit_mix": o.partition_mix, "queries": shape_json,
+            "variant": variant, "msm_config": msm, "ntt_config": ntt,
+            "steps_ms": steps.iter().map(|(n, m)| json!({"step": n, "ms": m})).collect::<Vec<_>>(),
+            "total_ms": total}));
     }
-    r.row(
-        "PARTITION total (32 GiB shape)",
-        format!("2^27 / {}", o.partition_points),
-        "default",
-        total,
-        format!("{} query shapes, with B in G2", o.partition_mix),
-    );
-    let shape_json: Vec<_> = shape
-        .iter()
-        .map(|(n, s, z, one)| json!({"query": n, "share": s, "zero": z, "one": one}))
-        .collect();
-    r.results.push(
-        json!({"bench": "partition_32gib", "domain_log": lg, "aux_points": o.partition_points,
-        "circuit_mix": o.partition_mix, "queries": shape_json, "msm_config": msm, "ntt_config": ntt,
-        "steps_ms": steps.iter().map(|(n, m)| json!({"step": n, "ms": m})).collect::<Vec<_>>(),
-        "total_ms": total}),
-    );
     Ok(())
 }
 
