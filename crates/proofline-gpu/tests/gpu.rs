@@ -12,7 +12,7 @@ use group::prime::PrimeCurveAffine;
 use group::Group;
 use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
 use proofline_gpu::testkit::*;
-use proofline_gpu::{MsmConfig, NttConfig, NttKind, Residency};
+use proofline_gpu::{MsmConfig, NttConfig, NttKind, Precomputation, Residency};
 use proofline_groth16::msm::SparseScalars;
 use rand::{RngCore, SeedableRng};
 use std::sync::OnceLock;
@@ -591,4 +591,34 @@ fn g2_msm_matches_blstrs() {
         .expect("msm");
     assert_eq!(got, want, "G2 one bucket");
     eprintln!("G2 MSMs up to {max} ok");
+}
+
+#[test]
+fn precomputed_msm_matches_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let n = 1usize << max_log().min(20);
+    let points = random_points(n, sd + 21);
+    let scalars = random_scalars(n, sd + 22);
+    let want = cpu_msm(&points, &scalars);
+    let bases = g.tiled_points(&points, n).expect("upload");
+    let s = g.scalars(&scalars).expect("upload");
+    for (window, copies) in [(16u32, 2u32), (22, 4), (22, 12), (24, 11)] {
+        let pre = Precomputation { window, copies };
+        let all = g.precompute(&bases, n, &pre).expect("precompute");
+        for (name, cfg) in MsmConfig::variants() {
+            let (got, _) = g
+                .msm_resident_precomputed(&all, &pre, n, &s, &cfg)
+                .expect("msm");
+            assert_eq!(got, want, "n = {n}, {pre:?}, {name}");
+        }
+    }
+    // the planner's choice for this size with room for every copy
+    let pre = Precomputation::plan(n, n, u64::MAX).expect("a plan");
+    let all = g.precompute(&bases, n, &pre).expect("precompute");
+    let (got, _) = g
+        .msm_resident_precomputed(&all, &pre, n, &s, &MsmConfig::default())
+        .expect("msm");
+    assert_eq!(got, want, "n = {n}, planned {pre:?}");
+    eprintln!("precomputed MSMs of {n} ok");
 }

@@ -1,6 +1,6 @@
 //! Whole Groth16 proofs through a GPU slot's stages, the way the pipeline's compute actors run
-//! them: the parameter set made resident (bases in VRAM, or tables only with the bases streamed
-//! from host memory), the H stage (evaluations up, H on the device, H MSM straight from the
+//! them: the parameter set made resident (bases in VRAM, with or without precomputed copies of
+//! the H bases, or tables only with the bases streamed from host memory), the H stage (evaluations up, H on the device, H MSM straight from the
 //! device buffer), the sparse stage (L, A, B in G1 and B in G2) over the CPU's 0/1/tail split.
 //! Each stage runs under the bytes `bytes.rs` computes, every result equals the CPU backend's,
 //! the proof verifies (and a tampered input does not), and the pool's high-water mark stays
@@ -10,9 +10,9 @@
 use bellperson::groth16;
 use blstrs::Bls12;
 use proofline_circuits::Sha256Preimage;
-use proofline_gpu::bytes::{h_stage_bytes, resident_bytes, sparse_stage_bytes};
+use proofline_gpu::bytes::{resident_bytes, resident_bytes_precomputed, sparse_stage_bytes};
 use proofline_gpu::testkit::TestGpu;
-use proofline_gpu::{HostQueries, Residency};
+use proofline_gpu::{HostQueries, Precomputation, Residency};
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::synthesis::synthesize;
 use proofline_groth16::{prover, CpuBackend, MsmResults, ProvingKey};
@@ -63,20 +63,44 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
         let (l, a, b_g1) = prover::msm_sparse_g1(&CpuBackend, &pk, &plan).unwrap();
         let b_g2 = prover::msm_b_g2(&CpuBackend, &pk, &plan).unwrap();
 
-        for residency in [Residency::Resident, Residency::Streamed] {
+        // resident, streamed, and resident with the H bases' precomputed copies (as many as
+        // the planner takes for this size)
+        let h_plan = Precomputation::plan(p.h.len(), p.h.len(), u64::MAX);
+        assert!(
+            h_plan.is_some(),
+            "no precomputation for {} points",
+            p.h.len()
+        );
+        for (residency, h_pre) in [
+            (Residency::Resident, None),
+            (Residency::Streamed, None),
+            (Residency::Resident, h_plan),
+        ] {
             device.reset_pool_high_water().unwrap();
             let before = device.pool_usage().unwrap();
             let sm = slot.sm_count();
-            let set_bytes = resident_bytes(log_n, &host.lens(), residency);
-            let set = slot
-                .upload_resident(set_bytes, log_n, &host, residency)
-                .unwrap();
+            let (set_bytes, set) = match h_pre {
+                None => {
+                    let bytes = resident_bytes(log_n, &host.lens(), residency);
+                    let set = slot.upload_resident(bytes, log_n, &host, residency);
+                    (bytes, set.unwrap())
+                }
+                Some(plan) => {
+                    let bytes = resident_bytes_precomputed(log_n, &host.lens(), &plan);
+                    let set = slot.upload_resident_precomputed(bytes, log_n, &host, plan);
+                    (bytes, set.unwrap())
+                }
+            };
             assert_eq!(set.residency(), residency);
-            let h_bytes = h_stage_bytes(log_n, residency, sm);
+            assert_eq!(set.h_precomputation(), h_pre);
+            let h_bytes = set.h_stage_bytes(sm);
             let (h, _) = slot
                 .h_stage(h_bytes, [&synth.a, &synth.b, &synth.c], &set, &host)
                 .unwrap();
-            assert_eq!(h, h_msm, "H MSM, {blocks} block(s), {residency:?}");
+            assert_eq!(
+                h, h_msm,
+                "H MSM, {blocks} block(s), {residency:?}, {h_pre:?}"
+            );
             let shapes = [(&plan.l).into(), (&plan.a).into(), (&plan.b).into()];
             let s_bytes = sparse_stage_bytes(&shapes, residency, sm);
             let (s, _) = slot.sparse_stage(s_bytes, &plan, &set, &host).unwrap();
@@ -115,6 +139,6 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             wrong[0] += blstrs::Scalar::from(1u64);
             assert!(!prover::verify(&pk, &proof, &wrong).unwrap());
         }
-        eprintln!("gpu proof of sha256-{blocks}: verified, resident and streamed");
+        eprintln!("gpu proof of sha256-{blocks}: verified, resident, streamed, precomputed");
     }
 }

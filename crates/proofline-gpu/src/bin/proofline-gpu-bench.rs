@@ -29,7 +29,7 @@ use std::time::Instant;
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
 };
-use proofline_gpu::{probe, GpuError, MsmConfig, NttConfig, NttKind};
+use proofline_gpu::{probe, GpuError, MsmConfig, NttConfig, NttKind, Precomputation};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
@@ -330,6 +330,9 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
                     .push(json!({"bench": "msm_dense", "log_n": lg, "variant": name,
                     "config": cfg, "ms_median": m, "ms": v, "stats": stats}));
             }
+            if o.variants {
+                precomputed_msm(o, g, &bases, &s, lg, r)?;
+            }
             if lg == 24 {
                 let cfg = MsmConfig::default();
                 let v = time(3, || {
@@ -382,6 +385,57 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
     if o.has("partition") {
         partition(o, g, &bases, r)?;
     }
+    Ok(())
+}
+
+/// Bytes the benchmark lets precomputed copies take: what the device has free, less a margin
+/// for the MSM's own buffers, at most `cap`.
+fn copies_budget(g: &TestGpu, cap: u64) -> u64 {
+    let free = g.device().memory_info().map(|(f, _)| f as u64).unwrap_or(0);
+    free.saturating_sub(24 << 30).min(cap)
+}
+
+/// The dense MSM over precomputed copies of the bases (`Precomputation::plan` with what the
+/// device can spare, at most 40 GB), with the default MSM variants; the copies are computed
+/// once (timed apart: a one-time cost per parameter set).
+fn precomputed_msm(
+    o: &Opts,
+    g: &TestGpu,
+    bases: &proofline_gpu::testkit::DeviceData,
+    s: &proofline_gpu::testkit::DeviceData,
+    lg: u32,
+    r: &mut Report,
+) -> Result<(), GpuError> {
+    let n = 1usize << lg;
+    let Some(pre) = Precomputation::plan(n, n, copies_budget(g, 40 << 30)) else {
+        eprintln!("2^{lg}: no precomputation fits");
+        return Ok(());
+    };
+    let t = Instant::now();
+    let copies = g.precompute(bases, n, &pre)?;
+    let pre_ms = t.elapsed().as_secs_f64() * 1e3;
+    let cfg = MsmConfig::default();
+    let reps = if lg >= 25 { 3 } else { o.reps };
+    let mut stats = None;
+    let v = time(reps, || {
+        stats = Some(g.msm_resident_precomputed(&copies, &pre, n, s, &cfg)?.1);
+        Ok(())
+    })?;
+    let m = median(v.clone());
+    let name = format!("pre c={} x{}", pre.window, pre.copies);
+    r.row(
+        "MSM G1 dense",
+        format!("2^{lg}"),
+        &name,
+        m,
+        format!(
+            "copies made in {pre_ms:.0} ms, {:.1} GB",
+            pre.bytes(n) as f64 / 1e9
+        ),
+    );
+    r.results
+        .push(json!({"bench": "msm_dense", "log_n": lg, "variant": name,
+        "precomputation": pre, "precompute_ms": pre_ms, "ms_median": m, "ms": v, "stats": stats}));
     Ok(())
 }
 
@@ -485,9 +539,36 @@ fn partition(
     let unique_g2 = random_g2_points(1 << 16, 8);
     let b_len = queries[2].1.num_bases;
     let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
-    for (variant, msm, ntt) in partition_variants(o) {
+    // with --variants also the H MSM over precomputed copies of the H bases, as the memory
+    // left beside the partition's data allows (at most 50 GB)
+    let h_pre = if o.variants {
+        Precomputation::plan(n, 1 << 26, copies_budget(g, 50 << 30))
+    } else {
+        None
+    };
+    let h_copies = match h_pre {
+        Some(p) => Some((p, g.precompute(bases, n, &p)?)),
+        None => None,
+    };
+    let mut runs: Vec<(String, MsmConfig, NttConfig, bool)> = partition_variants(o)
+        .into_iter()
+        .map(|(v, m, t)| (v, m, t, false))
+        .collect();
+    if let Some((p, _)) = &h_copies {
+        runs.push((
+            format!("pre c={} x{}", p.window, p.copies),
+            MsmConfig::default(),
+            NttConfig::default(),
+            true,
+        ));
+    }
+    for (variant, msm, ntt, precomputed) in runs {
         // warm-up (pool)
         g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
+        match (&h_copies, precomputed) {
+            (Some((p, copies)), true) => g.msm_resident_precomputed(copies, p, n, &a, &msm)?,
+            _ => g.msm_resident(bases, &a, &msm)?,
+        };
         for (_, q) in &queries {
             g.msm_sparse_resident(bases, q, &msm)?;
         }
@@ -498,7 +579,14 @@ fn partition(
         g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
         steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
         let t = Instant::now();
-        g.msm_resident(bases, &a, &msm)?;
+        match (&h_copies, precomputed) {
+            (Some((p, copies)), true) => {
+                g.msm_resident_precomputed(copies, p, n, &a, &msm)?;
+            }
+            _ => {
+                g.msm_resident(bases, &a, &msm)?;
+            }
+        }
         steps.push((
             "H MSM 2^27 dense".to_string(),
             t.elapsed().as_secs_f64() * 1e3,
