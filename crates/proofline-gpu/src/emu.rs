@@ -374,7 +374,8 @@ mod tests {
         let da = e.upload(scalars_as_u32(&a)).unwrap();
         let db = e.upload(scalars_as_u32(&b)).unwrap();
         let out = e.alloc(n * FR_WORDS as usize).unwrap();
-        let ops: [(u32, fn(&Scalar, &Scalar) -> Scalar); 4] = [
+        type Op = fn(&Scalar, &Scalar) -> Scalar;
+        let ops: [(u32, Op); 4] = [
             (0, |x, y| x * y),
             (1, |x, _| x.square()),
             (2, |x, y| x + y),
@@ -556,27 +557,26 @@ mod tests {
     #[test]
     fn h_poly_large_matches_cpu() {
         let e = EmuExec::new(SMS);
-        for lg in [19u32] {
-            let n = 1usize << lg;
-            let tables = build_tables(&e, lg).unwrap();
-            let t = tables.ptrs();
-            let (a, b, c) = (
-                random_scalars(n, 61),
-                random_scalars(n, 62),
-                random_scalars(n, 63),
-            );
-            let mut want = a.clone();
-            cpu_h_poly(&mut want, &b, &c);
-            let cfg = NttConfig::default();
-            let mut da = e.upload(scalars_as_u32(&a)).unwrap();
-            let mut db = e.upload(scalars_as_u32(&b)).unwrap();
-            let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-            ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
-            let mut got = vec![Scalar::ZERO; n];
-            e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
-                .unwrap();
-            assert!(got == want, "h_poly 2^{lg}");
-        }
+        let lg = 19u32;
+        let n = 1usize << lg;
+        let tables = build_tables(&e, lg).unwrap();
+        let t = tables.ptrs();
+        let (a, b, c) = (
+            random_scalars(n, 61),
+            random_scalars(n, 62),
+            random_scalars(n, 63),
+        );
+        let mut want = a.clone();
+        cpu_h_poly(&mut want, &b, &c);
+        let cfg = NttConfig::default();
+        let mut da = e.upload(scalars_as_u32(&a)).unwrap();
+        let mut db = e.upload(scalars_as_u32(&b)).unwrap();
+        let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
+        ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
+        let mut got = vec![Scalar::ZERO; n];
+        e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
+            .unwrap();
+        assert!(got == want, "h_poly 2^{lg}");
     }
 
     fn dense_msm(
