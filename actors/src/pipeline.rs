@@ -32,18 +32,20 @@ use std::thread::JoinHandle;
 use actix::prelude::*;
 use proofline_config::PipelineConfig;
 use proofline_groth16::{CpuBackend, ProverBackend};
-use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsStore};
+use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsSpec, ParamsStore};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
-use crate::allocator::{HostMemory, MemoryDevice, VramAllocator};
+use crate::allocator::HostMemory;
+use crate::compute::{ComputeEngine, CpuEngine, CpuSizing};
 use crate::coordinator::{JobCoordinator, Limits};
-use crate::job::{JobResult, JobState, JobStatus};
+use crate::devices::{ensure_resident, start_devices, DeviceSetup};
+use crate::job::{JobResult, JobState, JobStatus, StageTimings};
 use crate::journal::{Backlog, Journal};
 use crate::messages::*;
 use crate::partition::Stages;
 use crate::telemetry::Mailbox;
-use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
+use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Everything the pipeline is started with.
 pub struct PipelineOptions {
@@ -53,27 +55,25 @@ pub struct PipelineOptions {
     pub registry: AdapterRegistry,
     /// Resident parameters.
     pub store: Arc<ParamsStore>,
-    /// Backend of the compute actors.
-    pub backend: Arc<dyn ProverBackend>,
     /// Backend of the CPU-MSM actors (G2 MSM).
     pub cpu_backend: Arc<dyn ProverBackend>,
-    /// The compute device's memory, owned by the allocator actor.
-    pub memory: Box<dyn MemoryDevice>,
-    /// Allocator budget in bytes.
-    pub memory_budget: u64,
+    /// The compute devices: each with its allocator's memory and budget and one engine per
+    /// compute slot.
+    pub devices: Vec<DeviceSetup>,
     /// Journal directory, if any.
     pub journal_dir: Option<PathBuf>,
 }
 
 impl PipelineOptions {
-    /// The CPU backend with a host-memory budget of `config.memory_budget_bytes` (0: 90% of the
-    /// memory available at start).
+    /// The CPU backend: one "host" device with `config.compute_slots` CPU engines and a
+    /// host-memory budget of `config.memory_budget_bytes` (0: 90% of the memory available at
+    /// start).
     pub fn cpu(
         config: &PipelineConfig,
         registry: AdapterRegistry,
         store: Arc<ParamsStore>,
     ) -> Self {
-        let memory_budget = match config.memory_budget_bytes {
+        let budget = match config.memory_budget_bytes {
             0 => host_available_bytes() / 10 * 9,
             b => b,
         };
@@ -81,10 +81,8 @@ impl PipelineOptions {
             config: config.clone(),
             registry,
             store,
-            backend: Arc::new(CpuBackend),
             cpu_backend: Arc::new(CpuBackend),
-            memory: Box::new(HostMemory),
-            memory_budget,
+            devices: vec![host_device(config.compute_slots, budget)],
             journal_dir: None,
         }
     }
@@ -93,6 +91,18 @@ impl PipelineOptions {
     pub fn with_journal(mut self, dir: Option<PathBuf>) -> Self {
         self.journal_dir = dir;
         self
+    }
+}
+
+/// The host as a compute device: `slots` CPU engines over host memory.
+pub fn host_device(slots: usize, budget: u64) -> DeviceSetup {
+    DeviceSetup {
+        memory: Box::new(HostMemory),
+        budget,
+        engines: (0..slots.max(1))
+            .map(|_| Box::new(CpuEngine) as Box<dyn ComputeEngine>)
+            .collect(),
+        sizing: Arc::new(CpuSizing),
     }
 }
 
@@ -161,7 +171,7 @@ pub enum ResultError {
 /// Handle to a running pipeline.
 pub struct Pipeline {
     coordinator: Mailbox<JobCoordinator>,
-    allocator: Mailbox<VramAllocator>,
+    stages: Stages,
     registry: Arc<AdapterRegistry>,
     backend_name: String,
     system: System,
@@ -185,22 +195,16 @@ impl Pipeline {
             None => Backlog::default(),
         };
         let registry = Arc::new(opts.registry);
-        let backend_name = opts.backend.name().to_string();
-        tracing::info!(
-            backend = %backend_name,
-            device = %opts.memory.label(),
-            budget_bytes = opts.memory_budget,
-            "memory budget of the allocator"
-        );
+        let backend_name = opts
+            .devices
+            .iter()
+            .map(|d| d.label())
+            .map(|l| if l == "host" { "cpu".to_string() } else { l })
+            .collect::<Vec<_>>()
+            .join(",");
         let (tx, rx) = std::sync::mpsc::channel();
         let cfg = opts.config;
-        let (store, backend, cpu_backend, memory, budget) = (
-            opts.store,
-            opts.backend,
-            opts.cpu_backend,
-            opts.memory,
-            opts.memory_budget,
-        );
+        let (store, cpu_backend, devices) = (opts.store, opts.cpu_backend, opts.devices);
         let thread = std::thread::Builder::new()
             .name("proofline-actors".into())
             .spawn(move || {
@@ -217,16 +221,11 @@ impl Pipeline {
                         Mailbox::new(SyncArbiter::start(cfg.cpu_msm_workers, move || {
                             CpuMsmActor::new(cpu_backend.clone())
                         }));
-                    let compute = Mailbox::new(SyncArbiter::start(cfg.compute_slots, move || {
-                        ComputeActor::new(backend.clone())
-                    }));
-                    let allocator = Mailbox::new(VramAllocator::new(memory, budget).start());
                     let stages = Stages {
                         params,
                         synthesis,
                         cpu_msm,
-                        allocator: allocator.clone(),
-                        compute,
+                        devices: Arc::new(start_devices(devices)),
                     };
                     let limits = Limits {
                         max_in_flight: cfg.max_partitions_in_flight,
@@ -234,17 +233,17 @@ impl Pipeline {
                         retain_finished: cfg.retain_finished_jobs,
                     };
                     let coordinator =
-                        Mailbox::new(JobCoordinator::new(stages, limits, journal).start());
-                    (System::current(), coordinator, allocator)
+                        Mailbox::new(JobCoordinator::new(stages.clone(), limits, journal).start());
+                    (System::current(), coordinator, stages)
                 });
                 if tx.send(addrs).is_ok() {
                     let _ = sys.run();
                 }
             })?;
-        let (system, coordinator, allocator) = rx.recv().map_err(|_| PipelineError::Startup)?;
+        let (system, coordinator, stages) = rx.recv().map_err(|_| PipelineError::Startup)?;
         let pipeline = Pipeline {
             coordinator,
-            allocator,
+            stages,
             registry,
             backend_name,
             system,
@@ -374,9 +373,31 @@ impl Pipeline {
         self.ask(Counts).await.unwrap_or_default()
     }
 
-    /// The allocator's state.
-    pub async fn memory(&self) -> Option<AllocatorSnapshot> {
-        self.allocator.send(Snapshot).await.ok()
+    /// Each device's allocator: budget, leased and resident bytes, resident sets, trims.
+    pub async fn memory(&self) -> Vec<AllocatorSnapshot> {
+        let mut out = Vec::new();
+        for d in self.stages.devices.iter() {
+            if let Ok(s) = d.allocator.send(Snapshot).await {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// Loads a parameter set and makes it resident on every device where it fits (its bases
+    /// streamed where they do not). Returns where it is: `(device, residency)`; the host keeps
+    /// parameters in the parameter store, not on a device, and is not listed.
+    pub async fn preload(&self, spec: ParamsSpec) -> Result<Vec<(String, Residency)>, StageError> {
+        let key = spec.id.clone();
+        let pk = self.stages.params.send(LoadParams { spec }).await??;
+        let mut out = Vec::new();
+        for d in self.stages.devices.iter() {
+            let mut t = StageTimings::default();
+            if let Some(r) = ensure_resident(d, &key, "preload", &pk, &mut t).await? {
+                out.push((d.label.clone(), r.residency()));
+            }
+        }
+        Ok(out)
     }
 
     /// Stops the actors and joins the pipeline thread. Unfinished jobs stay in the journal.

@@ -309,7 +309,16 @@ mod tests {
                 let e = dry(&z);
                 let up = || e.zeros(n * FR_WORDS as usize).unwrap();
                 let (a, b, c) = (up(), up(), up());
-                h_stage_device(&e, a, b, c, &tables.ptrs(), Bases::Device(0)).unwrap();
+                h_stage_device(
+                    &e,
+                    a,
+                    b,
+                    c,
+                    &tables.ptrs(),
+                    Bases::Device(0),
+                    std::time::Instant::now(),
+                )
+                .unwrap();
                 check(
                     &format!("h stage 2^{log_n} resident"),
                     &z,
@@ -329,7 +338,16 @@ mod tests {
                     points: &host,
                     chunk,
                 };
-                h_stage_device(&e, a, b, c, &tables.ptrs(), bases).unwrap();
+                h_stage_device(
+                    &e,
+                    a,
+                    b,
+                    c,
+                    &tables.ptrs(),
+                    bases,
+                    std::time::Instant::now(),
+                )
+                .unwrap();
                 check(
                     &format!("h stage 2^{log_n} streamed by {chunk}"),
                     &z,

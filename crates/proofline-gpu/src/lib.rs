@@ -30,7 +30,6 @@ mod abi {
     include!("abi.rs");
 }
 pub mod arena;
-pub mod backend;
 pub mod bytes;
 mod device;
 mod error;
@@ -52,7 +51,6 @@ pub mod kernels {
 }
 
 pub use arena::Arena;
-pub use backend::GpuBackend;
 pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
 pub use msm::{MsmStats, STREAM_CHUNK};
@@ -60,7 +58,7 @@ pub use ntt::NttKind;
 pub use oplog::{DeviceLog, Recording};
 pub use resident::{HostQueries, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
-pub use stages::SparseG1;
+pub use stages::{HStageTimes, SparseG1};
 
 #[cfg(test)]
 mod tests {

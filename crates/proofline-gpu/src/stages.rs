@@ -8,6 +8,8 @@
 //!
 //! The inner functions are generic over [`Exec`] so that `bytes.rs` can run them dry.
 
+use std::time::Instant;
+
 use blstrs::{G1Projective, Scalar};
 use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
@@ -22,6 +24,15 @@ use crate::resident::{
     upload_resident, DeviceQueries, HostQueries, Residency, ResidentSet, StageBases,
 };
 use crate::slot::{GpuSlot, Lane};
+
+/// Where the H stage's time went.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct HStageTimes {
+    /// Seconds from the start to H's coefficients on the device (evaluations uploaded, H done).
+    pub h_poly_s: f64,
+    /// What the H MSM did.
+    pub msm: MsmStats,
+}
 
 /// Results of the sparse G1 stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +88,7 @@ impl GpuSlot {
         evals: [&[Scalar]; 3],
         resident: &ResidentSet,
         host: &HostQueries<'_>,
-    ) -> Result<(G1Projective, MsmStats), GpuError> {
+    ) -> Result<(G1Projective, HStageTimes), GpuError> {
         let t = resident.table_ptrs();
         let n = 1usize << resident.log_n();
         if let Some(x) = evals.iter().find(|x| x.len() > n) {
@@ -94,6 +105,7 @@ impl GpuSlot {
         }
         let bases = resident.stage_bases(host)?;
         let arena = Arena::new(lease_bytes, "h stage");
+        let start = Instant::now();
         self.run(Lane::Compute, &arena, |e| {
             let up = |x: &[Scalar]| -> Result<_, GpuError> {
                 let mut b = e.zeros(n * FR_WORDS as usize)?;
@@ -101,7 +113,7 @@ impl GpuSlot {
                 Ok(b)
             };
             let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
-            h_stage_device(e, a, b, c, &t, bases.h)
+            h_stage_device(e, a, b, c, &t, bases.h, start)
         })
     }
 
@@ -133,7 +145,8 @@ impl GpuSlot {
     }
 }
 
-/// H from the uploaded evaluations, then the H MSM over its n - 1 coefficients.
+/// H from the uploaded evaluations, then the H MSM over its n - 1 coefficients (`start`: when
+/// the stage began, for its times).
 pub(crate) fn h_stage_device<E: Exec>(
     e: &E,
     mut a: E::Buf,
@@ -141,14 +154,18 @@ pub(crate) fn h_stage_device<E: Exec>(
     mut c: E::Buf,
     t: &TablePtrs,
     h_bases: Bases<'_>,
-) -> Result<(G1Projective, MsmStats), GpuError> {
+    start: Instant,
+) -> Result<(G1Projective, HStageTimes), GpuError> {
     h_poly(e, &mut a, &mut b, &mut c, t)?;
     drop((b, c));
     e.sync()?;
+    let mut times = HStageTimes {
+        h_poly_s: start.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
     let n = a.words() / FR_WORDS as usize;
-    let mut stats = MsmStats::default();
-    let h = msm::dense(e, h_bases, a.ptr(), n.saturating_sub(1), &mut stats)?;
-    Ok((h, stats))
+    let h = msm::dense(e, h_bases, a.ptr(), n.saturating_sub(1), &mut times.msm)?;
+    Ok((h, times))
 }
 
 /// The three sparse G1 MSMs, one after the other.

@@ -9,12 +9,13 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use proofline_actors::messages::PoolUsage;
-use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
+use proofline_actors::{Pipeline, PipelineOptions};
 use proofline_config::{BackendKind, Config};
-use proofline_gpu::{DeviceOptions, GpuBackend, GpuDevice};
+use proofline_gpu::DeviceOptions;
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsStore};
+
+pub mod gpu;
 
 /// Installs the tracing subscriber once (later calls are no-ops).
 pub fn init_logging(cfg: &Config) {
@@ -88,75 +89,29 @@ pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
     Ok(reg)
 }
 
-/// The allocator's view of a GPU: the device handle, whose device-global calls only the
-/// allocator makes.
-struct GpuMemory {
-    device: GpuDevice,
-}
-
-impl MemoryDevice for GpuMemory {
-    fn label(&self) -> String {
-        self.device.label()
-    }
-
-    /// The allocator sets its budget: with the driver's default threshold (0) every
-    /// synchronisation hands freed memory back and each allocation of the next stage is cold
-    /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
-    fn set_release_threshold(&mut self, bytes: u64) -> Result<(), String> {
-        self.device
-            .set_pool_release_threshold(bytes)
-            .map_err(|e| e.to_string())
-    }
-
-    fn pool_usage(&mut self) -> Option<PoolUsage> {
-        let u = self.device.pool_usage().ok()?;
-        Some(PoolUsage {
-            used: u.used,
-            reserved: u.reserved,
-            used_high: u.used_high,
-            reserved_high: u.reserved_high,
-        })
-    }
-
-    fn trim(&mut self) -> Result<(), String> {
-        self.device.trim_pool(0).map_err(|e| e.to_string())
-    }
-
-    fn reset_high_water(&mut self) -> Result<(), String> {
-        self.device
-            .reset_pool_high_water()
-            .map_err(|e| e.to_string())
-    }
-
-    fn synchronize(&mut self) -> Result<(), String> {
-        self.device.synchronize_device().map_err(|e| e.to_string())
-    }
-}
-
-/// Pipeline options for the GPU backend on device 0, or why it is not usable.
+/// Pipeline options for the GPU backend on every visible GPU, or why it is not usable.
 fn gpu_options(
     cfg: &Config,
     reg: AdapterRegistry,
     store: Arc<ParamsStore>,
 ) -> Result<PipelineOptions, String> {
-    let devices = proofline_gpu::probe().map_err(|e| e.to_string())?;
-    let first = devices.first().ok_or("no CUDA device found")?;
-    tracing::info!(device = ?first, count = devices.len(), "GPU found; using device 0");
-    let mut device = GpuDevice::open(0, DeviceOptions::default()).map_err(|e| e.to_string())?;
-    let backend = Arc::new(GpuBackend::new(
-        device.new_slot().map_err(|e| e.to_string())?,
-    ));
-    let budget = match cfg.pipeline.memory_budget_bytes {
-        0 => {
-            let (free, _total) = device.memory_info().map_err(|e| e.to_string())?;
-            (free as u64) / 100 * 95
-        }
-        b => b,
-    };
+    let found = proofline_gpu::probe().map_err(|e| e.to_string())?;
+    let mut devices = Vec::new();
+    for info in &found {
+        let (setup, _log) = gpu::gpu_device(
+            info.index,
+            cfg.pipeline.compute_slots,
+            DeviceOptions::default(),
+            |free, _total| match cfg.pipeline.memory_budget_bytes {
+                0 => free / 100 * 95,
+                b => b,
+            },
+        )
+        .map_err(|e| format!("device {}: {e}", info.index))?;
+        devices.push(setup);
+    }
     let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, store);
-    opts.memory = Box::new(GpuMemory { device });
-    opts.memory_budget = budget;
-    opts.backend = backend;
+    opts.devices = devices;
     Ok(opts)
 }
 
