@@ -39,4 +39,7 @@ pub use devices::{DeviceSetup, DeviceStages};
 pub use job::{JobFailure, JobResult, JobState, JobStatus, StageTimings};
 pub use messages::JobId;
 pub use messages::{AllocatorSnapshot, PipelineCounts, SubmitError};
-pub use pipeline::{Pipeline, PipelineError, PipelineOptions, ResultError, SubmitRejected};
+pub use partition::{ComputeInput, G2Stage, PlanSource};
+pub use pipeline::{
+    Pipeline, PipelineError, PipelineOptions, Preloader, ResultError, SubmitRejected,
+};

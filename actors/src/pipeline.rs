@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use actix::prelude::*;
-use proofline_config::PipelineConfig;
+use proofline_config::{PipelineConfig, PoolSizes};
 use proofline_groth16::{CpuBackend, ProverBackend};
 use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsSpec, ParamsStore};
 use rand::RngCore;
@@ -49,8 +49,12 @@ use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Everything the pipeline is started with.
 pub struct PipelineOptions {
-    /// Pool sizes and limits.
+    /// Queue limits.
     pub config: PipelineConfig,
+    /// Pool sizes, every "auto" resolved.
+    pub sizes: PoolSizes,
+    /// Host memory for the partitions in flight, bytes.
+    pub host_budget: u64,
     /// Job kinds.
     pub registry: AdapterRegistry,
     /// Resident parameters.
@@ -65,26 +69,32 @@ pub struct PipelineOptions {
 }
 
 impl PipelineOptions {
-    /// The CPU backend: one "host" device with `config.compute_slots` CPU engines and a
-    /// host-memory budget of `config.memory_budget_bytes` (0: 90% of the memory available at
-    /// start).
+    /// The CPU backend: one "host" device with the configured compute slots (CPU engines) and
+    /// the host memory budget (`"auto"`: 90% of the memory available at start).
     pub fn cpu(
         config: &PipelineConfig,
         registry: AdapterRegistry,
         store: Arc<ParamsStore>,
     ) -> Self {
-        let budget = match config.memory_budget_bytes {
-            0 => host_available_bytes() / 10 * 9,
-            b => b,
-        };
+        let sizes = config.pool_sizes(cpu_cores(), 0);
+        let host_budget = host_budget(config);
         PipelineOptions {
             config: config.clone(),
+            sizes,
+            host_budget,
             registry,
             store,
             cpu_backend: Arc::new(CpuBackend),
-            devices: vec![host_device(config.compute_slots, budget)],
+            devices: vec![host_device(sizes.compute_slots, host_budget)],
             journal_dir: None,
         }
+    }
+
+    /// Computes on `devices` (GPUs) instead, with pool sizes `sizes`.
+    pub fn with_devices(mut self, devices: Vec<DeviceSetup>, sizes: PoolSizes) -> Self {
+        self.devices = devices;
+        self.sizes = sizes;
+        self
     }
 
     /// Adds a journal directory.
@@ -104,6 +114,20 @@ pub fn host_device(slots: usize, budget: u64) -> DeviceSetup {
             .collect(),
         sizing: Arc::new(CpuSizing),
     }
+}
+
+/// CPU cores available to the process.
+pub fn cpu_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// The configured host memory budget (`"auto"`: 90% of the memory available now).
+pub fn host_budget(config: &PipelineConfig) -> u64 {
+    config
+        .host_memory_budget
+        .or_else(|| host_available_bytes() / 10 * 9)
 }
 
 /// Host memory available now: `MemAvailable` of /proc/meminfo; where that is missing or zero
@@ -178,6 +202,33 @@ pub struct Pipeline {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Preloads parameter sets into a running pipeline (cloneable, usable from any thread).
+#[derive(Clone)]
+pub struct Preloader {
+    params: Mailbox<ParamsLoader>,
+    devices: Arc<Vec<crate::devices::DeviceStages>>,
+}
+
+impl Preloader {
+    /// Loads a parameter set and makes it resident on every device, its bases in device memory
+    /// where they fit the budget next to the sets in use, else streamed. Returns where it is:
+    /// `(device, residency)`; the host keeps parameters in the parameter store, not on a
+    /// device, and is not listed.
+    pub async fn preload(&self, spec: ParamsSpec) -> Result<Vec<(String, Residency)>, StageError> {
+        let key = spec.id.clone();
+        let pk = self.params.send(LoadParams { spec }).await??;
+        let mut out = Vec::new();
+        for d in self.devices.iter() {
+            let mut t = StageTimings::default();
+            if let Some(r) = ensure_resident(d, &key, "preload", &pk, &mut t).await? {
+                tracing::info!(params = %key, device = %d.label, residency = ?r.residency(), secs = t.params_s, "preloaded");
+                out.push((d.label.clone(), r.residency()));
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A fresh job id: 16 random hex digits.
 pub fn new_job_id() -> JobId {
     format!("{:016x}", rand::rngs::OsRng.next_u64())
@@ -203,8 +254,9 @@ impl Pipeline {
             .collect::<Vec<_>>()
             .join(",");
         let (tx, rx) = std::sync::mpsc::channel();
-        let cfg = opts.config;
+        let (cfg, sizes, host_budget) = (opts.config, opts.sizes, opts.host_budget);
         let (store, cpu_backend, devices) = (opts.store, opts.cpu_backend, opts.devices);
+        tracing::info!(?sizes, host_budget_bytes = host_budget, backend = %backend_name, "pipeline pools");
         let thread = std::thread::Builder::new()
             .name("proofline-actors".into())
             .spawn(move || {
@@ -214,11 +266,11 @@ impl Pipeline {
                         ParamsLoader::new(store.clone())
                     }));
                     let synthesis = Mailbox::new(SyncArbiter::start(
-                        cfg.synthesis_workers,
+                        sizes.synthesis_workers,
                         SynthesisActor::default,
                     ));
                     let cpu_msm =
-                        Mailbox::new(SyncArbiter::start(cfg.cpu_msm_workers, move || {
+                        Mailbox::new(SyncArbiter::start(sizes.cpu_msm_workers, move || {
                             CpuMsmActor::new(cpu_backend.clone())
                         }));
                     let stages = Stages {
@@ -228,7 +280,8 @@ impl Pipeline {
                         devices: Arc::new(start_devices(devices)),
                     };
                     let limits = Limits {
-                        max_in_flight: cfg.max_partitions_in_flight,
+                        max_in_flight: sizes.max_partitions_in_flight,
+                        host_budget,
                         max_queued: cfg.max_queued_jobs,
                         retain_finished: cfg.retain_finished_jobs,
                     };
@@ -384,20 +437,17 @@ impl Pipeline {
         out
     }
 
-    /// Loads a parameter set and makes it resident on every device where it fits (its bases
-    /// streamed where they do not). Returns where it is: `(device, residency)`; the host keeps
-    /// parameters in the parameter store, not on a device, and is not listed.
+    /// Loads a parameter set and makes it resident on every device (see [`Preloader`]).
     pub async fn preload(&self, spec: ParamsSpec) -> Result<Vec<(String, Residency)>, StageError> {
-        let key = spec.id.clone();
-        let pk = self.stages.params.send(LoadParams { spec }).await??;
-        let mut out = Vec::new();
-        for d in self.stages.devices.iter() {
-            let mut t = StageTimings::default();
-            if let Some(r) = ensure_resident(d, &key, "preload", &pk, &mut t).await? {
-                out.push((d.label.clone(), r.residency()));
-            }
+        self.preloader().preload(spec).await
+    }
+
+    /// A handle that preloads parameter sets from any thread.
+    pub fn preloader(&self) -> Preloader {
+        Preloader {
+            params: self.stages.params.clone(),
+            devices: self.stages.devices.clone(),
         }
-        Ok(out)
     }
 
     /// Stops the actors and joins the pipeline thread. Unfinished jobs stay in the journal.

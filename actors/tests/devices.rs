@@ -108,7 +108,7 @@ fn start(dir: &Path, log: &Log) -> Pipeline {
     p.write(std::fs::File::create(dir.join(c.params_file())).unwrap())
         .unwrap();
     let mut cfg = Config::embedded_default().unwrap();
-    cfg.pipeline.max_partitions_in_flight = 4;
+    cfg.pipeline.max_partitions_in_flight = 4.into();
     let mut reg = AdapterRegistry::new();
     reg.register(Arc::new(BuiltinAdapter::new(dir, vec![])));
     let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, Arc::new(ParamsStore::new(false)));

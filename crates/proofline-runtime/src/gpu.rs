@@ -223,6 +223,14 @@ impl DeviceSizing for GpuSizing {
     }
 }
 
+/// An opened GPU: what the pipeline starts it with, and its device-op log.
+pub struct OpenedGpu {
+    /// Allocator memory, budget, engines, sizing.
+    pub setup: DeviceSetup,
+    /// The device-op log (records only when opened with recording on).
+    pub log: Arc<proofline_gpu::DeviceLog>,
+}
+
 /// Opens GPU `index` with `slots` compute slots; `budget` picks the allocator's budget from the
 /// device's (free, total) memory.
 pub fn gpu_device(
@@ -230,7 +238,7 @@ pub fn gpu_device(
     slots: usize,
     options: DeviceOptions,
     budget: impl Fn(u64, u64) -> u64,
-) -> Result<(DeviceSetup, Arc<proofline_gpu::DeviceLog>), GpuError> {
+) -> Result<OpenedGpu, GpuError> {
     let mut device = GpuDevice::open(index, options)?;
     let mut engines: Vec<Box<dyn ComputeEngine>> = Vec::new();
     for _ in 0..slots.max(1) {
@@ -249,13 +257,13 @@ pub fn gpu_device(
         "GPU opened"
     );
     let log = device.log();
-    Ok((
-        DeviceSetup {
+    Ok(OpenedGpu {
+        setup: DeviceSetup {
             memory: Box::new(GpuMemory { device }),
             budget,
             engines,
             sizing: Arc::new(GpuSizing { sm_count }),
         },
         log,
-    ))
+    })
 }

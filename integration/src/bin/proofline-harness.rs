@@ -63,7 +63,7 @@ fn main() -> anyhow::Result<()> {
         None => {
             let dir = cached_params(&args.circuit)?;
             let mut cfg = test_config(&dir)?;
-            cfg.pipeline.max_partitions_in_flight = args.concurrency;
+            cfg.pipeline.max_partitions_in_flight = args.concurrency.into();
             let d = start(&cfg)?;
             let u = d.url();
             (Some(d), u)
