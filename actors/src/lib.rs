@@ -18,6 +18,7 @@
 //! * [`allocator`]: the memory budget and the device-global operations of one device;
 //! * [`resident`]: parameter sets resident on a device, pinned by the partitions using them;
 //! * [`journal`]: accepted and finished jobs on disk;
+//! * [`stage_pool`]: the devices and CPU-MSM actors alone, for stage-level load tests;
 //! * [`telemetry`]: mailbox depth, busy time and stage latency metrics.
 
 pub mod allocator;
@@ -30,6 +31,7 @@ pub mod messages;
 pub mod partition;
 pub mod pipeline;
 pub mod resident;
+pub mod stage_pool;
 pub mod telemetry;
 pub mod workers;
 
@@ -43,3 +45,4 @@ pub use partition::{ComputeInput, G2Stage, PlanSource};
 pub use pipeline::{
     Pipeline, PipelineError, PipelineOptions, Preloader, ResultError, SubmitRejected,
 };
+pub use stage_pool::StagePool;
