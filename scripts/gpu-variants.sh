@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# proofline GPU kernel variants, benchmarks only (no tests). Owner: GPU kernels.
+# proofline GPU kernel variants, benchmarks only (no tests).
 #
-# On the GPU machine, after `scripts/gpu-suite.sh` (build) has filled .gpu-bin/: times every
+# On the GPU machine, from the archive `scripts/gpu-suite.sh` (build) packed in .gpu-bin/: times every
 # kernel variant (MsmConfig::variants, NttConfig::variants) side by side at more sizes than the
 # suite does, and the 32 GiB-shape partition under each variant, for a second device call that
 # re-measures without the tests. Writes variants-*.json and the logs under $OUT (one archive) and
@@ -16,8 +16,10 @@
 # Environment: REPS (default 5), BENCH_ARGS (extra benchmark arguments).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="$ROOT/.gpu-bin/proofline-gpu-bench"
 OUT="${OUT:-$ROOT/gpu-out}"
+WORK="$(mktemp -d)"
+tar -C "$WORK" -xJf "$ROOT/.gpu-bin/suite.tar.xz" bin/proofline-gpu-bench
+BIN="$WORK/bin/proofline-gpu-bench"
 mkdir -p "$OUT/variants"
 REPS="${REPS:-5}"
 table="$OUT/variants-table.txt"
@@ -39,5 +41,6 @@ for n in ntt msm sparse-g2 partition; do
     awk '/^benchmark /{p=1} p' "$OUT/variants/$n.log" | grep -v '^F[rp] mul ' >> "$table"
 done
 tar -C "$OUT" -czf "$OUT/variants.tgz" variants && rm -rf "$OUT/variants"
+rm -rf "$WORK"
 echo "==== variants ===="
 cat "$table"

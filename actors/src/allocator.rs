@@ -33,9 +33,9 @@ use metrics::{counter, gauge, histogram};
 use tokio::sync::oneshot;
 
 use crate::messages::{
-    AcquireResident, AllocatorSnapshot, LeaseError, PoolUsage, RegisterResident, ReleaseLease,
-    RequestLease, ResetHighWater, Residency, ResidentAbandoned, ResidentGrant, ResidentInfo,
-    ResidentUnpinned, Snapshot, Trim,
+    AcquireResident, AllocatorSnapshot, DeviceLoad, DeviceLoadInfo, LeaseError, PoolUsage,
+    RegisterResident, ReleaseLease, RequestLease, ResetHighWater, Residency, ResidentAbandoned,
+    ResidentGrant, ResidentInfo, ResidentUnpinned, Snapshot, Trim,
 };
 use crate::resident::{ResidentLoad, ResidentRef, ResidentSet};
 use crate::telemetry::{actor, Busy, Mailbox, Named};
@@ -720,6 +720,18 @@ impl Handler<ResetHighWater> for VramAllocator {
             self.due.push(IdleOp::ResetHighWater);
         }
         self.grant(ctx);
+    }
+}
+
+impl Handler<DeviceLoad> for VramAllocator {
+    type Result = MessageResult<DeviceLoad>;
+
+    fn handle(&mut self, msg: DeviceLoad, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(Self::NAME);
+        MessageResult(DeviceLoadInfo {
+            stages: self.transient + self.waiting.len(),
+            holds: self.resident.contains_key(&msg.key) || self.loading.contains_key(&msg.key),
+        })
     }
 }
 

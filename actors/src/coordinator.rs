@@ -29,6 +29,9 @@ use crate::telemetry::{actor, Busy, Named, Secs};
 pub struct Limits {
     /// Partitions admitted at once.
     pub max_in_flight: usize,
+    /// Host memory the admitted partitions' buffers may take (estimated from each circuit's
+    /// size); a partition larger than all of it is admitted alone.
+    pub host_budget: u64,
     /// Unfinished jobs at most.
     pub max_queued: usize,
     /// Finished jobs kept.
@@ -38,6 +41,8 @@ pub struct Limits {
 struct JobEntry {
     status: JobStatus,
     seq: u64,
+    /// Estimated host bytes of one partition in flight.
+    host_bytes: u64,
     params: ParamsSpec,
     pending: VecDeque<(usize, CircuitThunk)>,
     expected: Vec<Vec<Scalar>>,
@@ -60,7 +65,18 @@ pub struct JobCoordinator {
     finished_order: VecDeque<JobId>,
     seq: u64,
     in_flight: usize,
+    /// Estimated host bytes of the partitions in flight, by partition.
+    host_held: HashMap<(JobId, usize), u64>,
     journal: Option<Journal>,
+}
+
+/// Host bytes a partition of `constraints` constraints holds in flight: the evaluations a, b, c
+/// over the domain and about as much again for the assignment and synthesis' own state.
+pub fn partition_host_bytes(constraints: usize) -> u64 {
+    if constraints == 0 {
+        return 0;
+    }
+    4 * constraints.next_power_of_two() as u64 * std::mem::size_of::<Scalar>() as u64
 }
 
 impl JobCoordinator {
@@ -73,6 +89,7 @@ impl JobCoordinator {
             finished_order: VecDeque::new(),
             seq: 0,
             in_flight: 0,
+            host_held: HashMap::new(),
             journal,
         }
     }
@@ -110,9 +127,13 @@ impl JobCoordinator {
                 .max_by_key(|(_, j)| (j.status.priority, std::cmp::Reverse(j.seq)))
                 .map(|(id, _)| id.clone());
             let Some(id) = next else { break };
+            let held: u64 = self.host_held.values().sum();
             let Some(job) = self.jobs.get_mut(&id) else {
                 break;
             };
+            if self.in_flight > 0 && held + job.host_bytes > self.limits.host_budget {
+                break; // its buffers would not fit the host budget yet
+            }
             let Some((k, thunk)) = job.pending.pop_front() else {
                 break;
             };
@@ -138,9 +159,11 @@ impl JobCoordinator {
                     act.partition_done(&job_id, k, res, t, ctx)
                 },
             ));
+            let host_bytes = job.host_bytes;
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.running.insert(k, handle);
             }
+            self.host_held.insert((id.clone(), k), host_bytes);
             self.in_flight += 1;
         }
         self.publish();
@@ -155,6 +178,7 @@ impl JobCoordinator {
         ctx: &mut Context<Self>,
     ) {
         self.in_flight = self.in_flight.saturating_sub(1);
+        self.host_held.remove(&(id.clone(), k));
         let Some(job) = self.jobs.get_mut(id) else {
             self.pump(ctx);
             return;
@@ -289,9 +313,10 @@ impl JobCoordinator {
         if let Some(job) = self.jobs.get_mut(id) {
             job.cancel.cancel();
             job.pending.clear();
-            for (_, h) in job.running.drain() {
+            for (k, h) in job.running.drain() {
                 ctx.cancel_future(h);
                 self.in_flight = self.in_flight.saturating_sub(1);
+                self.host_held.remove(&(id.clone(), k));
             }
             if let Some(h) = job.final_handle.take() {
                 ctx.cancel_future(h);
@@ -366,6 +391,12 @@ impl Handler<SubmitPlanned> for JobCoordinator {
         let n = plan.partitions.len();
         let mut expected = Vec::with_capacity(n);
         let mut pending = VecDeque::with_capacity(n);
+        let host_bytes = plan
+            .partitions
+            .iter()
+            .map(|p| partition_host_bytes(p.constraints_hint))
+            .max()
+            .unwrap_or(0);
         for (k, p) in plan.partitions.into_iter().enumerate() {
             expected.push(p.public_inputs);
             pending.push_back((k, p.circuit));
@@ -405,6 +436,7 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             JobEntry {
                 status: status.clone(),
                 seq: self.seq,
+                host_bytes,
                 params: plan.params,
                 pending,
                 expected,
@@ -441,6 +473,7 @@ impl Handler<RestoreFinished> for JobCoordinator {
             JobEntry {
                 status,
                 seq: self.seq,
+                host_bytes: 0,
                 params: ParamsSpec {
                     id: String::new(),
                     path: Default::default(),

@@ -12,25 +12,39 @@
 //! * [`messages`]: every message between actors, with who owns which buffer;
 //! * [`coordinator`]: jobs, admission by priority, cancellation, results;
 //! * [`partition`]: the partition driver, one partition's messages from parameters to proof;
+//! * [`devices`]: per device an allocator and a pool of compute slots; the choice of device;
+//! * [`compute`]: what a compute slot runs ([`ComputeEngine`]) and how a device sizes it;
 //! * [`workers`]: the synthesis, CPU-MSM, compute and parameter-loader actors;
 //! * [`allocator`]: the memory budget and the device-global operations of one device;
 //! * [`resident`]: parameter sets resident on a device, pinned by the partitions using them;
 //! * [`journal`]: accepted and finished jobs on disk;
+//! * [`stage_pool`]: the devices and CPU-MSM actors alone, for stage-level load tests;
 //! * [`telemetry`]: mailbox depth, busy time and stage latency metrics.
 
 pub mod allocator;
+pub mod compute;
 pub mod coordinator;
+pub mod devices;
 pub mod job;
 pub mod journal;
 pub mod messages;
 pub mod partition;
 pub mod pipeline;
 pub mod resident;
+pub mod stage_pool;
 pub mod telemetry;
 pub mod workers;
 
 pub use allocator::{HostMemory, Lease, LeaseKind, MemoryDevice};
+pub use compute::{
+    ComputeEngine, CpuEngine, CpuSizing, DeviceSizing, G2Placement, HStage, SparseMsms,
+};
+pub use devices::{DeviceSetup, DeviceStages};
 pub use job::{JobFailure, JobResult, JobState, JobStatus, StageTimings};
 pub use messages::JobId;
 pub use messages::{AllocatorSnapshot, PipelineCounts, SubmitError};
-pub use pipeline::{Pipeline, PipelineError, PipelineOptions, ResultError, SubmitRejected};
+pub use partition::{ComputeInput, G2Stage, PlanSource};
+pub use pipeline::{
+    Pipeline, PipelineError, PipelineOptions, Preloader, ResultError, SubmitRejected,
+};
+pub use stage_pool::StagePool;

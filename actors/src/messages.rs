@@ -9,14 +9,16 @@
 //! | `Synthesize`       | driver → SynthesisActor     | circuit thunk (moved); returns a, b, c, asg |
 //! | `RequestLease`     | driver → VramAllocator      | bytes; returns a `Lease` (released on drop) |
 //! | `ReleaseLease`     | `Lease::drop` → allocator   | lease id                                    |
+//! | `DeviceLoad`       | driver → VramAllocator      | set key; leased bytes, whether it is there  |
 //! | `AcquireResident`  | driver → VramAllocator      | set key, bytes; the set (pinned) or a load  |
 //! | `RegisterResident` | driver → VramAllocator      | the filled load (moved); the pinned set     |
 //! | `ResidentAbandoned`, `ResidentUnpinned` | `ResidentLoad` / `ResidentRef` drop → allocator | key |
 //! | `Trim`, `ResetHighWater`, `Snapshot` | anyone → allocator | run when the device is idle; state |
 //! | `PlanMsm`          | driver → CpuMsmActor        | `Arc<Assignment>`; returns `MsmPlan`        |
-//! | `ComputeH`         | driver → ComputeActor       | a, b, c (moved), lease (moved); H MSM       |
-//! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease; L, A, B in G1 (+ G2) |
-//! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2 (CPU backend only)  |
+//! | `MakeResident`     | driver → ComputeActor       | `Arc<ProvingKey>`; the device's set data    |
+//! | `ComputeH`         | driver → ComputeActor       | `Arc<Evaluations>` (moved), lease, pin; H   |
+//! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease, pin; L, A, B in G1 (+ G2 on a GPU) |
+//! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2 (CPU backend)       |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
@@ -25,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use actix::Message;
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use blstrs::{Bls12, G2Projective, Scalar};
 use proofline_groth16::{
     Assignment, MsmPlan, MsmResults, Proof, ProverError, SharedProvingKey, SynthesizedPartition,
 };
@@ -33,7 +35,9 @@ use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
 use proofline_wire::{JobResult, JobStatus};
 
 use crate::allocator::Lease;
+use crate::compute::{HStage, SparseMsms};
 use crate::journal::FinishedRecord;
+use crate::partition::G2Stage;
 use crate::resident::{ResidentData, ResidentLoad, ResidentRef};
 
 pub use proofline_wire::JobId;
@@ -220,6 +224,24 @@ pub struct Trim;
 #[rtype(result = "()")]
 pub struct ResetHighWater;
 
+/// How loaded a device is, and whether a parameter set is resident there (the driver's choice
+/// of device).
+#[derive(Message, Debug)]
+#[rtype(result = "DeviceLoadInfo")]
+pub struct DeviceLoad {
+    /// The parameter set.
+    pub key: String,
+}
+
+/// The answer to [`DeviceLoad`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLoadInfo {
+    /// Stage leases outstanding plus requests waiting.
+    pub stages: usize,
+    /// Whether the set is resident (or loading) there.
+    pub holds: bool,
+}
+
 /// Ask for a parameter set's resident data on the device.
 #[derive(Message, Debug)]
 #[rtype(result = "Result<ResidentGrant, LeaseError>")]
@@ -324,39 +346,47 @@ pub struct PlanMsm {
     pub assignment: Arc<Assignment>,
 }
 
+/// The A, B and C evaluations of a partition, as synthesis wrote them. Moved from stage to
+/// stage in an `Arc` (unique in the pipeline; a load harness shares one set between partitions).
+#[derive(Debug, Default)]
+pub struct Evaluations {
+    /// A.
+    pub a: Vec<Scalar>,
+    /// B.
+    pub b: Vec<Scalar>,
+    /// C.
+    pub c: Vec<Scalar>,
+}
+
+/// Make a parameter set resident on the compute actor's device (under the load's lease).
+#[derive(Message)]
+#[rtype(result = "Result<ResidentData, StageError>")]
+pub struct MakeResident {
+    /// Parameters.
+    pub pk: SharedProvingKey,
+    /// Bases on the device or streamed.
+    pub residency: Residency,
+    /// Bytes the load's lease covers.
+    pub bytes: u64,
+}
+
 /// H polynomial then the H MSM, on the compute actor.
 #[derive(Message)]
-#[rtype(result = "Result<G1Projective, StageError>")]
+#[rtype(result = "Result<HStage, StageError>")]
 pub struct ComputeH {
     /// Parameters.
     pub pk: SharedProvingKey,
-    /// A evaluations (moved).
-    pub a: Vec<Scalar>,
-    /// B evaluations (moved).
-    pub b: Vec<Scalar>,
-    /// C evaluations (moved).
-    pub c: Vec<Scalar>,
-    /// Memory lease covering the buffers; released when the handler drops it.
+    /// The evaluations (moved in; freed in the handler).
+    pub evals: Arc<Evaluations>,
+    /// The device's resident data of `pk`, pinned for the stage (none on the host).
+    pub resident: Option<ResidentRef>,
+    /// Memory lease covering the stage's buffers; released when the handler drops it.
     pub lease: Lease,
     /// Cancellation.
     pub cancel: CancelToken,
 }
 
-/// What the compute actor's sparse stage returns: L, A and B in G1, and B in G2 when its
-/// backend runs the G2 MSM in the same stage ([`proofline_groth16::G2Placement::WithSparseG1`]).
-#[derive(Clone, Copy, Debug)]
-pub struct SparseMsms {
-    /// L query.
-    pub l: G1Projective,
-    /// A query.
-    pub a: G1Projective,
-    /// B query in G1.
-    pub b_g1: G1Projective,
-    /// B query in G2, when computed here.
-    pub b_g2: Option<G2Projective>,
-}
-
-/// The sparse MSMs (L, A, B in G1; B in G2 on a device backend) on the compute actor.
+/// The sparse MSMs (L, A, B in G1; B in G2 with `g2: Run`) on the compute actor.
 #[derive(Message)]
 #[rtype(result = "Result<SparseMsms, StageError>")]
 pub struct ComputeSparseG1 {
@@ -364,7 +394,11 @@ pub struct ComputeSparseG1 {
     pub pk: SharedProvingKey,
     /// The split scalars.
     pub plan: Arc<MsmPlan>,
-    /// Memory lease for gathered tail bases.
+    /// Whether the stage computes B in G2 as well (where the device places it there).
+    pub g2: G2Stage,
+    /// The device's resident data of `pk`, pinned for the stage (none on the host).
+    pub resident: Option<ResidentRef>,
+    /// Memory lease covering the stage's buffers.
     pub lease: Lease,
     /// Cancellation.
     pub cancel: CancelToken,

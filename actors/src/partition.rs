@@ -3,27 +3,40 @@
 //! the buffers move with the messages (see [`crate::messages`]).
 //!
 //! ```text
-//! LoadParams ─► Synthesize ─► RequestLease ─► ComputeH ‖ PlanMsm ─► RequestLease
-//!            ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
+//! LoadParams ─► Synthesize ─► (device chosen) ─► AcquireResident [─► MakeResident ─► RegisterResident]
+//!            ─► RequestLease ─► ComputeH ‖ PlanMsm ─► RequestLease ─► ComputeSparseG1 ‖ MsmG2
+//!            ─► AssembleVerify
 //! ```
-//! (`‖`: the two run at once on different actors.) `MsmG2` is sent only when the backend runs
-//! the G2 MSM separately ([`G2Placement::Separate`], the CPU backend); a GPU backend computes it
-//! in `ComputeSparseG1`.
+//! (`‖`: the two run at once on different actors.) `MsmG2` goes to a CPU-MSM actor only where
+//! the device places the G2 MSM there ([`G2Placement::CpuMsmActor`], the CPU backend); a GPU
+//! computes B in G2 in its sparse stage ([`G2Placement::SparseStage`]). Every GPU stage of a
+//! partition runs on the device chosen for it, with that device's allocator, slots and
+//! resident copy of the parameters; the byte counts of the leases come from the device's
+//! [`DeviceSizing`].
+//!
+//! [`compute_partition`] is the part from the device choice to the MSM results; the stage
+//! harness drives it directly with synthetic partitions.
+//!
+//! [`DeviceSizing`]: crate::compute::DeviceSizing
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::{Bls12, Scalar};
+use blstrs::{Bls12, G2Projective, Scalar};
+use group::Group;
 use proofline_groth16::{
-    G2Placement, MsmResults, Proof, ProverError, SharedProvingKey, SynthesizedPartition,
+    Assignment, BackendError, MsmPlan, MsmResults, Proof, ProverError, SharedProvingKey,
+    SynthesizedPartition,
 };
 use proofline_jobs::{CircuitThunk, ParamsSpec};
 
-use crate::allocator::{Lease, VramAllocator};
+use crate::allocator::Lease;
+use crate::compute::{G2Placement, SparseMsms};
+use crate::devices::{choose_device, ensure_resident, DeviceStages};
 use crate::job::StageTimings;
 use crate::messages::*;
 use crate::telemetry::{self, Mailbox, Secs};
-use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
+use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Addresses of the stage actors.
 #[derive(Clone)]
@@ -34,39 +47,55 @@ pub struct Stages {
     pub synthesis: Mailbox<SynthesisActor>,
     /// CPU-MSM pool.
     pub cpu_msm: Mailbox<CpuMsmActor>,
-    /// Memory allocator of the compute device.
-    pub allocator: Mailbox<VramAllocator>,
-    /// Compute actors of the device.
-    pub compute: Mailbox<ComputeActor>,
-    /// Where the compute backend runs the G2 MSM.
-    pub g2: G2Placement,
+    /// The compute devices.
+    pub devices: Arc<Vec<DeviceStages>>,
 }
 
-/// Bytes of device memory the H stage of a partition holds: a, b, c over the domain.
-fn h_stage_bytes(constraints: usize) -> u64 {
-    let n = constraints.max(1).next_power_of_two() as u64;
-    3 * n * std::mem::size_of::<Scalar>() as u64
+/// Where the sparse queries' 0/1/tail split comes from.
+pub enum PlanSource {
+    /// Built from the assignment on a CPU-MSM actor, while the H stage runs.
+    Assignment(Arc<Assignment>),
+    /// Already built (a harness's synthetic partition).
+    Ready(Arc<MsmPlan>),
 }
 
-/// Bytes the sparse G1 stage gathers: the tail bases and scalars of A, B and L.
-fn sparse_stage_bytes(plan: &proofline_groth16::MsmPlan) -> u64 {
-    let tail = (plan.a.tail_index.len() + plan.b.tail_index.len() + plan.l.tail_index.len()) as u64;
-    let point = std::mem::size_of::<blstrs::G1Affine>() as u64;
-    tail * (point + 32) + 1
+/// Whether the G2 MSM runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G2Stage {
+    /// Where the device places it ([`G2Placement`]): in its sparse stage on a GPU, on a
+    /// CPU-MSM actor beside the sparse G1 MSMs on the CPU backend.
+    Run,
+    /// Not at all (stage-level load tests of the G1 side; the results make no proof).
+    Skip,
 }
 
-/// Asks the allocator for a lease, accounting the wait in the partition's timings.
+/// A partition's compute stages: what [`compute_partition`] needs.
+pub struct ComputeInput {
+    /// "job/partition", for logs.
+    pub owner: String,
+    /// The parameter set's key (resident sets are per key and device).
+    pub params_key: String,
+    /// The parameters.
+    pub pk: SharedProvingKey,
+    /// The evaluations (moved into the H stage).
+    pub evals: Arc<Evaluations>,
+    /// The split, or what to build it from.
+    pub plan: PlanSource,
+    /// Whether the G2 MSM runs.
+    pub g2: G2Stage,
+    /// Cancellation.
+    pub cancel: CancelToken,
+}
+
+/// Asks an allocator for a lease, accounting the wait in the partition's timings.
 async fn request_lease(
-    stages: &Stages,
+    dev: &DeviceStages,
     bytes: u64,
     owner: String,
     t: &mut StageTimings,
 ) -> Result<Lease, StageError> {
     let s = Instant::now();
-    let lease = stages
-        .allocator
-        .send(RequestLease { bytes, owner })
-        .await??;
+    let lease = dev.allocator.send(RequestLease { bytes, owner }).await??;
     t.lease_wait_s += s.secs();
     Ok(lease)
 }
@@ -76,6 +105,113 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
     let s = Instant::now();
     let r = f.await;
     (r, s.secs())
+}
+
+/// From the evaluations and the split to the five MSM results: picks a device, gets the
+/// parameters resident there, runs the H stage (with the split built alongside) and the sparse
+/// G1 stage (with the G2 MSM alongside), each under a lease of the bytes the device's sizing
+/// gives. Returns the results and the label of the device.
+pub async fn compute_partition(
+    devices: &[DeviceStages],
+    cpu_msm: &Mailbox<CpuMsmActor>,
+    input: ComputeInput,
+    t: &mut StageTimings,
+) -> Result<(MsmResults, String), StageError> {
+    let ComputeInput {
+        owner,
+        params_key,
+        pk,
+        evals,
+        plan,
+        g2,
+        cancel,
+    } = input;
+    let dev = choose_device(devices, &params_key).await?;
+    let resident = ensure_resident(dev, &params_key, &owner, &pk, t).await?;
+    let residency = resident.as_ref().map(|r| r.residency());
+    cancel.check()?;
+
+    // H on a compute slot while a CPU-MSM actor splits the sparse scalars.
+    let bytes = dev.sizing.h_stage(&pk, residency);
+    let lease = request_lease(dev, bytes, format!("{owner}/h"), t).await?;
+    let h_fut = dev.compute.send(ComputeH {
+        pk: pk.clone(),
+        evals,
+        resident: resident.clone(),
+        lease,
+        cancel: cancel.clone(),
+    });
+    let (h, plan) = match plan {
+        PlanSource::Ready(p) => {
+            let (h, h_s) = timed(h_fut).await;
+            t.h_s = h_s;
+            (h??, p)
+        }
+        PlanSource::Assignment(assignment) => {
+            let plan_fut = cpu_msm.send(PlanMsm { assignment });
+            let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
+            t.h_s = h_s;
+            t.msm_plan_s = plan_s;
+            (h??, Arc::new(plan?))
+        }
+    };
+    cancel.check()?;
+
+    // Sparse G1 MSMs on a compute slot; the G2 MSM in the same stage (a GPU) or on a CPU-MSM
+    // actor meanwhile (the CPU backend).
+    let (in_stage, on_cpu) = match (g2, dev.g2) {
+        (G2Stage::Run, G2Placement::SparseStage) => (G2Stage::Run, G2Stage::Skip),
+        (G2Stage::Run, G2Placement::CpuMsmActor) => (G2Stage::Skip, G2Stage::Run),
+        (G2Stage::Skip, _) => (G2Stage::Skip, G2Stage::Skip),
+    };
+    let bytes = dev.sizing.sparse_stage(&plan, residency);
+    let lease = request_lease(dev, bytes, format!("{owner}/msm"), t).await?;
+    let g1_fut = dev.compute.send(ComputeSparseG1 {
+        pk: pk.clone(),
+        plan: plan.clone(),
+        g2: in_stage,
+        resident,
+        lease,
+        cancel: cancel.clone(),
+    });
+    let (g1, b_g2) = match on_cpu {
+        G2Stage::Run => {
+            let g2_fut = cpu_msm.send(MsmG2 {
+                pk: pk.clone(),
+                plan: plan.clone(),
+                cancel: cancel.clone(),
+            });
+            let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
+            t.msm_g1_s = g1_s;
+            t.msm_g2_s = g2_s;
+            (g1??, g2??)
+        }
+        G2Stage::Skip => {
+            let (g1, g1_s) = timed(g1_fut).await;
+            t.msm_g1_s = g1_s;
+            let g1: SparseMsms = g1??;
+            let b_g2 = match (in_stage, g1.b_g2) {
+                (G2Stage::Run, Some(b_g2)) => b_g2,
+                (G2Stage::Run, None) => {
+                    return Err(StageError::Prover(ProverError::Backend(
+                        BackendError::Device("the sparse stage returned no B in G2".into()),
+                    )))
+                }
+                (G2Stage::Skip, _) => G2Projective::identity(),
+            };
+            (g1, b_g2)
+        }
+    };
+    Ok((
+        MsmResults {
+            h: h.h,
+            l: g1.l,
+            a: g1.a,
+            b_g1: g1.b_g1,
+            b_g2,
+        },
+        dev.label.clone(),
+    ))
 }
 
 /// Drives one partition through the stages. Returns the verified proof and the stage timings.
@@ -111,6 +247,7 @@ async fn drive_stages(
     t: &mut StageTimings,
 ) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
     let s = Instant::now();
+    let params_key = params.id.clone();
     let pk = stages.params.send(LoadParams { spec: params }).await??;
     t.params_s = s.secs();
 
@@ -135,90 +272,24 @@ async fn drive_stages(
         c,
         assignment,
     } = synth;
-    let assignment = Arc::new(assignment);
-    let lease = request_lease(stages, h_stage_bytes(a.len()), format!("{job}/{k}/h"), t).await?;
-
-    // H on the compute actor while the CPU-MSM actor splits the sparse scalars.
-    let h_fut = stages.compute.send(ComputeH {
+    let input = ComputeInput {
+        owner: format!("{job}/{k}"),
+        params_key,
         pk: pk.clone(),
-        a,
-        b,
-        c,
-        lease,
-        cancel: cancel.clone(),
-    });
-    let plan_fut = stages.cpu_msm.send(PlanMsm {
-        assignment: assignment.clone(),
-    });
-    let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
-    t.h_s = h_s;
-    t.msm_plan_s = plan_s;
-    let h = h??;
-    let plan = Arc::new(plan?);
-    drop(assignment);
-    cancel.check()?;
-
-    let lease = request_lease(
-        stages,
-        sparse_stage_bytes(&plan),
-        format!("{job}/{k}/msm"),
-        t,
-    )
-    .await?;
-
-    // Sparse G1 MSMs on the compute actor while the G2 MSM runs on a CPU-MSM actor (CPU
-    // backend), or all four on the compute actor (device backend).
-    let g1_fut = stages.compute.send(ComputeSparseG1 {
-        pk: pk.clone(),
-        plan: plan.clone(),
-        lease,
-        cancel: cancel.clone(),
-    });
-    let g2_fut = async {
-        match stages.g2 {
-            G2Placement::Separate => Some(
-                timed(stages.cpu_msm.send(MsmG2 {
-                    pk: pk.clone(),
-                    plan: plan.clone(),
-                    cancel: cancel.clone(),
-                }))
-                .await,
-            ),
-            G2Placement::WithSparseG1 => None,
-        }
+        evals: Arc::new(Evaluations { a, b, c }),
+        plan: PlanSource::Assignment(Arc::new(assignment)),
+        g2: G2Stage::Run,
+        cancel,
     };
-    let ((g1, g1_s), g2) = tokio::join!(timed(g1_fut), g2_fut);
-    t.msm_g1_s = g1_s;
-    let sparse = g1??;
-    let b_g2 = match (sparse.b_g2, g2) {
-        (Some(b_g2), _) => b_g2,
-        (None, Some((g2, g2_s))) => {
-            t.msm_g2_s = g2_s;
-            g2??
-        }
-        (None, None) => {
-            return Err(StageError::Prover(ProverError::Backend(
-                proofline_groth16::BackendError::Device(
-                    "the compute backend returned no G2 MSM".into(),
-                ),
-            )))
-        }
-    };
-    let SparseMsms { l, a, b_g1, .. } = sparse;
-    drop(plan);
+    let (results, device) = compute_partition(&stages.devices, &stages.cpu_msm, input, t).await?;
+    tracing::debug!(%device, "partition computed");
 
     let s = Instant::now();
     let proof = stages
         .cpu_msm
         .send(AssembleVerify {
             pk: pk.clone(),
-            results: MsmResults {
-                h,
-                l,
-                a,
-                b_g1,
-                b_g2,
-            },
+            results,
             public_inputs: expected,
         })
         .await??;

@@ -30,63 +30,71 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use actix::prelude::*;
-use proofline_config::PipelineConfig;
+use proofline_config::{PipelineConfig, PoolSizes};
 use proofline_groth16::{CpuBackend, ProverBackend};
-use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsStore};
+use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsSpec, ParamsStore};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
-use crate::allocator::{HostMemory, MemoryDevice, VramAllocator};
+use crate::allocator::HostMemory;
+use crate::compute::{ComputeEngine, CpuEngine, CpuSizing};
 use crate::coordinator::{JobCoordinator, Limits};
-use crate::job::{JobResult, JobState, JobStatus};
+use crate::devices::{ensure_resident, start_devices, DeviceSetup};
+use crate::job::{JobResult, JobState, JobStatus, StageTimings};
 use crate::journal::{Backlog, Journal};
 use crate::messages::*;
 use crate::partition::Stages;
 use crate::telemetry::Mailbox;
-use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
+use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Everything the pipeline is started with.
 pub struct PipelineOptions {
-    /// Pool sizes and limits.
+    /// Queue limits.
     pub config: PipelineConfig,
+    /// Pool sizes, every "auto" resolved.
+    pub sizes: PoolSizes,
+    /// Host memory for the partitions in flight, bytes.
+    pub host_budget: u64,
     /// Job kinds.
     pub registry: AdapterRegistry,
     /// Resident parameters.
     pub store: Arc<ParamsStore>,
-    /// Backend of the compute actors.
-    pub backend: Arc<dyn ProverBackend>,
-    /// Backend of the CPU-MSM actors (the G2 MSM when the compute backend runs it separately).
+    /// Backend of the CPU-MSM actors (G2 MSM).
     pub cpu_backend: Arc<dyn ProverBackend>,
-    /// The compute device's memory, owned by the allocator actor.
-    pub memory: Box<dyn MemoryDevice>,
-    /// Allocator budget in bytes.
-    pub memory_budget: u64,
+    /// The compute devices: each with its allocator's memory and budget and one engine per
+    /// compute slot.
+    pub devices: Vec<DeviceSetup>,
     /// Journal directory, if any.
     pub journal_dir: Option<PathBuf>,
 }
 
 impl PipelineOptions {
-    /// The CPU backend with a host-memory budget of `config.memory_budget_bytes` (0: 90% of the
-    /// memory available at start).
+    /// The CPU backend: one "host" device with the configured compute slots (CPU engines) and
+    /// the host memory budget (`"auto"`: 90% of the memory available at start).
     pub fn cpu(
         config: &PipelineConfig,
         registry: AdapterRegistry,
         store: Arc<ParamsStore>,
     ) -> Self {
-        let memory_budget = match config.memory_budget_bytes {
-            0 => host_available_bytes() / 10 * 9,
-            b => b,
-        };
+        let sizes = config.pool_sizes(cpu_cores(), 0);
+        let host_budget = host_budget(config);
         PipelineOptions {
             config: config.clone(),
+            sizes,
+            host_budget,
             registry,
             store,
-            backend: Arc::new(CpuBackend),
             cpu_backend: Arc::new(CpuBackend),
-            memory: Box::new(HostMemory),
-            memory_budget,
+            devices: vec![host_device(sizes.compute_slots, host_budget)],
             journal_dir: None,
         }
+    }
+
+    /// Computes on `devices` (GPUs) instead, with pool sizes `sizes`.
+    pub fn with_devices(mut self, devices: Vec<DeviceSetup>, sizes: PoolSizes) -> Self {
+        self.devices = devices;
+        self.sizes = sizes;
+        self
     }
 
     /// Adds a journal directory.
@@ -94,6 +102,32 @@ impl PipelineOptions {
         self.journal_dir = dir;
         self
     }
+}
+
+/// The host as a compute device: `slots` CPU engines over host memory.
+pub fn host_device(slots: usize, budget: u64) -> DeviceSetup {
+    DeviceSetup {
+        memory: Box::new(HostMemory),
+        budget,
+        engines: (0..slots.max(1))
+            .map(|_| Box::new(CpuEngine) as Box<dyn ComputeEngine>)
+            .collect(),
+        sizing: Arc::new(CpuSizing),
+    }
+}
+
+/// CPU cores available to the process.
+pub fn cpu_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// The configured host memory budget (`"auto"`: 90% of the memory available now).
+pub fn host_budget(config: &PipelineConfig) -> u64 {
+    config
+        .host_memory_budget
+        .or_else(|| host_available_bytes() / 10 * 9)
 }
 
 /// Host memory available now: `MemAvailable` of /proc/meminfo; where that is missing or zero
@@ -161,11 +195,38 @@ pub enum ResultError {
 /// Handle to a running pipeline.
 pub struct Pipeline {
     coordinator: Mailbox<JobCoordinator>,
-    allocator: Mailbox<VramAllocator>,
+    stages: Stages,
     registry: Arc<AdapterRegistry>,
     backend_name: String,
     system: System,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Preloads parameter sets into a running pipeline (cloneable, usable from any thread).
+#[derive(Clone)]
+pub struct Preloader {
+    params: Mailbox<ParamsLoader>,
+    devices: Arc<Vec<crate::devices::DeviceStages>>,
+}
+
+impl Preloader {
+    /// Loads a parameter set and makes it resident on every device, its bases in device memory
+    /// where they fit the budget next to the sets in use, else streamed. Returns where it is:
+    /// `(device, residency)`; the host keeps parameters in the parameter store, not on a
+    /// device, and is not listed.
+    pub async fn preload(&self, spec: ParamsSpec) -> Result<Vec<(String, Residency)>, StageError> {
+        let key = spec.id.clone();
+        let pk = self.params.send(LoadParams { spec }).await??;
+        let mut out = Vec::new();
+        for d in self.devices.iter() {
+            let mut t = StageTimings::default();
+            if let Some(r) = ensure_resident(d, &key, "preload", &pk, &mut t).await? {
+                tracing::info!(params = %key, device = %d.label, residency = ?r.residency(), secs = t.params_s, "preloaded");
+                out.push((d.label.clone(), r.residency()));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A fresh job id: 16 random hex digits.
@@ -185,23 +246,17 @@ impl Pipeline {
             None => Backlog::default(),
         };
         let registry = Arc::new(opts.registry);
-        let backend_name = opts.backend.name().to_string();
-        tracing::info!(
-            backend = %backend_name,
-            device = %opts.memory.label(),
-            budget_bytes = opts.memory_budget,
-            "memory budget of the allocator"
-        );
+        let backend_name = opts
+            .devices
+            .iter()
+            .map(|d| d.label())
+            .map(|l| if l == "host" { "cpu".to_string() } else { l })
+            .collect::<Vec<_>>()
+            .join(",");
         let (tx, rx) = std::sync::mpsc::channel();
-        let cfg = opts.config;
-        let g2 = opts.backend.g2_placement();
-        let (store, backend, cpu_backend, memory, budget) = (
-            opts.store,
-            opts.backend,
-            opts.cpu_backend,
-            opts.memory,
-            opts.memory_budget,
-        );
+        let (cfg, sizes, host_budget) = (opts.config, opts.sizes, opts.host_budget);
+        let (store, cpu_backend, devices) = (opts.store, opts.cpu_backend, opts.devices);
+        tracing::info!(?sizes, host_budget_bytes = host_budget, backend = %backend_name, "pipeline pools");
         let thread = std::thread::Builder::new()
             .name("proofline-actors".into())
             .spawn(move || {
@@ -211,42 +266,37 @@ impl Pipeline {
                         ParamsLoader::new(store.clone())
                     }));
                     let synthesis = Mailbox::new(SyncArbiter::start(
-                        cfg.synthesis_workers,
+                        sizes.synthesis_workers,
                         SynthesisActor::default,
                     ));
                     let cpu_msm =
-                        Mailbox::new(SyncArbiter::start(cfg.cpu_msm_workers, move || {
+                        Mailbox::new(SyncArbiter::start(sizes.cpu_msm_workers, move || {
                             CpuMsmActor::new(cpu_backend.clone())
                         }));
-                    let compute = Mailbox::new(SyncArbiter::start(cfg.compute_slots, move || {
-                        ComputeActor::new(backend.clone())
-                    }));
-                    let allocator = Mailbox::new(VramAllocator::new(memory, budget).start());
                     let stages = Stages {
                         params,
                         synthesis,
                         cpu_msm,
-                        allocator: allocator.clone(),
-                        compute,
-                        g2,
+                        devices: Arc::new(start_devices(devices)),
                     };
                     let limits = Limits {
-                        max_in_flight: cfg.max_partitions_in_flight,
+                        max_in_flight: sizes.max_partitions_in_flight,
+                        host_budget,
                         max_queued: cfg.max_queued_jobs,
                         retain_finished: cfg.retain_finished_jobs,
                     };
                     let coordinator =
-                        Mailbox::new(JobCoordinator::new(stages, limits, journal).start());
-                    (System::current(), coordinator, allocator)
+                        Mailbox::new(JobCoordinator::new(stages.clone(), limits, journal).start());
+                    (System::current(), coordinator, stages)
                 });
                 if tx.send(addrs).is_ok() {
                     let _ = sys.run();
                 }
             })?;
-        let (system, coordinator, allocator) = rx.recv().map_err(|_| PipelineError::Startup)?;
+        let (system, coordinator, stages) = rx.recv().map_err(|_| PipelineError::Startup)?;
         let pipeline = Pipeline {
             coordinator,
-            allocator,
+            stages,
             registry,
             backend_name,
             system,
@@ -376,9 +426,28 @@ impl Pipeline {
         self.ask(Counts).await.unwrap_or_default()
     }
 
-    /// The allocator's state.
-    pub async fn memory(&self) -> Option<AllocatorSnapshot> {
-        self.allocator.send(Snapshot).await.ok()
+    /// Each device's allocator: budget, leased and resident bytes, resident sets, trims.
+    pub async fn memory(&self) -> Vec<AllocatorSnapshot> {
+        let mut out = Vec::new();
+        for d in self.stages.devices.iter() {
+            if let Ok(s) = d.allocator.send(Snapshot).await {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// Loads a parameter set and makes it resident on every device (see [`Preloader`]).
+    pub async fn preload(&self, spec: ParamsSpec) -> Result<Vec<(String, Residency)>, StageError> {
+        self.preloader().preload(spec).await
+    }
+
+    /// A handle that preloads parameter sets from any thread.
+    pub fn preloader(&self) -> Preloader {
+        Preloader {
+            params: self.stages.params.clone(),
+            devices: self.stages.devices.clone(),
+        }
     }
 
     /// Stops the actors and joins the pipeline thread. Unfinished jobs stay in the journal.

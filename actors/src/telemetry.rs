@@ -81,6 +81,11 @@ impl<A: Actor + Named> Mailbox<A> {
         self.addr.send(msg)
     }
 
+    /// Whether both address the same actor.
+    pub fn same_actor(&self, other: &Mailbox<A>) -> bool {
+        self.addr == other.addr
+    }
+
     /// Sends `msg` without waiting for a reply.
     pub fn do_send<M>(&self, msg: M)
     where

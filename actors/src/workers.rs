@@ -2,11 +2,11 @@
 //!
 //! * [`ParamsLoader`]: reads parameter files once (blocking I/O, seconds to minutes);
 //! * [`SynthesisActor`]: runs circuits into a, b, c and the assignment;
-//! * [`CpuMsmActor`]: MSM preparation (0/1/tail split), the G2 MSM (CPU backend), assembly and
-//!   verification;
-//! * [`ComputeActor`]: the H polynomial and the G1 MSMs (and the G2 MSM when the backend runs it
-//!   on its device) through a [`ProverBackend`]; on a GPU, one actor per device slot owning its
-//!   context and streams.
+//! * [`CpuMsmActor`]: MSM preparation (0/1/tail split), the G2 MSM (where the device places it
+//!   on the CPU), assembly and verification;
+//! * [`ComputeActor`]: one compute slot of a device, running its [`ComputeEngine`] (on a GPU,
+//!   the slot's own stream; on the CPU, the CPU backend): resident uploads, the H stage and the
+//!   sparse MSMs (B in G2 among them on a GPU), each under the lease the message carries.
 //!
 //! Handlers do the work synchronously on their thread; the messages carry buffers by move.
 
@@ -14,16 +14,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use blstrs::{Bls12, G1Projective, G2Projective};
+use blstrs::{Bls12, G2Projective};
 use proofline_groth16::prover;
 use proofline_groth16::synthesis::Synthesizer;
 use proofline_groth16::{
-    G2Placement, MsmPlan, Proof, ProverBackend, ProverError, SharedProvingKey, SynthesizedPartition,
+    MsmPlan, Proof, ProverBackend, ProverError, SharedProvingKey, SynthesizedPartition,
 };
 use proofline_jobs::{JobError, ParamsStore};
 use tracing::info_span;
 
+use crate::compute::{ComputeEngine, HStage, SparseMsms};
 use crate::messages::*;
+use crate::resident::ResidentData;
 use crate::telemetry::{self, actor, Busy, Named, Secs};
 
 /// Runs a stage, turning a panic (a circuit's assertion, a backend bug) into a stage error, so
@@ -210,13 +212,13 @@ impl Handler<RunFinalCheck> for CpuMsmActor {
 
 /// Runs the compute stages on one device slot.
 pub struct ComputeActor {
-    backend: Arc<dyn ProverBackend>,
+    engine: Box<dyn ComputeEngine>,
 }
 
 impl ComputeActor {
-    /// A compute actor over `backend`.
-    pub fn new(backend: Arc<dyn ProverBackend>) -> Self {
-        ComputeActor { backend }
+    /// A compute actor over its slot's engine.
+    pub fn new(engine: Box<dyn ComputeEngine>) -> Self {
+        ComputeActor { engine }
     }
 }
 
@@ -228,27 +230,48 @@ impl Named for ComputeActor {
     const NAME: &'static str = actor::COMPUTE;
 }
 
+impl Handler<MakeResident> for ComputeActor {
+    type Result = Result<ResidentData, StageError>;
+
+    fn handle(&mut self, msg: MakeResident, _: &mut SyncContext<Self>) -> Self::Result {
+        let _busy = Busy::start(Self::NAME);
+        let _span = info_span!("make_resident", slot = %self.engine.label()).entered();
+        let t = Instant::now();
+        let engine = &mut self.engine;
+        let r = guarded("make_resident", || {
+            engine.make_resident(&msg.pk, msg.residency, msg.bytes)
+        })?;
+        telemetry::stage("make_resident", t.secs());
+        Ok(r)
+    }
+}
+
 impl Handler<ComputeH> for ComputeActor {
-    type Result = Result<G1Projective, StageError>;
+    type Result = Result<HStage, StageError>;
 
     fn handle(&mut self, msg: ComputeH, _: &mut SyncContext<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
+        let _span = info_span!("h_stage", slot = %self.engine.label()).entered();
         msg.cancel.check()?;
         let ComputeH {
-            pk, a, b, c, lease, ..
+            pk,
+            evals,
+            resident,
+            lease,
+            ..
         } = msg;
-        let t = Instant::now();
-        let backend = self.backend.as_ref();
-        let sum = guarded("h", move || {
-            let h = prover::compute_h(backend, a, b, c)?;
-            telemetry::stage("h_poly", t.secs());
-            let t = Instant::now();
-            let sum = prover::msm_h(backend, &pk, &h)?;
-            telemetry::stage("msm_h", t.secs());
-            Ok(sum)
+        let bytes = lease.bytes();
+        let engine = &mut self.engine;
+        let r = guarded("h", || {
+            engine.h_stage(&pk, evals, resident.as_ref().map(|r| r.data()), bytes)
         });
+        // the stage returned: nothing of it is in flight, its memory is back in the pool
+        drop(resident);
         drop(lease);
-        sum
+        let r = r?;
+        telemetry::stage("h_poly", r.h_poly_s);
+        telemetry::stage("msm_h", r.msm_h_s);
+        Ok(r)
     }
 }
 
@@ -257,20 +280,26 @@ impl Handler<ComputeSparseG1> for ComputeActor {
 
     fn handle(&mut self, msg: ComputeSparseG1, _: &mut SyncContext<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
+        let _span = info_span!("msm_g1_sparse", slot = %self.engine.label()).entered();
         msg.cancel.check()?;
         let t = Instant::now();
-        let backend = self.backend.as_ref();
+        let ComputeSparseG1 {
+            pk,
+            plan,
+            g2,
+            resident,
+            lease,
+            ..
+        } = msg;
+        let bytes = lease.bytes();
+        let engine = &mut self.engine;
         let r = guarded("msm_g1_sparse", || {
-            let (l, a, b_g1) = prover::msm_sparse_g1(backend, &msg.pk, &msg.plan)?;
-            // a device backend runs the G2 MSM here too (the driver then sends no MsmG2)
-            let b_g2 = match backend.g2_placement() {
-                G2Placement::WithSparseG1 => Some(prover::msm_b_g2(backend, &msg.pk, &msg.plan)?),
-                G2Placement::Separate => None,
-            };
-            Ok(SparseMsms { l, a, b_g1, b_g2 })
-        })?;
+            engine.sparse(&pk, &plan, g2, resident.as_ref().map(|r| r.data()), bytes)
+        });
+        drop(resident);
+        drop(lease);
+        let r = r?;
         telemetry::stage("msm_g1_sparse", t.secs());
-        drop(msg.lease);
         Ok(r)
     }
 }

@@ -199,7 +199,7 @@ fn cancellation_priorities_and_journal_replay() {
     write_params(dir.path(), 1, 3);
     // One partition at a time, so jobs queue behind each other.
     let p = start(dir.path(), Some(journal.path()), |c| {
-        c.pipeline.max_partitions_in_flight = 1
+        c.pipeline.max_partitions_in_flight = 1.into()
     });
     let (first, low, high, cancelled) = block_on(async {
         let first = p.submit(request("sha256-1", 1, 0)).await.unwrap();
@@ -251,7 +251,9 @@ fn cancellation_priorities_and_journal_replay() {
 fn a_panicking_circuit_fails_its_job_and_the_pipeline_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     write_params(dir.path(), 1, 4);
-    let p = start(dir.path(), None, |c| c.pipeline.synthesis_workers = 1);
+    let p = start(dir.path(), None, |c| {
+        c.pipeline.synthesis_workers = 1.into()
+    });
     block_on(async {
         let mut r = request("sha256-1", 1, 0);
         r.kind = "panic".into();

@@ -1,6 +1,9 @@
 //! Shared helpers of the integration tests, the load harness and the benchmarks: a daemon on a
 //! free loopback port over a temporary parameter directory, cached parameter generation, and
-//! small statistics.
+//! small statistics; [`stages`], the stage harness (synthetic partitions through the compute
+//! devices).
+
+pub mod stages;
 
 use std::path::{Path, PathBuf};
 

@@ -171,7 +171,7 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
 fn cancel_over_http() {
     let dir = cached_params("sha256-1").unwrap();
     let mut cfg = test_config(&dir).unwrap();
-    cfg.pipeline.max_partitions_in_flight = 1;
+    cfg.pipeline.max_partitions_in_flight = 1.into();
     let daemon = start(&cfg).unwrap();
     let c = Client::new(daemon.url());
     let first = c

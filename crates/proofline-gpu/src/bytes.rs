@@ -344,9 +344,10 @@ mod tests {
     use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::build_tables;
     use crate::resident::{upload_resident, HostQueries, StageBases};
-    use crate::stages::{h_stage_device, sparse_stage_device};
+    use crate::stages::{h_stage_device, sparse_stage_device, SparseGroups};
     use blstrs::{G1Affine, G2Affine, Scalar};
     use proofline_groth16::msm::MsmPlan;
+    use std::time::Instant;
 
     const SMS: u32 = 132;
 
@@ -489,6 +490,7 @@ mod tests {
                 h,
                 &NttConfig::default(),
                 &z.cfg,
+                Instant::now(),
             )
             .unwrap();
             check(
@@ -511,8 +513,18 @@ mod tests {
                 let e = dry(&z);
                 let up = || e.zeros(n * FR_WORDS as usize).unwrap();
                 let (a, b, c) = (up(), up(), up());
-                h_stage_device(&e, a, b, c, &tables.ptrs(), Bases::Device(0), &ntt, &z.cfg)
-                    .unwrap();
+                h_stage_device(
+                    &e,
+                    a,
+                    b,
+                    c,
+                    &tables.ptrs(),
+                    Bases::Device(0),
+                    &ntt,
+                    &z.cfg,
+                    Instant::now(),
+                )
+                .unwrap();
                 check(
                     &format!("h stage 2^{log_n} resident"),
                     &z,
@@ -532,7 +544,18 @@ mod tests {
                     points: &host,
                     chunk,
                 };
-                h_stage_device(&e, a, b, c, &tables.ptrs(), bases, &ntt, &z.cfg).unwrap();
+                h_stage_device(
+                    &e,
+                    a,
+                    b,
+                    c,
+                    &tables.ptrs(),
+                    bases,
+                    &ntt,
+                    &z.cfg,
+                    Instant::now(),
+                )
+                .unwrap();
                 check(
                     &format!("h stage 2^{log_n} streamed by {chunk}"),
                     &z,
@@ -602,7 +625,7 @@ mod tests {
                     b_g2: Bases::Device(0),
                 };
                 let e = dry(&z);
-                sparse_stage_device(&e, &plan, &sb, &z.cfg).unwrap();
+                sparse_stage_device(&e, &plan, &sb, SparseGroups::G1AndG2, &z.cfg).unwrap();
                 check(
                     "sparse stage resident",
                     &z,
@@ -625,7 +648,7 @@ mod tests {
                         },
                     };
                     let e = dry(&z);
-                    sparse_stage_device(&e, &plan, &sb, &z.cfg).unwrap();
+                    sparse_stage_device(&e, &plan, &sb, SparseGroups::G1AndG2, &z.cfg).unwrap();
                     check(
                         &format!("sparse stage streamed by {chunk}"),
                         &z,

@@ -30,7 +30,6 @@ mod abi {
     include!("abi.rs");
 }
 pub mod arena;
-pub mod backend;
 pub mod bytes;
 pub mod config;
 mod curve;
@@ -56,7 +55,6 @@ pub mod kernels {
 }
 
 pub use arena::Arena;
-pub use backend::GpuBackend;
 pub use config::{HSequence, MsmConfig, MsmSort, NttConfig};
 pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
@@ -66,7 +64,7 @@ pub use oplog::{DeviceLog, Recording};
 pub use plan::Precomputation;
 pub use resident::{HostQueries, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
-pub use stages::SparseMsms;
+pub use stages::{HStageTimes, SparseGroups, SparseMsms};
 
 #[cfg(test)]
 mod tests {

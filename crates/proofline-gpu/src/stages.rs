@@ -9,6 +9,8 @@
 //!
 //! The inner functions are generic over [`Exec`] so that `bytes.rs` can run them dry.
 
+use std::time::Instant;
+
 use blstrs::{G1Projective, G2Projective, Scalar};
 use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
@@ -27,6 +29,15 @@ use crate::resident::{
 };
 use crate::slot::{GpuSlot, Lane};
 
+/// Where the H stage's time went.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct HStageTimes {
+    /// Seconds from the start to H's coefficients on the device (evaluations uploaded, H done).
+    pub h_poly_s: f64,
+    /// What the H MSM did.
+    pub msm: MsmStats,
+}
+
 /// Results of the sparse stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SparseMsms {
@@ -36,8 +47,17 @@ pub struct SparseMsms {
     pub a: G1Projective,
     /// B query in G1.
     pub b_g1: G1Projective,
-    /// B query in G2.
-    pub b_g2: G2Projective,
+    /// B query in G2 (with [`SparseGroups::G1AndG2`]).
+    pub b_g2: Option<G2Projective>,
+}
+
+/// The groups the sparse stage computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SparseGroups {
+    /// L, A and B in G1 and B in G2: a proof's sparse MSMs.
+    G1AndG2,
+    /// L, A and B in G1 only (load tests of the G1 side; the set's B query in G2 is not read).
+    G1Only,
 }
 
 impl GpuSlot {
@@ -118,7 +138,7 @@ impl GpuSlot {
         evals: [&[Scalar]; 3],
         resident: &ResidentSet,
         host: &HostQueries<'_>,
-    ) -> Result<(G1Projective, MsmStats), GpuError> {
+    ) -> Result<(G1Projective, HStageTimes), GpuError> {
         let t = resident.table_ptrs();
         let n = 1usize << resident.log_n();
         if let Some(x) = evals.iter().find(|x| x.len() > n) {
@@ -135,6 +155,7 @@ impl GpuSlot {
         }
         let bases = resident.stage_bases(host)?;
         let arena = Arena::new(lease_bytes, "h stage");
+        let start = Instant::now();
         self.run(Lane::Compute, &arena, |e| {
             let up = |x: &[Scalar]| -> Result<_, GpuError> {
                 let mut b = e.zeros(n * FR_WORDS as usize)?;
@@ -143,24 +164,31 @@ impl GpuSlot {
             };
             let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
             let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
-            h_stage_device(e, a, b, c, &t, bases.h, &ntt, &msm)
+            h_stage_device(e, a, b, c, &t, bases.h, &ntt, &msm, start)
         })
     }
 
-    /// The sparse stage: the L, A and B MSMs in G1 and the B MSM in G2 of the split scalars.
+    /// The sparse stage: the L, A and B MSMs in G1 and, with [`SparseGroups::G1AndG2`], the B
+    /// MSM in G2 of the split scalars (`lease_bytes`: `bytes::sparse_stage_bytes`, which covers
+    /// both groups).
     pub fn sparse_stage(
         &self,
         lease_bytes: u64,
         plan: &MsmPlan,
         resident: &ResidentSet,
         host: &HostQueries<'_>,
+        groups: SparseGroups,
     ) -> Result<(SparseMsms, MsmStats), GpuError> {
         let lens = resident.lens();
+        let b_g2 = match groups {
+            SparseGroups::G1AndG2 => plan.b.num_bases,
+            SparseGroups::G1Only => 0,
+        };
         for (q, needed, have) in [
             ("L", plan.l.num_bases, lens.l),
             ("A", plan.a.num_bases, lens.a),
             ("B_G1", plan.b.num_bases, lens.b_g1),
-            ("B_G2", plan.b.num_bases, lens.b_g2),
+            ("B_G2", b_g2, lens.b_g2),
         ] {
             if needed > have {
                 return Err(GpuError::InvalidInput(format!(
@@ -171,12 +199,13 @@ impl GpuSlot {
         let bases = resident.stage_bases(host)?;
         let arena = Arena::new(lease_bytes, "sparse stage");
         self.run(Lane::Compute, &arena, |e| {
-            sparse_stage_device(e, plan, &bases, &MsmConfig::default())
+            sparse_stage_device(e, plan, &bases, groups, &MsmConfig::default())
         })
     }
 }
 
-/// H from the uploaded evaluations, then the H MSM over its n - 1 coefficients.
+/// H from the uploaded evaluations, then the H MSM over its n - 1 coefficients (`start`: when
+/// the stage began, for its times).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn h_stage_device<E: Exec>(
     e: &E,
@@ -187,21 +216,33 @@ pub(crate) fn h_stage_device<E: Exec>(
     h_bases: Bases<'_>,
     ntt: &NttConfig,
     cfg: &MsmConfig,
-) -> Result<(G1Projective, MsmStats), GpuError> {
+    start: Instant,
+) -> Result<(G1Projective, HStageTimes), GpuError> {
     h_poly(e, &mut a, &mut b, &mut c, t, ntt)?;
     drop((b, c));
     e.sync()?;
+    let mut times = HStageTimes {
+        h_poly_s: start.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
     let n = a.words() / FR_WORDS as usize;
-    let mut stats = MsmStats::default();
-    let h = msm::dense::<E, G1>(e, h_bases, a.ptr(), n.saturating_sub(1), cfg, &mut stats)?;
-    Ok((h, stats))
+    let h = msm::dense::<E, G1>(
+        e,
+        h_bases,
+        a.ptr(),
+        n.saturating_sub(1),
+        cfg,
+        &mut times.msm,
+    )?;
+    Ok((h, times))
 }
 
-/// The four sparse MSMs, one after the other.
+/// The sparse MSMs of `groups`, one after the other.
 pub(crate) fn sparse_stage_device<E: Exec>(
     e: &E,
     plan: &MsmPlan,
     bases: &StageBases<'_>,
+    groups: SparseGroups,
     cfg: &MsmConfig,
 ) -> Result<(SparseMsms, MsmStats), GpuError> {
     let mut stats = MsmStats::default();
@@ -209,6 +250,11 @@ pub(crate) fn sparse_stage_device<E: Exec>(
     let l = one(bases.l, &plan.l)?;
     let a = one(bases.a, &plan.a)?;
     let b_g1 = one(bases.b_g1, &plan.b)?;
-    let b_g2 = msm::sparse::<E, G2>(e, bases.b_g2, &plan.b, cfg, &mut stats)?;
+    let b_g2 = match groups {
+        SparseGroups::G1AndG2 => Some(msm::sparse::<E, G2>(
+            e, bases.b_g2, &plan.b, cfg, &mut stats,
+        )?),
+        SparseGroups::G1Only => None,
+    };
     Ok((SparseMsms { l, a, b_g1, b_g2 }, stats))
 }

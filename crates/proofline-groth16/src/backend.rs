@@ -23,25 +23,10 @@ pub enum BackendError {
     Device(String),
 }
 
-/// Where a backend runs the G2 MSM of the B query.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum G2Placement {
-    /// Beside the sparse G1 MSMs, on another worker (the CPU backend: the CPU-MSM actors run
-    /// it while the compute actor runs the G1 MSMs).
-    Separate,
-    /// In the same stage as the sparse G1 MSMs, on the backend's device.
-    WithSparseG1,
-}
-
 /// The replaceable steps of the Groth16 prover.
 pub trait ProverBackend: Send + Sync + 'static {
     /// A short name for logs and metrics ("cpu", "cuda:0").
     fn name(&self) -> &str;
-
-    /// Where the G2 MSM runs ([`G2Placement::Separate`] unless the backend says otherwise).
-    fn g2_placement(&self) -> G2Placement {
-        G2Placement::Separate
-    }
 
     /// One transform in place (see [`crate::ntt`] for the conventions).
     fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> Result<(), BackendError>;

@@ -17,7 +17,7 @@ pub mod params;
 pub mod prover;
 pub mod synthesis;
 
-pub use backend::{BackendError, CpuBackend, G2Placement, ProverBackend};
+pub use backend::{BackendError, CpuBackend, ProverBackend};
 pub use bellperson::groth16::Proof;
 pub use blstrs::{Bls12, Scalar};
 pub use msm::{MsmPlan, SparseScalars};

@@ -9,12 +9,13 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use proofline_actors::messages::PoolUsage;
-use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
-use proofline_config::{BackendKind, Config};
-use proofline_gpu::{DeviceOptions, GpuBackend, GpuDevice};
-use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
-use proofline_jobs::{AdapterRegistry, ParamsStore};
+use proofline_actors::{DeviceSetup, Pipeline, PipelineOptions};
+use proofline_config::{BackendKind, Config, Devices, PoolSizes};
+use proofline_gpu::DeviceOptions;
+use proofline_jobs::builtin::{params_spec_in, BuiltinAdapter, BuiltinCircuit};
+use proofline_jobs::{AdapterRegistry, ParamsSpec, ParamsStore};
+
+pub mod gpu;
 
 /// Installs the tracing subscriber once (later calls are no-ops).
 pub fn init_logging(cfg: &Config) {
@@ -88,100 +89,142 @@ pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
     Ok(reg)
 }
 
-/// The allocator's view of a GPU: the device handle, whose device-global calls only the
-/// allocator makes.
-struct GpuMemory {
-    device: GpuDevice,
+/// The GPUs of a configuration, opened, and the pool sizes for them.
+pub struct SelectedGpus {
+    /// One per GPU.
+    pub devices: Vec<gpu::OpenedGpu>,
+    /// Pool sizes, every "auto" resolved for this many GPUs.
+    pub sizes: PoolSizes,
 }
 
-impl MemoryDevice for GpuMemory {
-    fn label(&self) -> String {
-        self.device.label()
+impl SelectedGpus {
+    fn setups(self) -> (Vec<DeviceSetup>, PoolSizes) {
+        (
+            self.devices.into_iter().map(|d| d.setup).collect(),
+            self.sizes,
+        )
     }
+}
 
-    /// The allocator sets its budget: with the driver's default threshold (0) every
-    /// synchronisation hands freed memory back and each allocation of the next stage is cold
-    /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
-    fn set_release_threshold(&mut self, bytes: u64) -> Result<(), String> {
-        self.device
-            .set_pool_release_threshold(bytes)
-            .map_err(|e| e.to_string())
+/// The GPUs `cfg` selects (`pipeline.backend`, `pipeline.devices`), opened with their compute
+/// slots and budgets, each with its device-op log; or why no GPU is used.
+pub fn gpu_devices(cfg: &Config, options: DeviceOptions) -> Result<SelectedGpus, String> {
+    let p = &cfg.pipeline;
+    if p.backend == BackendKind::Cpu {
+        return Err("pipeline.backend = \"cpu\"".into());
     }
-
-    fn pool_usage(&mut self) -> Option<PoolUsage> {
-        let u = self.device.pool_usage().ok()?;
-        Some(PoolUsage {
-            used: u.used,
-            reserved: u.reserved,
-            used_high: u.used_high,
-            reserved_high: u.reserved_high,
+    let found = proofline_gpu::probe().map_err(|e| e.to_string())?;
+    let indices: Vec<usize> = match &p.devices {
+        Devices::All => found.iter().map(|d| d.index).collect(),
+        Devices::List(v) => v.clone(),
+    };
+    if indices.is_empty() {
+        return Err("pipeline.devices = [] (no GPU)".into());
+    }
+    if let Some(i) = indices
+        .iter()
+        .find(|i| found.iter().all(|d| d.index != **i))
+    {
+        return Err(format!(
+            "configuration key 'pipeline.devices' names GPU {i}, but {} GPU(s) are visible",
+            found.len()
+        ));
+    }
+    let sizes = p.pool_sizes(proofline_actors::pipeline::cpu_cores(), indices.len());
+    let mut devices = Vec::new();
+    for i in indices {
+        let d = gpu::gpu_device(i, sizes.compute_slots, options, |free, _total| {
+            p.device_memory_budget.or_else(|| free / 100 * 95)
         })
+        .map_err(|e| format!("GPU {i}: {e}"))?;
+        devices.push(d);
     }
-
-    fn trim(&mut self) -> Result<(), String> {
-        self.device.trim_pool(0).map_err(|e| e.to_string())
-    }
-
-    fn reset_high_water(&mut self) -> Result<(), String> {
-        self.device
-            .reset_pool_high_water()
-            .map_err(|e| e.to_string())
-    }
-
-    fn synchronize(&mut self) -> Result<(), String> {
-        self.device.synchronize_device().map_err(|e| e.to_string())
-    }
+    Ok(SelectedGpus { devices, sizes })
 }
 
-/// Pipeline options for the GPU backend on device 0, or why it is not usable.
-fn gpu_options(
+/// Pipeline options for `cfg`: the GPUs it selects, or the CPU (with one log line saying why
+/// when the backend is "auto").
+pub fn pipeline_options(
     cfg: &Config,
     reg: AdapterRegistry,
     store: Arc<ParamsStore>,
-) -> Result<PipelineOptions, String> {
-    let devices = proofline_gpu::probe().map_err(|e| e.to_string())?;
-    let first = devices.first().ok_or("no CUDA device found")?;
-    tracing::info!(device = ?first, count = devices.len(), "GPU found; using device 0");
-    let mut device = GpuDevice::open(0, DeviceOptions::default()).map_err(|e| e.to_string())?;
-    let backend = Arc::new(GpuBackend::new(
-        device.new_slot().map_err(|e| e.to_string())?,
-    ));
-    let budget = match cfg.pipeline.memory_budget_bytes {
-        0 => {
-            let (free, _total) = device.memory_info().map_err(|e| e.to_string())?;
-            (free as u64) / 100 * 95
+) -> anyhow::Result<PipelineOptions> {
+    let cpu = |reg, store| PipelineOptions::cpu(&cfg.pipeline, reg, store);
+    let opts = match cfg.pipeline.backend {
+        BackendKind::Cpu => cpu(reg, store),
+        BackendKind::Gpu => {
+            let (devices, sizes) = gpu_devices(cfg, DeviceOptions::default())
+                .map(SelectedGpus::setups)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                    "configuration key 'pipeline.backend' = \"gpu\", but no GPU is usable: {e} \
+                     (use \"auto\" to fall back to the CPU)"
+                )
+                })?;
+            cpu(reg, store).with_devices(devices, sizes)
         }
-        b => b,
+        BackendKind::Auto => match gpu_devices(cfg, DeviceOptions::default()) {
+            Ok(selected) => {
+                let (devices, sizes) = selected.setups();
+                cpu(reg, store).with_devices(devices, sizes)
+            }
+            Err(e) => {
+                tracing::info!(reason = %e, "no usable GPU: running the CPU backend");
+                cpu(reg, store)
+            }
+        },
     };
-    let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, store);
-    opts.memory = Box::new(GpuMemory { device });
-    opts.memory_budget = budget;
-    opts.backend = backend;
     Ok(opts)
+}
+
+/// The parameter specs of `params.preload`: built-in circuit names and Filecoin registered
+/// proofs, as `GET /v1/circuits` lists them.
+pub fn preload_specs(cfg: &Config) -> anyhow::Result<Vec<ParamsSpec>> {
+    cfg.params
+        .preload
+        .iter()
+        .map(|name| {
+            if let Ok(c) = BuiltinCircuit::parse(name) {
+                return Ok(params_spec_in(&cfg.params_dir(), &c));
+            }
+            let rp = proofline_filecoin::shapes::parse(name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "configuration key 'params.preload': unknown circuit '{name}' (see GET /v1/circuits)"
+                )
+            })?;
+            proofline_filecoin::params::params_spec(
+                rp,
+                &cfg.filecoin_params_dir(),
+                cfg.filecoin.verify_digests,
+            )
+            .map_err(|e| anyhow::anyhow!("configuration key 'params.preload': {name}: {e}"))
+        })
+        .collect()
 }
 
 /// Starts the pipeline described by `cfg`.
 pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
     let store = Arc::new(ParamsStore::new(cfg.params.check_points).with_progress(load_progress()));
     let reg = registry(cfg)?;
-    let opts = match cfg.pipeline.backend {
-        BackendKind::Cpu => PipelineOptions::cpu(&cfg.pipeline, reg, store),
-        BackendKind::Gpu => gpu_options(cfg, reg, store).map_err(|e| {
-            anyhow::anyhow!(
-                "configuration key 'pipeline.backend' = \"gpu\", but no GPU is usable: {e} \
-                 (use \"auto\" to fall back to the CPU)"
-            )
-        })?,
-        BackendKind::Auto => match gpu_options(cfg, reg.clone(), store.clone()) {
-            Ok(o) => o,
-            Err(e) => {
-                tracing::info!(reason = %e, "no usable GPU: running the CPU backend");
-                PipelineOptions::cpu(&cfg.pipeline, reg, store)
-            }
-        },
-    }
-    .with_journal(cfg.state_dir());
+    let preload = preload_specs(cfg)?;
+    let opts = pipeline_options(cfg, reg, store)?.with_journal(cfg.state_dir());
     let p = Pipeline::start(opts).context("starting the actor pipeline")?;
     tracing::info!(backend = p.backend_name(), kinds = ?p.registry().kinds(), "pipeline started");
+    if !preload.is_empty() {
+        // in the background: the daemon serves (and /healthz shows progress) meanwhile
+        let preloader = p.preloader();
+        std::thread::Builder::new()
+            .name("proofline-preload".into())
+            .spawn(move || {
+                for spec in preload {
+                    let id = spec.id.clone();
+                    match futures::executor::block_on(preloader.preload(spec)) {
+                        Ok(placed) => tracing::info!(params = %id, ?placed, "preload done"),
+                        Err(e) => tracing::error!(params = %id, error = %e, "preload failed"),
+                    }
+                }
+            })
+            .context("starting the preload thread")?;
+    }
     Ok(p)
 }
