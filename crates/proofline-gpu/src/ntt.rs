@@ -147,7 +147,7 @@ struct Scale {
     hi: u64,
 }
 
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 /// log2 of a power-of-two NTT length.
 pub(crate) fn log2_exact(n: usize) -> Result<u32, GpuError> {
     if n == 0 || !n.is_power_of_two() {
@@ -315,7 +315,7 @@ fn run_passes<E: Exec>(
     Ok(())
 }
 
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 /// NTT of the `1 << t.log_n` scalars in `data`, natural order in and out. The result lands in
 /// a second buffer that replaces `data` (the old one is freed on the stream).
 pub(crate) fn ntt<E: Exec>(
@@ -341,7 +341,7 @@ pub(crate) fn ntt<E: Exec>(
     Ok(())
 }
 
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 /// NTT of the 2^`t.log_n` (>= 2) scalars at `src` into `dst` (natural order in and out; `src`
 /// is overwritten with scratch).
 pub(crate) fn ntt_into<E: Exec>(
