@@ -41,6 +41,7 @@ pub mod oplog;
 pub mod plan;
 mod resident;
 mod slot;
+mod stager;
 mod stages;
 #[cfg(feature = "testkit")]
 pub mod testkit;

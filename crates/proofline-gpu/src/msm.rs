@@ -25,11 +25,13 @@ use crate::abi::{
 };
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
-use crate::layout::{affines_as_u32, jacobian_from_u32, scalars_as_u32};
+use crate::layout::{jacobian_from_u32, scalars_as_u32};
 use crate::plan::{combine_windows, split_big, AccSplit, WindowPlan, MSM_MAX_CHUNK};
+use crate::stager::stream_chunks;
 
-/// Points per chunk when bases are streamed from host memory.
-pub const STREAM_CHUNK: usize = 1 << 24;
+/// Points per chunk when bases are streamed from host memory (384 MiB; two pinned host buffers
+/// of it per streaming slot).
+pub const STREAM_CHUNK: usize = 1 << 22;
 
 /// What an MSM did (for logs and benchmarks).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -437,20 +439,23 @@ pub(crate) fn sparse<E: Exec>(
         Bases::Host { points: h, chunk } => {
             let chunk = chunk.min(split.num_bases).max(1);
             let mut staging = e.alloc(chunk * AFFINE_WORDS as usize)?;
-            let mut lo = 0;
-            while lo < split.num_bases {
-                let hi = (lo + chunk).min(split.num_bases);
-                e.upload_at(&mut staging, 0, affines_as_u32(&h[lo..hi]))?;
+            stream_chunks(e, &h[..split.num_bases], chunk, |st| {
+                e.upload_host(
+                    &mut staging,
+                    &st.buf,
+                    (st.hi - st.lo) * AFFINE_WORDS as usize,
+                )?;
                 // the kernels index from the query's first point
-                let base = point_at(staging.ptr(), 0).wrapping_sub(point_at(0, lo));
-                let ones = in_range(&split.ones, lo, hi);
+                let base = staging.ptr().wrapping_sub(point_at(0, st.lo));
+                let ones = in_range(&split.ones, st.lo, st.hi);
                 total += sum_ones(e, base, &split.ones[ones])?;
-                let t = in_range(&split.tail_index, lo, hi);
+                let t = in_range(&split.tail_index, st.lo, st.hi);
                 if let Some(o) = out(t.start) {
                     gather(e, base, &split.tail_index[t], o)?;
                 }
-                lo = hi;
-            }
+                // the chunk's copy and kernels are done: its host buffer can be refilled
+                e.sync()
+            })?;
             drop(staging);
             e.sync()?;
         }
@@ -488,14 +493,16 @@ pub(crate) fn dense<E: Exec>(
             }
             let chunk = chunk.min(n).max(1);
             let mut staging = e.alloc(chunk * AFFINE_WORDS as usize)?;
-            let mut lo = 0;
-            while lo < n {
-                let hi = (lo + chunk).min(n);
-                e.upload_at(&mut staging, 0, affines_as_u32(&h[lo..hi]))?;
-                let sp = scalars + (lo * FR_WORDS as usize * 4) as u64;
-                total += pippenger(e, staging.ptr(), sp, hi - lo, stats)?;
-                lo = hi;
-            }
+            stream_chunks(e, &h[..n], chunk, |st| {
+                e.upload_host(
+                    &mut staging,
+                    &st.buf,
+                    (st.hi - st.lo) * AFFINE_WORDS as usize,
+                )?;
+                let sp = scalars + (st.lo * FR_WORDS as usize * 4) as u64;
+                total += pippenger(e, staging.ptr(), sp, st.hi - st.lo, stats)?;
+                e.sync()
+            })?;
             drop(staging);
             e.sync()?;
             Ok(total)
