@@ -405,6 +405,13 @@ impl JobCoordinator {
 
 impl Actor for JobCoordinator {
     type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        // Series that alerts watch exist from the start, at zero.
+        counter!("proofline_verification_failures_total").increment(0);
+        counter!("proofline_jobs_accepted_total").increment(0);
+        self.publish();
+    }
 }
 
 impl Named for JobCoordinator {

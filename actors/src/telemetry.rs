@@ -24,7 +24,7 @@
 //! latency per partition), and the page-derived gauges of [`publish_sampled`].
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use actix::dev::{MessageResponse, OneshotSender, ToEnvelope};
@@ -59,9 +59,29 @@ pub trait Named {
 pub struct ActorStats {
     name: &'static str,
     depth: AtomicI64,
-    busy_ns: AtomicU64,
+    busy: Mutex<BusyClock>,
     handled: AtomicU64,
     threads: AtomicUsize,
+}
+
+/// Busy time that counts handlers still running, not only finished ones, so that a stage that
+/// runs for minutes shows as busy while it runs: the finished handlers' time plus, for the
+/// handlers running now, the time since each started (their count times now, minus the sum of
+/// their start times). Read and updated under one lock, so the total never goes down.
+#[derive(Debug, Default)]
+struct BusyClock {
+    /// Nanoseconds of finished handlers.
+    done_ns: u64,
+    /// Handlers running now.
+    running: u64,
+    /// Sum of the running handlers' start times, nanoseconds since the process epoch.
+    since_sum: u64,
+}
+
+/// Nanoseconds since the first call in this process.
+fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 /// Actors in the order they were first seen (the pipeline registers them in pipeline order).
@@ -78,12 +98,43 @@ impl ActorStats {
         let s: &'static ActorStats = Box::leak(Box::new(ActorStats {
             name,
             depth: AtomicI64::new(0),
-            busy_ns: AtomicU64::new(0),
+            busy: Mutex::new(BusyClock::default()),
             handled: AtomicU64::new(0),
             threads: AtomicUsize::new(1),
         }));
         all.push(s);
         s
+    }
+
+    fn clock(&self) -> std::sync::MutexGuard<'_, BusyClock> {
+        self.busy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Seconds spent in handlers so far, running ones included, and the handlers running now.
+    fn busy_now(&self) -> (f64, u64) {
+        let c = self.clock();
+        let live = c
+            .running
+            .saturating_mul(now_ns())
+            .saturating_sub(c.since_sum);
+        ((c.done_ns + live) as f64 / 1e9, c.running)
+    }
+
+    fn enter(&self) -> u64 {
+        let mut c = self.clock();
+        let t = now_ns();
+        c.running += 1;
+        c.since_sum += t;
+        t
+    }
+
+    fn leave(&self, started: u64) {
+        let mut c = self.clock();
+        c.done_ns += now_ns().saturating_sub(started);
+        c.running = c.running.saturating_sub(1);
+        c.since_sum = c.since_sum.saturating_sub(started);
+        drop(c);
+        self.handled.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Messages sent and not yet started.
@@ -97,11 +148,13 @@ impl ActorStats {
     }
 
     fn figures(&self) -> ActorFigures {
+        let (busy_seconds_total, running) = self.busy_now();
         ActorFigures {
             actor: self.name.to_string(),
             mailbox_depth: self.depth(),
             threads: self.threads.load(Ordering::Relaxed),
-            busy_seconds_total: self.busy_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            running,
+            busy_seconds_total,
             messages_total: self.handled.load(Ordering::Relaxed),
         }
     }
@@ -155,29 +208,18 @@ impl<M: Message> Message for Counted<M> {
 impl<M> Counted<M> {
     /// Starts handling: takes the message off the depth and starts the busy clock.
     pub fn start(self) -> (M, Busy) {
-        let stats = self.ticket.redeem();
-        (
-            self.msg,
-            Busy {
-                stats,
-                start: Instant::now(),
-            },
-        )
+        let busy = self.ticket.redeem().map(|s| (s, s.enter()));
+        (self.msg, Busy(busy))
     }
 }
 
 /// Held while a handler runs; accounts busy time and one message handled on drop.
-pub struct Busy {
-    stats: Option<&'static ActorStats>,
-    start: Instant,
-}
+pub struct Busy(Option<(&'static ActorStats, u64)>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        if let Some(s) = self.stats {
-            let ns = self.start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-            s.busy_ns.fetch_add(ns, Ordering::Relaxed);
-            s.handled.fetch_add(1, Ordering::Relaxed);
+        if let Some((s, started)) = self.0.take() {
+            s.leave(started);
         }
     }
 }
@@ -381,41 +423,45 @@ pub trait GpuProbe: Send + Sync {
     fn sample(&self) -> Vec<GpuFigures>;
 }
 
+/// The actor families rendered from the atomics: name, Prometheus type, HELP text.
+pub const ACTOR_FAMILIES: [(&str, &str, &str); 4] = [
+    (
+        "proofline_mailbox_depth",
+        "gauge",
+        "Messages sent to the actor (pool) and not yet started. A mailbox that keeps growing is the bottleneck stage.",
+    ),
+    (
+        "proofline_actor_busy_seconds_total",
+        "counter",
+        "Seconds the actor (pool) spent in message handlers; its rate over proofline_actor_threads is the pool's busy fraction.",
+    ),
+    (
+        "proofline_actor_messages_total",
+        "counter",
+        "Messages the actor (pool) handled.",
+    ),
+    (
+        "proofline_actor_threads",
+        "gauge",
+        "Threads of the actor pool (1 for an async actor).",
+    ),
+];
+
 /// Appends the actor families, rendered from the atomics, to a Prometheus text page.
 pub fn render_prometheus(out: &mut String) {
     use std::fmt::Write;
     let actors = actors();
-    let families: [(&str, &str, &str, fn(&ActorFigures) -> f64); 4] = [
-        (
-            "proofline_mailbox_depth",
-            "gauge",
-            "Messages sent to the actor (pool) and not yet started. A mailbox that keeps growing is the bottleneck stage.",
-            |a| a.mailbox_depth as f64,
-        ),
-        (
-            "proofline_actor_busy_seconds_total",
-            "counter",
-            "Seconds the actor (pool) spent in message handlers; its rate over proofline_actor_threads is the pool's busy fraction.",
-            |a| a.busy_seconds_total,
-        ),
-        (
-            "proofline_actor_messages_total",
-            "counter",
-            "Messages the actor (pool) handled.",
-            |a| a.messages_total as f64,
-        ),
-        (
-            "proofline_actor_threads",
-            "gauge",
-            "Threads of the actor pool (1 for an async actor).",
-            |a| a.threads as f64,
-        ),
-    ];
-    for (name, kind, help, value) in families {
+    for (i, (name, kind, help)) in ACTOR_FAMILIES.iter().enumerate() {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
         for a in &actors {
-            let _ = writeln!(out, "{name}{{actor=\"{}\"}} {}", a.actor, value(a));
+            let value = match i {
+                0 => a.mailbox_depth as f64,
+                1 => a.busy_seconds_total,
+                2 => a.messages_total as f64,
+                _ => a.threads as f64,
+            };
+            let _ = writeln!(out, "{name}{{actor=\"{}\"}} {value}", a.actor);
         }
         out.push('\n');
     }
@@ -486,13 +532,24 @@ mod tests {
             actix::clock::sleep(std::time::Duration::from_millis(10)).await;
         }
         assert_eq!(depth, 0, "skipped messages leave the depth");
-        // A handled message counts busy time and one message.
+        // A handler counts as busy while it runs, and one message once it is done.
         let before = figures("test_sleeper");
-        assert_eq!(mb.send(Nap(40)).await.unwrap(), 40);
+        let nap = mb.send(Nap(400));
+        actix::clock::sleep(std::time::Duration::from_millis(200)).await;
+        let during = figures("test_sleeper");
+        assert_eq!(during.running, 1);
+        assert_eq!(during.messages_total, before.messages_total);
+        let so_far = during.busy_seconds_total - before.busy_seconds_total;
+        assert!(
+            (0.15..0.4).contains(&so_far),
+            "busy while running: {so_far}"
+        );
+        assert_eq!(nap.await.unwrap(), 400);
         let after = figures("test_sleeper");
         assert_eq!(after.messages_total, before.messages_total + 1);
         let busy = after.busy_seconds_total - before.busy_seconds_total;
-        assert!((0.04..1.0).contains(&busy), "busy {busy}");
+        assert!((0.4..1.5).contains(&busy), "busy {busy}");
+        assert_eq!(after.running, 0);
         assert_eq!(after.mailbox_depth, 0);
 
         let mut text = String::new();

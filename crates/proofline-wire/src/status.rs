@@ -158,7 +158,9 @@ pub struct ActorFigures {
     pub mailbox_depth: u64,
     /// Threads of the pool.
     pub threads: usize,
-    /// Seconds spent in handlers since start.
+    /// Handlers running now (threads busy this instant).
+    pub running: u64,
+    /// Seconds spent in handlers since start, running handlers included.
     pub busy_seconds_total: f64,
     /// Messages handled since start.
     pub messages_total: u64,
