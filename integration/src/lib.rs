@@ -1,6 +1,8 @@
 //! Shared helpers of the integration tests, the load harness and the benchmarks: a daemon on a
 //! free loopback port over a temporary parameter directory, cached parameter generation, a bare
-//! HTTP GET, and small statistics.
+//! HTTP GET, small statistics, and a headless browser for the dashboard test ([`webdriver`]).
+
+pub mod webdriver;
 
 use std::path::{Path, PathBuf};
 

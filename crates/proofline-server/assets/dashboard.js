@@ -9,8 +9,8 @@ const BUSY_WINDOW_S = 3;       // busy fraction and queue growth: last few secon
 const STAGE_WINDOW_S = 30;     // stage throughput and latency: last half minute
 const POOLS = new Set(["synthesis", "cpu_msm", "compute"]);  // actors that do the heavy work
 const STAGES = ["queued", "params", "synthesis", "lease_wait", "h", "msm", "verify", "done"];
-const COLORS = ["#58a6ff", "#3fb950", "#d29922", "#f85149", "#bc8cff", "#39c5cf", "#ff7b72",
-  "#e3b341", "#a5d6ff", "#7ee787", "#ffa657", "#d2a8ff"];
+const COLORS = ["#58a6ff", "#3fb950", "#f0883e", "#f85149", "#bc8cff", "#39c5cf", "#e3b341",
+  "#ff7bbf", "#a5d6ff", "#7ee787", "#8b949e", "#d2a8ff"];
 
 // What a test (or a curious operator) can read: polls made, failures, points per chart.
 const state = { polls: 0, failures: 0, charts: {}, lastOk: 0, lastPage: null };
@@ -182,7 +182,7 @@ function drawVerdict(page, verdicts) {
     cls = "idle";
     text = "Idle: no partition in flight";
   }
-  if (starving.length) text += " · starving: " + starving.join(", ") + " (waiting on the stages before)";
+  if (starving.length) text += " · starving (no work reaches them): " + starving.join(", ");
   box.className = "verdict " + cls;
   box.textContent = text;
 }
