@@ -59,9 +59,30 @@ pub fn api_error<T: std::fmt::Debug>(
     }
 }
 
-/// A bare HTTP/1.1 GET over a TCP socket (loopback): status code, headers (lower-case names)
-/// and body as text. For endpoints the client crate has no call for (the dashboard's files).
-pub fn http_get(base: &str, path: &str) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
+/// An HTTP answer: status code, headers (lower-case names), body as text.
+#[derive(Clone, Debug)]
+pub struct HttpReply {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names in lower case.
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: String,
+}
+
+impl HttpReply {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A bare HTTP/1.1 GET over a TCP socket (loopback), for endpoints the client crate has no call
+/// for (the dashboard's files).
+pub fn http_get(base: &str, path: &str) -> std::io::Result<HttpReply> {
     use std::io::{Read, Write};
     let addr = base.trim_start_matches("http://").trim_end_matches('/');
     let mut s = std::net::TcpStream::connect(addr)?;
@@ -83,7 +104,11 @@ pub fn http_get(base: &str, path: &str) -> std::io::Result<(u16, Vec<(String, St
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    Ok((status, headers, body.to_string()))
+    Ok(HttpReply {
+        status,
+        headers,
+        body: body.to_string(),
+    })
 }
 
 /// Percentile (0..=100) of unsorted samples, nearest-rank; 0 for none.

@@ -141,7 +141,11 @@ impl Session {
 
     /// Navigates to `url` (returns when the page has loaded).
     pub fn goto(&self, url: &str) -> anyhow::Result<()> {
-        self.call("POST", &self.session_path("/url"), Some(json!({ "url": url })))?;
+        self.call(
+            "POST",
+            &self.session_path("/url"),
+            Some(json!({ "url": url })),
+        )?;
         Ok(())
     }
 

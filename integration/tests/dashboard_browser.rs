@@ -67,8 +67,10 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
     let ids: Vec<String> = (0..48).map(|s| c.submit(&job(s)).unwrap().id).collect();
 
     let profile = tempfile::tempdir().unwrap();
-    let session = browser.start(profile.path(), 1500, 1300).unwrap();
-    session.goto(&format!("{}/dashboard", daemon.url())).unwrap();
+    let session = browser.start(profile.path(), 1500, 2000).unwrap();
+    session
+        .goto(&format!("{}/dashboard", daemon.url()))
+        .unwrap();
 
     // The page polls once a second; wait for a few pages.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -88,7 +90,10 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
         let cards = actor_cards(&session.eval(ACTOR_CARDS).unwrap());
         assert_eq!(
             cards.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
-            page.actors.iter().map(|a| a.actor.as_str()).collect::<Vec<_>>(),
+            page.actors
+                .iter()
+                .map(|a| a.actor.as_str())
+                .collect::<Vec<_>>(),
             "one card per actor, in the server's order"
         );
         for a in page.actors.iter().filter(|a| a.mailbox_depth > 0) {
@@ -108,25 +113,44 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
     // Let the charts draw a few seconds of lines, then check them and take the screenshot.
     std::thread::sleep(Duration::from_secs(6));
     let state = session
-        .eval("return {charts: window.__dashboard.charts, failures: window.__dashboard.failures, \
+        .eval(
+            "return {charts: window.__dashboard.charts, failures: window.__dashboard.failures, \
                canvases: document.querySelectorAll('.chart canvas').length, \
                jobs: document.querySelectorAll('#jobs tbody tr').length, \
                chips: document.querySelectorAll('#jobs .chip').length, \
                verdict: document.getElementById('verdict').textContent, \
-               live: document.getElementById('live').textContent}")
+               live: document.getElementById('live').textContent}",
+        )
         .unwrap();
     eprintln!("dashboard state: {state}");
-    for chart in ["chart-depth", "chart-busy", "chart-throughput", "chart-latency", "chart-jobs", "chart-memory"] {
+    for chart in [
+        "chart-depth",
+        "chart-busy",
+        "chart-throughput",
+        "chart-latency",
+        "chart-jobs",
+        "chart-memory",
+    ] {
         let points = state["charts"][chart].as_u64().unwrap_or(0);
         assert!(points >= 5, "{chart} received {points} data points");
     }
-    assert!(state["canvases"].as_u64().unwrap_or(0) >= 6, "charts drawn: {state}");
+    assert!(
+        state["canvases"].as_u64().unwrap_or(0) >= 6,
+        "charts drawn: {state}"
+    );
     assert_eq!(state["failures"], 0, "every poll succeeded");
-    assert!(state["jobs"].as_u64().unwrap_or(0) > 0 && state["chips"].as_u64().unwrap_or(0) > 0, "jobs in flight listed with their partitions: {state}");
+    assert!(
+        state["jobs"].as_u64().unwrap_or(0) > 0 && state["chips"].as_u64().unwrap_or(0) > 0,
+        "jobs in flight listed with their partitions: {state}"
+    );
     assert_eq!(state["live"], "live");
 
     let png = session.screenshot().unwrap();
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 20_000, "{} bytes", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 20_000,
+        "{} bytes",
+        png.len()
+    );
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
     std::fs::write(&out, &png).unwrap();
     eprintln!("screenshot: {}", out.display());

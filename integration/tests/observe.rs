@@ -203,35 +203,37 @@ fn status_page_metrics_and_dashboard_files_over_http() {
     );
 
     // The dashboard and every file it references, from the binary.
-    let (status, headers, html) = http_get(&daemon.url(), "/dashboard").unwrap();
-    assert_eq!(status, 200);
-    assert!(headers
-        .iter()
-        .any(|(k, v)| k == "content-type" && v.starts_with("text/html")));
-    let refs: Vec<&str> = html
+    let page = http_get(&daemon.url(), "/dashboard").unwrap();
+    assert_eq!(page.status, 200);
+    assert!(page
+        .header("content-type")
+        .unwrap_or("")
+        .starts_with("text/html"));
+    let refs: Vec<&str> = page
+        .body
         .split(['"', '\''])
         .filter(|s| s.starts_with("/dashboard/"))
         .collect();
     assert_eq!(refs.len(), 4, "{refs:?}");
     for r in refs {
-        let (status, headers, body) = http_get(&daemon.url(), r).unwrap();
-        assert_eq!(status, 200, "{r}");
-        let ct = headers
-            .iter()
-            .find(|(k, _)| k == "content-type")
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("");
+        let file = http_get(&daemon.url(), r).unwrap();
+        assert_eq!(file.status, 200, "{r}");
+        let ct = file.header("content-type").unwrap_or("");
         let want = if r.ends_with(".js") {
             "text/javascript"
         } else {
             "text/css"
         };
         assert!(ct.starts_with(want), "{r}: {ct}");
-        assert!(body.len() > 500, "{r}");
+        assert!(file.body.len() > 500, "{r}");
     }
-    let (status, _, body) = http_get(&daemon.url(), "/dashboard/nope.js").unwrap();
-    assert_eq!(status, 404);
-    assert!(body.contains("no_such_endpoint"), "{body}");
+    let missing = http_get(&daemon.url(), "/dashboard/nope.js").unwrap();
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.body.contains("no_such_endpoint"),
+        "{}",
+        missing.body
+    );
     daemon.stop();
 }
 

@@ -83,20 +83,23 @@ pub fn actor_rows(now: &StatusPage, prev: Option<&StatusPage>) -> Vec<ActorRow> 
         .iter()
         .map(|a| {
             let before = prev.and_then(|p| p.actors.iter().find(|b| b.actor == a.actor));
-            let (busy_threads, rate, growing) = match before {
+            // Busy time and rates need two pages; on the first, only the depth is known.
+            let (busy_threads, rate, growing, measured) = match before {
                 Some(b) if dt > 0.0 => (
                     ((a.busy_seconds_total - b.busy_seconds_total) / dt).max(0.0),
                     a.messages_total.saturating_sub(b.messages_total) as f64 / dt,
                     a.mailbox_depth > b.mailbox_depth,
+                    true,
                 ),
-                _ => (0.0, 0.0, false),
+                _ => (0.0, 0.0, false, false),
             };
             let frac = busy_threads / a.threads.max(1) as f64;
             let verdict = if a.mailbox_depth > 0 && (frac >= 0.9 || growing) {
                 Verdict::Bottleneck
             } else if a.mailbox_depth > 0 {
                 Verdict::Queueing
-            } else if POOLS.contains(&a.actor.as_str())
+            } else if measured
+                && POOLS.contains(&a.actor.as_str())
                 && now.partitions_in_flight > 0
                 && frac < 0.1
             {
@@ -374,6 +377,8 @@ mod tests {
             ],
             2,
         );
+        // A first page alone says nothing of busy time: nobody is called starving on it.
+        assert_eq!(actor_rows(&now, None)[1].verdict, Verdict::Idle);
         let rows = actor_rows(&now, Some(&before));
         assert_eq!(rows[0].verdict, Verdict::Bottleneck);
         assert!((rows[0].busy_threads - 1.0).abs() < 1e-9 && (rows[0].rate - 1.0).abs() < 1e-9);

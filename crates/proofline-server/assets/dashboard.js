@@ -130,10 +130,10 @@ function busyThreads(actor, now, then) {
 
 /// How an actor is doing: bottleneck (queue and saturated or growing), queueing, busy,
 /// starving (a worker pool with nothing to do while partitions are in flight), idle.
-function judge(a, busyFrac, growing, inFlight) {
+function judge(a, busyFrac, growing, inFlight, measured) {
   if (a.mailbox_depth > 0 && (busyFrac >= 0.9 || growing)) return "bottleneck";
   if (a.mailbox_depth > 0) return "queueing";
-  if (POOLS.has(a.actor) && inFlight > 0 && busyFrac < 0.1) return "starving";
+  if (measured && POOLS.has(a.actor) && inFlight > 0 && busyFrac < 0.1) return "starving";
   if (busyFrac >= 0.1) return "busy";
   return "idle";
 }
@@ -312,7 +312,8 @@ function render() {
     const rate = b && dt > 0 ? (a.messages_total - b.messages_total) / dt : 0;
     const growing = b ? a.mailbox_depth > b.mailbox_depth : false;
     const busyFrac = busy / Math.max(1, a.threads);
-    verdicts[a.actor] = { busy, busyFrac, rate, kind: judge(a, busyFrac, growing, page.partitions_in_flight) };
+    const measured = short !== now;  // busy time needs two pages
+    verdicts[a.actor] = { busy, busyFrac, rate, kind: judge(a, busyFrac, growing, page.partitions_in_flight, measured) };
   }
   drawHeader(page);
   drawVerdict(page, verdicts);
