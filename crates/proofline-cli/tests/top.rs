@@ -93,8 +93,15 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
             screen.process(&bytes);
         }
         let text = screen.screen().contents();
+        // A frame arrives in several writes: wait until the whole of one is on the screen.
         let job = ids.iter().find(|id| text.contains(id.as_str()));
-        if actors.iter().all(|a| text.contains(a)) && job.is_some() && text.contains(" on host ") {
+        if actors.iter().all(|a| text.contains(a))
+            && job.is_some()
+            && text.contains(" on host ")
+            && text.contains("actors (pipeline order)")
+            && text.contains("memory per device")
+            && text.contains("q quits")
+        {
             break text;
         }
         assert!(
@@ -103,8 +110,12 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
         );
     };
     eprintln!("{shown}");
-    assert!(shown.contains("actors (pipeline order)") && shown.contains("memory per device"));
-    assert!(shown.contains("host"), "the host device's memory");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("host") && l.contains("8.00 GiB")),
+        "the host device's memory budget: {shown}"
+    );
 
     child.stdin.as_mut().unwrap().write_all(b"q").unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
