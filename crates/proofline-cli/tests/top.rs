@@ -24,6 +24,18 @@ fn params_dir() -> std::path::PathBuf {
     dir
 }
 
+/// Ends the terminal session if the test fails before `q` does.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 #[test]
 fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
     let mut cfg = Config::embedded_default().unwrap();
@@ -64,9 +76,11 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
             cmd.env_remove(k);
         }
     }
-    let mut child = cmd
-        .spawn()
-        .expect("util-linux `script` runs the command under a pseudo-terminal");
+    let mut child = KillOnDrop(
+        cmd.spawn()
+            .expect("util-linux `script` runs the command under a pseudo-terminal"),
+    );
+    let child = &mut child.0;
     let mut stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
