@@ -4,7 +4,8 @@
 //! Each admitted partition runs as one future on the coordinator's context (the partition
 //! driver, [`crate::partition`]): it sends typed messages to the stage actors and awaits their
 //! replies; the coordinator's own state changes only in its handlers and in the completion
-//! callback of that future, so no lock guards it.
+//! callback of that future, so no lock guards it. The driver records each stage transition in
+//! the partition's `Progress`, which [`InFlight`] reads for the status page.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -12,17 +13,18 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use blstrs::{Bls12, Scalar};
-use metrics::{counter, gauge};
+use metrics::{counter, gauge, histogram};
 use proofline_groth16::{proof_to_bytes, Proof, SharedProvingKey};
 use proofline_jobs::{scalar_to_hex, CircuitThunk, ParamsSpec};
+use proofline_wire::{JobCounts, JobInFlight, PartitionProgress, PartitionStage};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
 use crate::journal::{FinishedRecord, Journal};
 use crate::messages::*;
-use crate::partition::{drive_partition, Stages};
-use crate::telemetry::{actor, Busy, Named, Secs};
+use crate::partition::{drive_partition, Progress, Stages};
+use crate::telemetry::{actor, Named, Secs};
 
 /// Coordinator limits.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +37,12 @@ pub struct Limits {
     pub retain_finished: usize,
 }
 
+/// An admitted partition: its driver future and where it is.
+struct Running {
+    handle: SpawnHandle,
+    progress: Arc<Progress>,
+}
+
 struct JobEntry {
     status: JobStatus,
     seq: u64,
@@ -42,7 +50,7 @@ struct JobEntry {
     pending: VecDeque<(usize, CircuitThunk)>,
     expected: Vec<Vec<Scalar>>,
     proofs: Vec<Option<Proof<Bls12>>>,
-    running: HashMap<usize, SpawnHandle>,
+    running: HashMap<usize, Running>,
     submitted: Instant,
     cancel: CancelToken,
     waiters: Vec<oneshot::Sender<JobStatus>>,
@@ -61,6 +69,15 @@ pub struct JobCoordinator {
     seq: u64,
     in_flight: usize,
     journal: Option<Journal>,
+    finished_totals: FinishedTotals,
+}
+
+/// Jobs ended since start, by outcome.
+#[derive(Clone, Copy, Debug, Default)]
+struct FinishedTotals {
+    succeeded: u64,
+    failed: u64,
+    cancelled: u64,
 }
 
 impl JobCoordinator {
@@ -74,6 +91,7 @@ impl JobCoordinator {
             seq: 0,
             in_flight: 0,
             journal,
+            finished_totals: FinishedTotals::default(),
         }
     }
 
@@ -82,6 +100,41 @@ impl JobCoordinator {
             .values()
             .filter(|j| !j.status.state.is_terminal())
             .count()
+    }
+
+    /// An unfinished job as the status page shows it.
+    fn in_flight(&self, job: &JobEntry) -> JobInFlight {
+        let partitions = (0..job.status.partitions)
+            .map(|k| {
+                let (stage, stage_s, device) = match job.running.get(&k) {
+                    Some(r) => {
+                        let (stage, secs) = r.progress.read();
+                        (stage, secs, Some(self.stages.device.to_string()))
+                    }
+                    None if job.proofs.get(k).is_some_and(Option::is_some) => {
+                        (PartitionStage::Done, 0.0, None)
+                    }
+                    None => (PartitionStage::Queued, 0.0, None),
+                };
+                PartitionProgress {
+                    partition: k,
+                    stage,
+                    device,
+                    stage_s,
+                }
+            })
+            .collect();
+        JobInFlight {
+            id: job.status.id.clone(),
+            kind: job.status.kind.clone(),
+            label: job.status.label.clone(),
+            state: job.status.state,
+            priority: job.status.priority,
+            partitions_done: job.status.partitions_done,
+            age_s: job.submitted.secs(),
+            final_check: job.final_handle.is_some(),
+            partitions,
+        }
     }
 
     fn publish(&self) {
@@ -121,6 +174,7 @@ impl JobCoordinator {
                 job.status.started_at_ms = Some(now_ms());
             }
             let queued_s = job.submitted.secs();
+            let progress = Arc::new(Progress::admitted());
             let fut = drive_partition(
                 self.stages.clone(),
                 id.clone(),
@@ -129,6 +183,7 @@ impl JobCoordinator {
                 thunk,
                 job.expected[k].clone(),
                 job.cancel.clone(),
+                progress.clone(),
             )
             .instrument(tracing::info_span!("partition", job = %id, partition = k));
             let job_id = id.clone();
@@ -139,7 +194,7 @@ impl JobCoordinator {
                 },
             ));
             if let Some(job) = self.jobs.get_mut(&id) {
-                job.running.insert(k, handle);
+                job.running.insert(k, Running { handle, progress });
             }
             self.in_flight += 1;
         }
@@ -289,8 +344,8 @@ impl JobCoordinator {
         if let Some(job) = self.jobs.get_mut(id) {
             job.cancel.cancel();
             job.pending.clear();
-            for (_, h) in job.running.drain() {
-                ctx.cancel_future(h);
+            for (_, r) in job.running.drain() {
+                ctx.cancel_future(r.handle);
                 self.in_flight = self.in_flight.saturating_sub(1);
             }
             if let Some(h) = job.final_handle.take() {
@@ -310,9 +365,20 @@ impl JobCoordinator {
         job.pk = None;
         job.final_check = None;
         let label = match state {
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            _ => "cancelled",
+            JobState::Succeeded => {
+                self.finished_totals.succeeded += 1;
+                histogram!("proofline_job_seconds", "kind" => job.status.kind.clone())
+                    .record(job.submitted.secs());
+                "succeeded"
+            }
+            JobState::Failed => {
+                self.finished_totals.failed += 1;
+                "failed"
+            }
+            _ => {
+                self.finished_totals.cancelled += 1;
+                "cancelled"
+            }
         };
         counter!("proofline_jobs_finished_total", "state" => label).increment(1);
         tracing::info!(job = %id, state = label, secs = job.submitted.secs(), "job finished");
@@ -339,17 +405,25 @@ impl JobCoordinator {
 
 impl Actor for JobCoordinator {
     type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        // Series that alerts watch exist from the start, at zero.
+        counter!("proofline_verification_failures_total").increment(0);
+        counter!("proofline_jobs_accepted_total").increment(0);
+        self.publish();
+    }
 }
 
 impl Named for JobCoordinator {
     const NAME: &'static str = actor::COORDINATOR;
 }
 
+crate::counted_handlers!(JobCoordinator);
+
 impl Handler<SubmitPlanned> for JobCoordinator {
     type Result = Result<JobStatus, SubmitError>;
 
     fn handle(&mut self, msg: SubmitPlanned, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let unfinished = self.unfinished();
         if unfinished >= self.limits.max_queued {
             return Err(SubmitError::QueueFull(unfinished));
@@ -432,7 +506,6 @@ impl Handler<RestoreFinished> for JobCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: RestoreFinished, _: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         let FinishedRecord { status, result } = msg.0;
         let id = status.id.clone();
         self.seq += 1;
@@ -468,7 +541,6 @@ impl Handler<GetStatus> for JobCoordinator {
     type Result = Option<JobStatus>;
 
     fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         self.jobs.get(&msg.0).map(|j| j.status.clone())
     }
 }
@@ -477,7 +549,6 @@ impl Handler<GetResult> for JobCoordinator {
     type Result = Option<(JobStatus, Option<Arc<JobResult>>)>;
 
     fn handle(&mut self, msg: GetResult, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         self.jobs
             .get(&msg.0)
             .map(|j| (j.status.clone(), j.result.clone()))
@@ -488,7 +559,6 @@ impl Handler<ListJobs> for JobCoordinator {
     type Result = MessageResult<ListJobs>;
 
     fn handle(&mut self, _: ListJobs, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let mut v: Vec<(u64, JobStatus)> = self
             .jobs
             .values()
@@ -503,7 +573,6 @@ impl Handler<CancelJob> for JobCoordinator {
     type Result = Option<JobStatus>;
 
     fn handle(&mut self, msg: CancelJob, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let state = self.jobs.get(&msg.0)?.status.state;
         if !state.is_terminal() {
             self.stop_running(&msg.0, ctx);
@@ -526,7 +595,6 @@ impl Handler<AwaitJob> for JobCoordinator {
     type Result = ResponseFuture<Option<JobStatus>>;
 
     fn handle(&mut self, msg: AwaitJob, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         match self.jobs.get_mut(&msg.0) {
             None => Box::pin(async { None }),
             Some(j) if j.status.state.is_terminal() => {
@@ -546,7 +614,6 @@ impl Handler<Counts> for JobCoordinator {
     type Result = MessageResult<Counts>;
 
     fn handle(&mut self, _: Counts, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let mut c = PipelineCounts {
             partitions_in_flight: self.in_flight,
             ..Default::default()
@@ -559,5 +626,43 @@ impl Handler<Counts> for JobCoordinator {
             }
         }
         MessageResult(c)
+    }
+}
+
+impl Handler<InFlight> for JobCoordinator {
+    type Result = MessageResult<InFlight>;
+
+    fn handle(&mut self, _: InFlight, _: &mut Context<Self>) -> Self::Result {
+        let mut unfinished: Vec<&JobEntry> = self
+            .jobs
+            .values()
+            .filter(|j| !j.status.state.is_terminal())
+            .collect();
+        unfinished.sort_by_key(|j| {
+            (
+                j.status.state != JobState::Running,
+                std::cmp::Reverse(j.status.priority),
+                j.seq,
+            )
+        });
+        let mut counts = JobCounts {
+            succeeded_total: self.finished_totals.succeeded,
+            failed_total: self.finished_totals.failed,
+            cancelled_total: self.finished_totals.cancelled,
+            ..Default::default()
+        };
+        for j in self.jobs.values() {
+            match j.status.state {
+                JobState::Queued => counts.queued += 1,
+                JobState::Running => counts.running += 1,
+                _ => counts.finished_retained += 1,
+            }
+        }
+        MessageResult(InFlightView {
+            jobs: unfinished.into_iter().map(|j| self.in_flight(j)).collect(),
+            counts,
+            partitions_in_flight: self.in_flight,
+            max_partitions_in_flight: self.limits.max_in_flight,
+        })
     }
 }

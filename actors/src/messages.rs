@@ -16,6 +16,7 @@
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
+//! | `InFlight`         | `Pipeline` → JobCoordinator | returns the jobs in flight for the status page |
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use proofline_groth16::{
     Assignment, MsmPlan, MsmResults, Proof, ProverError, SharedProvingKey, SynthesizedPartition,
 };
 use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
-use proofline_wire::{JobResult, JobStatus};
+use proofline_wire::{JobCounts, JobInFlight, JobResult, JobStatus};
 
 use crate::allocator::Lease;
 use crate::journal::FinishedRecord;
@@ -365,4 +366,22 @@ pub struct PipelineCounts {
     pub finished: usize,
     /// Partitions in the pipeline.
     pub partitions_in_flight: usize,
+}
+
+/// The coordinator's part of the status page: unfinished jobs with each partition's stage.
+#[derive(Message)]
+#[rtype(result = "InFlightView")]
+pub struct InFlight;
+
+/// Unfinished jobs, job counts and admission figures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InFlightView {
+    /// Unfinished jobs, running first, then queued; by priority, then age.
+    pub jobs: Vec<JobInFlight>,
+    /// Job counts.
+    pub counts: JobCounts,
+    /// Partitions admitted now.
+    pub partitions_in_flight: usize,
+    /// Partitions admitted at most.
+    pub max_partitions_in_flight: usize,
 }

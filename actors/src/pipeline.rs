@@ -28,21 +28,23 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use actix::prelude::*;
 use proofline_config::PipelineConfig;
 use proofline_groth16::{CpuBackend, ProverBackend};
 use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsStore};
+use proofline_wire::{DeviceStatus, GpuFigures, ResidentParams, StatusPage};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
 use crate::allocator::{HostMemory, MemoryDevice, VramAllocator};
 use crate::coordinator::{JobCoordinator, Limits};
-use crate::job::{JobResult, JobState, JobStatus};
+use crate::job::{now_ms, JobResult, JobState, JobStatus};
 use crate::journal::{Backlog, Journal};
 use crate::messages::*;
 use crate::partition::Stages;
-use crate::telemetry::Mailbox;
+use crate::telemetry::{self, actor, ActorStats, GpuProbe, Mailbox, Secs};
 use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Everything the pipeline is started with.
@@ -63,6 +65,29 @@ pub struct PipelineOptions {
     pub memory_budget: u64,
     /// Journal directory, if any.
     pub journal_dir: Option<PathBuf>,
+    /// What the status page says about this build.
+    pub build: BuildInfo,
+    /// The GPUs' own readings (NVML) for the status page and `/metrics`, where available.
+    pub gpu_probe: Option<Arc<dyn GpuProbe>>,
+}
+
+/// Version and source commit, as the status page reports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildInfo {
+    /// Version.
+    pub version: String,
+    /// Source commit, "unknown" when not known.
+    pub commit: String,
+}
+
+impl Default for BuildInfo {
+    /// This crate's version; the commit is filled in by whoever knows it (proofline-runtime).
+    fn default() -> Self {
+        BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: "unknown".to_string(),
+        }
+    }
 }
 
 impl PipelineOptions {
@@ -86,6 +111,8 @@ impl PipelineOptions {
             memory: Box::new(HostMemory),
             memory_budget,
             journal_dir: None,
+            build: BuildInfo::default(),
+            gpu_probe: None,
         }
     }
 
@@ -164,6 +191,10 @@ pub struct Pipeline {
     allocator: Mailbox<VramAllocator>,
     registry: Arc<AdapterRegistry>,
     backend_name: String,
+    store: Arc<ParamsStore>,
+    build: BuildInfo,
+    gpu_probe: Option<Arc<dyn GpuProbe>>,
+    started: Instant,
     system: System,
     thread: Option<JoinHandle<()>>,
 }
@@ -186,6 +217,20 @@ impl Pipeline {
         };
         let registry = Arc::new(opts.registry);
         let backend_name = opts.backend.name().to_string();
+        let device: Arc<str> = opts.memory.label().into();
+        // The status page and /metrics list actors in the order they were first seen: pipeline
+        // order.
+        for name in [
+            actor::COORDINATOR,
+            actor::PARAMS,
+            actor::SYNTHESIS,
+            actor::ALLOCATOR,
+            actor::COMPUTE,
+            actor::CPU_MSM,
+        ] {
+            ActorStats::of(name);
+        }
+        let (build, gpu_probe, page_store) = (opts.build, opts.gpu_probe, opts.store.clone());
         tracing::info!(
             backend = %backend_name,
             device = %opts.memory.label(),
@@ -206,20 +251,26 @@ impl Pipeline {
             .spawn(move || {
                 let sys = System::new();
                 let addrs = sys.block_on(async move {
-                    let params = Mailbox::new(SyncArbiter::start(1, move || {
-                        ParamsLoader::new(store.clone())
-                    }));
-                    let synthesis = Mailbox::new(SyncArbiter::start(
+                    let params = Mailbox::pool(
+                        SyncArbiter::start(1, move || ParamsLoader::new(store.clone())),
+                        1,
+                    );
+                    let synthesis = Mailbox::pool(
+                        SyncArbiter::start(cfg.synthesis_workers, SynthesisActor::default),
                         cfg.synthesis_workers,
-                        SynthesisActor::default,
-                    ));
-                    let cpu_msm =
-                        Mailbox::new(SyncArbiter::start(cfg.cpu_msm_workers, move || {
+                    );
+                    let cpu_msm = Mailbox::pool(
+                        SyncArbiter::start(cfg.cpu_msm_workers, move || {
                             CpuMsmActor::new(cpu_backend.clone())
-                        }));
-                    let compute = Mailbox::new(SyncArbiter::start(cfg.compute_slots, move || {
-                        ComputeActor::new(backend.clone())
-                    }));
+                        }),
+                        cfg.cpu_msm_workers,
+                    );
+                    let compute = Mailbox::pool(
+                        SyncArbiter::start(cfg.compute_slots, move || {
+                            ComputeActor::new(backend.clone())
+                        }),
+                        cfg.compute_slots,
+                    );
                     let allocator = Mailbox::new(VramAllocator::new(memory, budget).start());
                     let stages = Stages {
                         params,
@@ -227,6 +278,7 @@ impl Pipeline {
                         cpu_msm,
                         allocator: allocator.clone(),
                         compute,
+                        device,
                     };
                     let limits = Limits {
                         max_in_flight: cfg.max_partitions_in_flight,
@@ -247,6 +299,10 @@ impl Pipeline {
             allocator,
             registry,
             backend_name,
+            store: page_store,
+            build,
+            gpu_probe,
+            started: Instant::now(),
             system,
             thread: Some(thread),
         };
@@ -377,6 +433,91 @@ impl Pipeline {
     /// The allocator's state.
     pub async fn memory(&self) -> Option<AllocatorSnapshot> {
         self.allocator.send(Snapshot).await.ok()
+    }
+
+    /// Seconds since the pipeline started.
+    pub fn uptime_s(&self) -> f64 {
+        self.started.secs()
+    }
+
+    fn resident_params(&self) -> Vec<ResidentParams> {
+        self.store
+            .resident()
+            .into_iter()
+            .map(|r| ResidentParams {
+                id: r.id,
+                host_bytes: r.bytes as u64,
+                load_s: r.load_s,
+            })
+            .collect()
+    }
+
+    fn gpu_figures(&self) -> Vec<GpuFigures> {
+        self.gpu_probe
+            .as_ref()
+            .map(|p| p.sample())
+            .unwrap_or_default()
+    }
+
+    /// The status page: jobs in flight with each partition's stage and device, the devices'
+    /// memory, resident parameters, every actor's mailbox depth and busy time, every stage's
+    /// totals, uptime and version.
+    pub async fn status_page(&self) -> StatusPage {
+        let view = self.ask(InFlight).await.unwrap_or_default();
+        let memory = self.memory().await;
+        let params = self.resident_params();
+        let mut gpus = self.gpu_figures();
+        let host_label = HostMemory.label();
+        let devices = memory
+            .into_iter()
+            .map(|m| {
+                // Parameters are held in host memory; none are resident in device memory yet.
+                let resident_bytes = if m.device == host_label {
+                    params.iter().map(|p| p.host_bytes).sum()
+                } else {
+                    0
+                };
+                let gpu = gpus
+                    .iter()
+                    .position(|g| g.device == m.device)
+                    .map(|i| gpus.swap_remove(i));
+                DeviceStatus {
+                    kernel_busy_ratio: telemetry::gpu_busy_ratio(&m.device),
+                    device: m.device,
+                    budget_bytes: m.budget,
+                    leased_bytes: m.leased,
+                    leases: m.leases,
+                    waiting_requests: m.waiting,
+                    resident_bytes,
+                    gpu,
+                }
+            })
+            .collect();
+        StatusPage {
+            version: self.build.version.clone(),
+            commit: self.build.commit.clone(),
+            backend: self.backend_name.clone(),
+            uptime_s: self.uptime_s(),
+            now_ms: now_ms(),
+            jobs: view.counts,
+            partitions_in_flight: view.partitions_in_flight,
+            max_partitions_in_flight: view.max_partitions_in_flight,
+            jobs_in_flight: view.jobs,
+            actors: telemetry::actors(),
+            stages: telemetry::stages(),
+            devices,
+            params,
+        }
+    }
+
+    /// Publishes the sampled figures (uptime, resident parameters, GPU readings) to the metrics
+    /// facade; call before rendering `/metrics`.
+    pub fn publish_sampled(&self) {
+        telemetry::publish_sampled(
+            self.uptime_s(),
+            &self.resident_params(),
+            &self.gpu_figures(),
+        );
     }
 
     /// Stops the actors and joins the pipeline thread. Unfinished jobs stay in the journal.

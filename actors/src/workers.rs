@@ -22,7 +22,7 @@ use proofline_jobs::{JobError, ParamsStore};
 use tracing::info_span;
 
 use crate::messages::*;
-use crate::telemetry::{self, actor, Busy, Named, Secs};
+use crate::telemetry::{self, actor, Named, Secs};
 
 /// Runs a stage, turning a panic (a circuit's assertion, a backend bug) into a stage error, so
 /// that one bad job fails alone and the actor's thread keeps serving.
@@ -64,11 +64,12 @@ impl Named for ParamsLoader {
     const NAME: &'static str = actor::PARAMS;
 }
 
+crate::counted_handlers!(ParamsLoader);
+
 impl Handler<LoadParams> for ParamsLoader {
     type Result = Result<SharedProvingKey, JobError>;
 
     fn handle(&mut self, msg: LoadParams, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let _span = info_span!("load_params", params = %msg.spec.id).entered();
         self.store.get(&msg.spec)
     }
@@ -86,11 +87,12 @@ impl Named for SynthesisActor {
     const NAME: &'static str = actor::SYNTHESIS;
 }
 
+crate::counted_handlers!(SynthesisActor);
+
 impl Handler<Synthesize> for SynthesisActor {
     type Result = Result<SynthesizedPartition, StageError>;
 
     fn handle(&mut self, msg: Synthesize, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let _span = info_span!("synthesize", job = %msg.job, partition = msg.partition).entered();
         msg.cancel.check()?;
         guarded("synthesis", || synthesize(msg))
@@ -144,11 +146,12 @@ impl Named for CpuMsmActor {
     const NAME: &'static str = actor::CPU_MSM;
 }
 
+crate::counted_handlers!(CpuMsmActor);
+
 impl Handler<PlanMsm> for CpuMsmActor {
     type Result = MessageResult<PlanMsm>;
 
     fn handle(&mut self, msg: PlanMsm, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
         let plan = MsmPlan::build(&msg.assignment);
         telemetry::stage("msm_plan", t.secs());
@@ -160,7 +163,6 @@ impl Handler<MsmG2> for CpuMsmActor {
     type Result = Result<G2Projective, StageError>;
 
     fn handle(&mut self, msg: MsmG2, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let t = Instant::now();
         let r = guarded("msm_g2", || {
@@ -175,7 +177,6 @@ impl Handler<AssembleVerify> for CpuMsmActor {
     type Result = Result<Proof<Bls12>, StageError>;
 
     fn handle(&mut self, msg: AssembleVerify, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
         let (r, s) = prover::random_r_s(&mut rand::rngs::OsRng);
         let proof = prover::assemble(&msg.pk, &msg.results, r, s);
@@ -191,7 +192,6 @@ impl Handler<RunFinalCheck> for CpuMsmActor {
     type Result = MessageResult<RunFinalCheck>;
 
     fn handle(&mut self, msg: RunFinalCheck, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
         let RunFinalCheck { check, pk, proof } = msg;
         let verdict = guarded("final_check", || {
@@ -226,11 +226,12 @@ impl Named for ComputeActor {
     const NAME: &'static str = actor::COMPUTE;
 }
 
+crate::counted_handlers!(ComputeActor);
+
 impl Handler<ComputeH> for ComputeActor {
     type Result = Result<G1Projective, StageError>;
 
     fn handle(&mut self, msg: ComputeH, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let ComputeH {
             pk, a, b, c, lease, ..
@@ -254,7 +255,6 @@ impl Handler<ComputeSparseG1> for ComputeActor {
     type Result = Result<(G1Projective, G1Projective, G1Projective), StageError>;
 
     fn handle(&mut self, msg: ComputeSparseG1, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let t = Instant::now();
         let r = guarded("msm_g1_sparse", || {

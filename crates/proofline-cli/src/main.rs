@@ -10,7 +10,7 @@ use bellperson::groth16;
 use blstrs::Bls12;
 use clap::{Args, Parser, Subcommand};
 use proofline::daemon::Daemon;
-use proofline::setup;
+use proofline::{setup, status, top};
 use proofline_actors::{JobState, JobStatus};
 use proofline_client::Client;
 use proofline_config::Config;
@@ -88,15 +88,29 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Show a job's status (optionally waiting up to SECS for it to finish).
+    /// Without a job id: the daemon's status page (jobs in flight with each partition's stage,
+    /// devices, resident parameters, mailbox depths, uptime, version). With one: that job's
+    /// status (optionally waiting up to SECS for it to finish).
     Status {
-        /// Job id.
-        id: String,
+        /// Job id; without it, the daemon's status page.
+        id: Option<String>,
         #[command(flatten)]
         server: ServerArg,
-        /// Long-poll for up to this many seconds.
-        #[arg(long)]
+        /// With a job id: long-poll for up to this many seconds.
+        #[arg(long, requires = "id")]
         wait: Option<u64>,
+        /// Print the status page as JSON (as `GET /v1/status` returns it).
+        #[arg(long, conflicts_with = "id")]
+        json: bool,
+    },
+    /// A live terminal view of the daemon: mailbox depth and busy threads per actor, jobs in
+    /// flight with each partition's stage, memory per device. `q` quits.
+    Top {
+        #[command(flatten)]
+        server: ServerArg,
+        /// Refresh interval in milliseconds.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+        interval_ms: u64,
     },
     /// Fetch a finished job's proof.
     Result {
@@ -449,10 +463,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Status { id, server, wait } => {
+        Command::Status {
+            id: Some(id),
+            server,
+            wait,
+            ..
+        } => {
             let s = client(&cfg, &server).status(&id, wait)?;
             println!("{}", serde_json::to_string_pretty(&s)?);
         }
+        Command::Status {
+            id: None,
+            server,
+            json,
+            ..
+        } => {
+            let page = client(&cfg, &server).status_page()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&page)?);
+            } else {
+                print!("{}", status::render(&page));
+            }
+        }
+        Command::Top {
+            server,
+            interval_ms,
+        } => top::run(&client(&cfg, &server), Duration::from_millis(interval_ms))?,
         Command::Result { id, server, out } => {
             let r = client(&cfg, &server).result(&id)?;
             write_or_print_proof(&r.proof()?, &r.public_inputs, out.as_ref())?;

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use proofline_wire::{ErrorBody, JobRequest, JobStatus};
+use proofline_wire::{ErrorBody, JobRequest, JobStatus, StatusPage};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
@@ -221,6 +221,11 @@ impl Client {
             jobs: Vec<JobStatus>,
         }
         Ok(self.get::<L>("/v1/jobs")?.jobs)
+    }
+
+    /// The daemon's status page (`GET /v1/status`).
+    pub fn status_page(&self) -> Result<StatusPage, ClientError> {
+        self.get("/v1/status")
     }
 
     /// `/healthz`.

@@ -21,7 +21,7 @@ use blstrs::Scalar;
 use proofline_groth16::PartitionCircuit;
 
 pub use error::{ErrorKind, JobError};
-pub use params_store::{ParamsCheck, ParamsSpec, ParamsStore};
+pub use params_store::{ParamsCheck, ParamsSpec, ParamsStore, Resident};
 pub use proofline_wire::JobRequest;
 pub use request::{expected_public_inputs, parse_scalar_hex, scalar_to_hex};
 

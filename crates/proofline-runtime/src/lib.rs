@@ -1,14 +1,17 @@
-//! From configuration to a running pipeline: logging, the metrics recorder, the adapters of every
-//! job kind, the resident parameter store (with a progress bar on loads), and the backend.
+//! From configuration to a running pipeline: logging, the metrics recorder ([`observe`]), the
+//! adapters of every job kind, the resident parameter store (with a progress bar on loads), the
+//! backend, and the GPUs' own readings ([`nvml`]).
 //!
 //! The daemon, the CLI's in-process `prove`, the integration harness and a sealing worker that
 //! embeds proofline all start the pipeline through [`start_pipeline`].
+
+pub mod nvml;
+pub mod observe;
 
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
 use proofline_config::{BackendKind, Config};
 use proofline_gpu::GpuBackend;
@@ -34,23 +37,7 @@ pub fn init_logging(cfg: &Config) {
     });
 }
 
-/// Installs the Prometheus recorder once and returns its handle.
-pub fn metrics_handle() -> Option<PrometheusHandle> {
-    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            const BUCKETS: &[f64] = &[
-                0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
-                300.0,
-            ];
-            PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Full("proofline_stage_seconds".into()), BUCKETS)
-                .ok()?
-                .install_recorder()
-                .ok()
-        })
-        .clone()
-}
+pub use observe::{build_info, metrics_handle};
 
 /// A progress bar for parameter loads, on stderr.
 fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
@@ -141,6 +128,12 @@ fn gpu_options(
     opts.memory = Box::new(GpuMemory::new(backend.clone(), budget)?);
     opts.memory_budget = budget;
     opts.backend = backend;
+    match nvml::NvmlProbe::open() {
+        Ok(probe) => opts.gpu_probe = Some(Arc::new(probe)),
+        Err(e) => {
+            tracing::info!(reason = %e, "NVML not available: no GPU utilisation, memory or temperature figures")
+        }
+    }
     Ok(opts)
 }
 
@@ -165,7 +158,12 @@ pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
         },
     }
     .with_journal(cfg.state_dir());
+    let opts = PipelineOptions {
+        build: build_info(),
+        ..opts
+    };
     let p = Pipeline::start(opts).context("starting the actor pipeline")?;
+    observe::publish_build_info(p.backend_name());
     tracing::info!(backend = p.backend_name(), kinds = ?p.registry().kinds(), "pipeline started");
     Ok(p)
 }

@@ -1,7 +1,13 @@
-//! The HTTP API (actix-web), a thin layer over [`proofline_actors::Pipeline`]. Every endpoint is
-//! documented in docs/api.md. Errors are JSON: `{"error": {"code", "message"}}` with a 4xx status
-//! for the client's mistakes; the daemon keeps serving whatever the input.
+//! The HTTP API (actix-web), a thin layer over [`proofline_actors::Pipeline`], and the dashboard
+//! that shows it live. Every endpoint is documented in docs/api.md. Errors are JSON:
+//! `{"error": {"code", "message"}}` with a 4xx status for the client's mistakes; the daemon keeps
+//! serving whatever the input.
+//!
+//! * [`routes`]: the API (`/v1/...`), `/healthz`, `/metrics`;
+//! * [`dashboard`]: `/dashboard` and its embedded files;
+//! * [`errors`]: the JSON error bodies.
 
+mod dashboard;
 mod errors;
 mod routes;
 
@@ -29,7 +35,8 @@ pub struct ServerOptions {
 pub struct AppState {
     /// The pipeline.
     pub pipeline: Arc<Pipeline>,
-    /// Renders `/metrics`; `None` when no recorder is installed.
+    /// Renders the facade's part of `/metrics` (the actor families are rendered from the
+    /// pipeline's telemetry); `None` when no Prometheus recorder is installed.
     pub metrics: Option<PrometheusHandle>,
 }
 
@@ -47,6 +54,7 @@ pub fn bind(
             .app_data(errors::path_config())
             .app_data(errors::query_config())
             .configure(routes::configure)
+            .configure(dashboard::configure)
             .default_service(web::to(errors::not_found))
     })
     .workers(opts.workers)

@@ -5,6 +5,7 @@ use std::time::Duration;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use base64::Engine;
+use proofline_actors::telemetry;
 use proofline_jobs::JobRequest;
 use serde::Deserialize;
 use serde_json::json;
@@ -17,6 +18,7 @@ const MAX_WAIT_S: u64 = 600;
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))
         .route("/metrics", web::get().to(metrics))
+        .route("/v1/status", web::get().to(status_page))
         .route("/v1/circuits", web::get().to(circuits))
         .service(
             web::resource("/v1/jobs")
@@ -46,15 +48,25 @@ async fn healthz(state: web::Data<AppState>) -> HttpResponse {
     }))
 }
 
+/// Prometheus text: the actor families from the pipeline's telemetry, then everything recorded
+/// through the metrics facade (sampled figures refreshed first).
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    match &state.metrics {
-        Some(h) => HttpResponse::Ok()
-            .content_type("text/plain; version=0.0.4")
-            .body(h.render()),
-        None => HttpResponse::Ok()
-            .content_type("text/plain; version=0.0.4")
-            .body(""),
+    state.pipeline.publish_sampled();
+    let mut body = String::new();
+    telemetry::render_prometheus(&mut body);
+    if let Some(h) = &state.metrics {
+        body.push_str(&h.render());
     }
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(body)
+}
+
+/// The status page: jobs in flight with each partition's stage, devices, parameters, actors.
+async fn status_page(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(state.pipeline.status_page().await)
 }
 
 async fn circuits(state: web::Data<AppState>) -> HttpResponse {
