@@ -1,9 +1,17 @@
 //! The HTTP API (actix-web), a thin layer over [`proofline_actors::Pipeline`]. Every endpoint is
 //! documented in docs/api.md. Errors are JSON: `{"error": {"code", "message"}}` with a 4xx status
-//! for the client's mistakes; the daemon keeps serving whatever the input.
+//! for the client's mistakes, and a `Retry-After` header on every 503; the daemon keeps serving
+//! whatever the input.
+//!
+//! * `routes`: the endpoints, and submission answers (202 new, 200 repeated);
+//! * `upload`: `POST /v1/jobs/{kind}`, a job whose document is the raw body;
+//! * `multipart`: `multipart/form-data` bodies;
+//! * `errors`: the error bodies and status codes.
 
 mod errors;
+mod multipart;
 mod routes;
+mod upload;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -44,6 +52,7 @@ pub fn bind(
         App::new()
             .app_data(data.clone())
             .app_data(errors::json_config(limit))
+            .app_data(web::Data::new(upload::BodyLimit(limit)))
             .app_data(errors::path_config())
             .app_data(errors::query_config())
             .configure(routes::configure)
