@@ -2,7 +2,9 @@
 //! exactly what the daemon starts. The pipeline itself is started by `proofline-runtime`.
 //!
 //! * [`daemon`]: the pipeline plus the HTTP server on a background thread, start and stop;
-//! * [`setup`]: parameter generation and verifying keys of the built-in circuits.
+//! * [`setup`]: parameter generation and verifying keys of the built-in circuits;
+//! * [`exit`]: the command's exit codes and which error gets which.
 
 pub mod daemon;
+pub mod exit;
 pub mod setup;
