@@ -26,7 +26,8 @@ use proofline_runtime as runtime;
     after_help = exit::HELP
 )]
 struct Cli {
-    /// Configuration file layered over the embedded default (PROOFLINE_* variables override both).
+    /// Configuration file layered over the embedded default (PROOFLINE_<SECTION>__<KEY> variables
+    /// override both).
     #[arg(long, global = true, env = "PROOFLINE_CONFIG")]
     config: Option<PathBuf>,
     #[command(subcommand)]
@@ -165,7 +166,7 @@ struct JobArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Preimage as hex (with --circuit).
-    #[arg(long, conflicts_with = "preimage_hex")]
+    #[arg(long, conflicts_with = "seed")]
     preimage_hex: Option<String>,
     /// Priority (higher first).
     #[arg(long, default_value_t = 0)]

@@ -267,7 +267,11 @@ mod tests {
             e.contains("payload.Phase1Out") && e.contains("registered_proof"),
             "{e}"
         );
-        let e = err(br#"{"SectorNum":3,"Phase1Out":"e30=","comm_r":[1]}"#);
+        let both = format!(
+            r#"{{"SectorNum":3,"Phase1Out":"e30=","comm_r":{:?}}}"#,
+            [0u8; 32]
+        );
+        let e = err(both.as_bytes());
         assert!(e.contains("both"), "{e}");
         let e =
             err(br#"{"comm_d":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}"#);
