@@ -20,6 +20,8 @@ use proofline_wire::{JobCounts, JobInFlight, PartitionProgress, PartitionStage};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::backpressure::RecentRuns;
+use crate::idempotency::{Digest, Repeat, RepeatIndex};
 use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
 use crate::journal::{FinishedRecord, Journal};
 use crate::messages::*;
@@ -70,6 +72,8 @@ pub struct JobCoordinator {
     in_flight: usize,
     journal: Option<Journal>,
     finished_totals: FinishedTotals,
+    repeats: RepeatIndex,
+    runs: RecentRuns,
 }
 
 /// Jobs ended since start, by outcome.
@@ -92,7 +96,41 @@ impl JobCoordinator {
             in_flight: 0,
             journal,
             finished_totals: FinishedTotals::default(),
+            repeats: RepeatIndex::default(),
+            runs: RecentRuns::default(),
         }
+    }
+
+    /// Whether a submission named by `client_id` / `key` repeats a retained job: `None` when
+    /// not, else the existing job's status or the conflict.
+    fn find_repeat(
+        &self,
+        client_id: Option<&JobId>,
+        key: Option<&str>,
+        digest: &Digest,
+    ) -> Option<Result<JobStatus, SubmitError>> {
+        match self
+            .repeats
+            .find(client_id, key, digest, |id| self.jobs.contains_key(id))
+        {
+            Repeat::New => None,
+            Repeat::Same(id) => self.jobs.get(&id).map(|j| Ok(j.status.clone())),
+            Repeat::Conflict { id, reason } => Some(Err(SubmitError::Conflict {
+                id,
+                reason: reason.to_string(),
+            })),
+        }
+    }
+
+    /// Seconds a refused client should wait: when the running job closest to its expected end
+    /// should be done (see [`crate::backpressure`]).
+    fn retry_after_s(&self) -> u64 {
+        let now = now_ms();
+        self.runs.retry_after_s(self.jobs.values().filter_map(|j| {
+            let started = j.status.started_at_ms?;
+            (j.status.state == JobState::Running)
+                .then(|| now.saturating_sub(started) as f64 / 1000.0)
+        }))
     }
 
     fn unfinished(&self) -> usize {
@@ -364,6 +402,10 @@ impl JobCoordinator {
         job.proofs.clear();
         job.pk = None;
         job.final_check = None;
+        if let (JobState::Succeeded, Some(started)) = (state, job.status.started_at_ms) {
+            self.runs
+                .record(now_ms().saturating_sub(started) as f64 / 1000.0);
+        }
         let label = match state {
             JobState::Succeeded => {
                 self.finished_totals.succeeded += 1;
@@ -398,6 +440,7 @@ impl JobCoordinator {
         while self.finished_order.len() > self.limits.retain_finished {
             if let Some(old) = self.finished_order.pop_front() {
                 self.jobs.remove(&old);
+                self.repeats.forget(&old);
             }
         }
     }
@@ -420,22 +463,48 @@ impl Named for JobCoordinator {
 
 crate::counted_handlers!(JobCoordinator);
 
+impl Handler<FindRepeat> for JobCoordinator {
+    type Result = Option<Result<JobStatus, SubmitError>>;
+
+    fn handle(&mut self, msg: FindRepeat, _: &mut Context<Self>) -> Self::Result {
+        self.find_repeat(msg.id.as_ref(), msg.key.as_deref(), &msg.digest)
+    }
+}
+
 impl Handler<SubmitPlanned> for JobCoordinator {
-    type Result = Result<JobStatus, SubmitError>;
+    type Result = Result<Submitted, SubmitError>;
 
     fn handle(&mut self, msg: SubmitPlanned, ctx: &mut Context<Self>) -> Self::Result {
-        let unfinished = self.unfinished();
-        if unfinished >= self.limits.max_queued {
-            return Err(SubmitError::QueueFull(unfinished));
+        // A repeat is answered with the existing job even when the queue is full.
+        if let Some(digest) = &msg.digest {
+            let client_id = msg.request.id.as_ref();
+            let key = msg.request.idempotency_key.as_deref();
+            if let Some(found) = self.find_repeat(client_id, key, digest) {
+                return found.map(|status| Submitted {
+                    status,
+                    outcome: SubmitOutcome::Existing,
+                });
+            }
         }
         if self.jobs.contains_key(&msg.id) {
-            return Err(SubmitError::Duplicate(msg.id));
+            return Err(SubmitError::Conflict {
+                id: msg.id,
+                reason: "the job id is in use".into(),
+            });
+        }
+        let unfinished = self.unfinished();
+        if unfinished >= self.limits.max_queued {
+            return Err(SubmitError::QueueFull {
+                unfinished,
+                retry_after_s: self.retry_after_s(),
+            });
         }
         let SubmitPlanned {
             id,
             request,
             plan,
             journal,
+            digest,
         } = msg;
         let n = plan.partitions.len();
         let mut expected = Vec::with_capacity(n);
@@ -471,6 +540,10 @@ impl Handler<SubmitPlanned> for JobCoordinator {
                 }
             }
         }
+        if let Some(digest) = digest {
+            self.repeats
+                .record(&id, request.idempotency_key.as_deref(), digest);
+        }
         self.seq += 1;
         tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, "job accepted");
         counter!("proofline_jobs_accepted_total").increment(1);
@@ -494,11 +567,14 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             },
         );
         self.pump(ctx);
-        Ok(self
-            .jobs
-            .get(&id)
-            .map(|j| j.status.clone())
-            .unwrap_or(status))
+        Ok(Submitted {
+            status: self
+                .jobs
+                .get(&id)
+                .map(|j| j.status.clone())
+                .unwrap_or(status),
+            outcome: SubmitOutcome::Accepted,
+        })
     }
 }
 

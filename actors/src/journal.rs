@@ -131,6 +131,7 @@ mod tests {
             input: serde_json::json!({"seed": 1}),
             public_inputs: None,
             priority: 3,
+            ..Default::default()
         };
         j.accepted("abc", &req).unwrap();
         let b = j.load().unwrap();

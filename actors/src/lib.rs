@@ -11,6 +11,8 @@
 //!
 //! * [`messages`]: every message between actors, with who owns which buffer;
 //! * [`coordinator`]: jobs, admission by priority, cancellation, results;
+//! * [`idempotency`]: which submissions repeat an earlier one (client job ids, idempotency keys);
+//! * [`backpressure`]: the `Retry-After` of a full queue, from recent run times;
 //! * [`partition`]: the partition driver, one partition's messages from parameters to proof;
 //! * [`workers`]: the synthesis, CPU-MSM, compute and parameter-loader actors;
 //! * [`allocator`]: the memory budget and the device-global operations of one device;
@@ -18,7 +20,9 @@
 //! * [`telemetry`]: mailbox depth, busy time and stage latency metrics.
 
 pub mod allocator;
+pub mod backpressure;
 pub mod coordinator;
+pub mod idempotency;
 pub mod job;
 pub mod journal;
 pub mod messages;
@@ -30,5 +34,5 @@ pub mod workers;
 pub use allocator::{HostMemory, MemoryDevice};
 pub use job::{JobFailure, JobResult, JobState, JobStatus, StageTimings};
 pub use messages::JobId;
-pub use messages::{AllocatorSnapshot, PipelineCounts, SubmitError};
+pub use messages::{AllocatorSnapshot, PipelineCounts, SubmitError, SubmitOutcome, Submitted};
 pub use pipeline::{Pipeline, PipelineError, PipelineOptions, ResultError, SubmitRejected};

@@ -291,11 +291,21 @@ pub struct AssembleVerify {
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum SubmitError {
     /// Too many unfinished jobs.
-    #[error("queue full: {0} unfinished jobs (pipeline.max_queued_jobs)")]
-    QueueFull(usize),
-    /// A job with this id exists.
-    #[error("job id {0} already exists")]
-    Duplicate(String),
+    #[error("queue full: {unfinished} unfinished jobs (pipeline.max_queued_jobs); retry in about {retry_after_s} s")]
+    QueueFull {
+        /// Unfinished jobs.
+        unfinished: usize,
+        /// Seconds until a slot is expected to free (from recent run times).
+        retry_after_s: u64,
+    },
+    /// The submission's job id or idempotency key belongs to a job of another request.
+    #[error("job {id}: {reason}")]
+    Conflict {
+        /// The job holding the id or key.
+        id: JobId,
+        /// Why the submission is not the same request.
+        reason: String,
+    },
     /// The job could not be written to the journal, so it would not survive a restart.
     #[error("cannot journal job {id}: {message}")]
     Journal {
@@ -306,11 +316,30 @@ pub enum SubmitError {
     },
 }
 
+/// How a submission was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitOutcome {
+    /// A new job was accepted.
+    Accepted,
+    /// The submission repeats an earlier one (same job id or idempotency key, same request):
+    /// the existing job, whatever its state.
+    Existing,
+}
+
+/// An accepted (or repeated) submission.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Submitted {
+    /// The job's status.
+    pub status: JobStatus,
+    /// New or existing.
+    pub outcome: SubmitOutcome,
+}
+
 /// Accept a planned job.
 #[derive(Message)]
-#[rtype(result = "Result<JobStatus, SubmitError>")]
+#[rtype(result = "Result<Submitted, SubmitError>")]
 pub struct SubmitPlanned {
-    /// Id (fresh, or the journaled one after a restart).
+    /// Id (fresh, the client's, or the journaled one after a restart).
     pub id: JobId,
     /// The request, journaled so the job survives a restart.
     pub request: JobRequest,
@@ -318,6 +347,20 @@ pub struct SubmitPlanned {
     pub plan: JobPlan,
     /// Whether to journal the request (false when it is being replayed from the journal).
     pub journal: bool,
+    /// The request's digest, for submissions named by a client id or an idempotency key.
+    pub digest: Option<crate::idempotency::Digest>,
+}
+
+/// Before planning a named submission: is it a repeat? `None`: no job under its names.
+#[derive(Message)]
+#[rtype(result = "Option<Result<JobStatus, SubmitError>>")]
+pub struct FindRepeat {
+    /// The client's job id.
+    pub id: Option<JobId>,
+    /// The idempotency key.
+    pub key: Option<String>,
+    /// The request's digest.
+    pub digest: crate::idempotency::Digest,
 }
 
 /// Restore a finished job from the journal.

@@ -33,13 +33,14 @@ use std::time::Instant;
 use actix::prelude::*;
 use proofline_config::PipelineConfig;
 use proofline_groth16::{CpuBackend, ProverBackend};
-use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsStore};
+use proofline_jobs::{request_digest, AdapterRegistry, JobError, JobPlan, JobRequest, ParamsStore};
 use proofline_wire::{DeviceStatus, GpuFigures, ResidentParams, StatusPage};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
 use crate::allocator::{HostMemory, MemoryDevice, VramAllocator};
 use crate::coordinator::{JobCoordinator, Limits};
+use crate::idempotency::valid_key;
 use crate::job::{now_ms, JobResult, JobState, JobStatus};
 use crate::journal::{Backlog, Journal};
 use crate::messages::*;
@@ -195,8 +196,34 @@ pub struct Pipeline {
     build: BuildInfo,
     gpu_probe: Option<Arc<dyn GpuProbe>>,
     started: Instant,
+    journaled: bool,
     system: System,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Longest client-chosen job id.
+pub const MAX_ID_LEN: usize = 64;
+
+/// Whether a request is named by the client (job id or idempotency key), so that a repeat of it
+/// is recognised.
+fn named(request: &JobRequest) -> bool {
+    request.id.is_some() || request.idempotency_key.is_some()
+}
+
+/// Runs `f` on a fresh thread (request-path work too heavy for the caller's executor: hashing
+/// or parsing a large document).
+async fn on_worker<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, SubmitRejected> {
+    let (tx, rx) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .map_err(|e| JobError::Internal(format!("cannot start a worker thread: {e}")))?;
+    rx.await.map_err(|_| SubmitRejected::ShuttingDown)
 }
 
 /// A fresh job id: 16 random hex digits.
@@ -231,6 +258,7 @@ impl Pipeline {
             ActorStats::of(name);
         }
         let (build, gpu_probe, page_store) = (opts.build, opts.gpu_probe, opts.store.clone());
+        let journaled = journal.is_some();
         tracing::info!(
             backend = %backend_name,
             device = %opts.memory.label(),
@@ -303,6 +331,7 @@ impl Pipeline {
             build,
             gpu_probe,
             started: Instant::now(),
+            journaled,
             system,
             thread: Some(thread),
         };
@@ -318,11 +347,15 @@ impl Pipeline {
             match self.registry.plan(&request) {
                 Ok(plan) => {
                     tracing::info!(job = %id, "re-running a journaled job after restart");
+                    // Its client id and idempotency key are journaled with it: a client retrying
+                    // after the restart gets this job back.
+                    let digest = named(&request).then(|| request_digest(&request));
                     self.coordinator.do_send(SubmitPlanned {
                         id,
                         request,
                         plan,
                         journal: false,
+                        digest,
                     });
                 }
                 Err(e) => {
@@ -342,37 +375,111 @@ impl Pipeline {
         &self.registry
     }
 
+    /// Whether accepted jobs are journaled (`state.dir`), i.e. survive a restart.
+    pub fn journals(&self) -> bool {
+        self.journaled
+    }
+
     /// Validates and plans `request` (on a worker thread: parsing a C1 output takes a while),
-    /// then hands it to the coordinator. Returns the accepted job's status.
+    /// then hands it to the coordinator. Returns the job's status: a new job's, or, when the
+    /// request repeats an earlier one under the same client id or idempotency key, the existing
+    /// job's ([`Pipeline::submit_request`] says which).
     pub async fn submit(&self, request: JobRequest) -> Result<JobStatus, SubmitRejected> {
-        self.submit_with_id(new_job_id(), request).await
+        self.submit_request(request).await.map(|s| s.status)
     }
 
     /// As [`Pipeline::submit`] with a caller-chosen id (letters, digits, '-').
     pub async fn submit_with_id(
         &self,
         id: JobId,
-        request: JobRequest,
+        mut request: JobRequest,
     ) -> Result<JobStatus, SubmitRejected> {
-        if !crate::journal::valid_id(&id) {
-            return Err(JobError::field("id", "letters, digits and '-' only").into());
-        }
+        request.id = Some(id);
+        self.submit(request).await
+    }
+
+    /// Submits `request`, saying whether a new job was accepted or the request repeats an
+    /// earlier one. A request named by a client id (`request.id`) or an idempotency key
+    /// (`request.idempotency_key`) that matches a retained job with the same request (same
+    /// [`request_digest`]) gets that job back, even when the queue is full; the same name with
+    /// another request is refused with [`SubmitError::Conflict`].
+    pub async fn submit_request(&self, request: JobRequest) -> Result<Submitted, SubmitRejected> {
         let registry = self.registry.clone();
-        let (tx, rx) = oneshot::channel();
-        std::thread::Builder::new()
-            .name("proofline-plan".into())
-            .spawn(move || {
-                let r = registry.plan(&request).map(|plan| (request, plan));
-                let _ = tx.send(r);
+        self.submit_planned(request, move |r| registry.plan(r))
+            .await
+    }
+
+    /// Submits `request` planned by `planner` instead of the registry's adapter for its kind: an
+    /// embedder that holds the parsed input (e.g. a C1 output as a struct) plans it directly and
+    /// passes the request only as the record to journal. The planner runs on a worker thread.
+    pub async fn submit_planned<F>(
+        &self,
+        request: JobRequest,
+        planner: F,
+    ) -> Result<Submitted, SubmitRejected>
+    where
+        F: FnOnce(&JobRequest) -> Result<JobPlan, JobError> + Send + 'static,
+    {
+        if let Some(id) = &request.id {
+            if !(crate::journal::valid_id(id) && id.len() <= MAX_ID_LEN) {
+                return Err(JobError::field(
+                    "id",
+                    format!("letters, digits and '-' only, at most {MAX_ID_LEN} characters"),
+                )
+                .into());
+            }
+        }
+        if let Some(key) = &request.idempotency_key {
+            if !valid_key(key) {
+                return Err(JobError::field(
+                    "idempotency_key",
+                    "1 to 255 visible ASCII characters (no spaces)",
+                )
+                .into());
+            }
+        }
+        // A named submission: compare it with the jobs under its names before planning, so
+        // that a retry of a 50 MB C1 output is answered without parsing it again.
+        let (request, digest) = if named(&request) {
+            let (request, digest) = on_worker("proofline-digest", move || {
+                let d = request_digest(&request);
+                (request, d)
             })
-            .map_err(|e| JobError::Internal(format!("cannot start planning thread: {e}")))?;
-        let (request, plan) = rx.await.map_err(|_| SubmitRejected::ShuttingDown)??;
+            .await?;
+            let found = self
+                .coordinator
+                .send(FindRepeat {
+                    id: request.id.clone(),
+                    key: request.idempotency_key.clone(),
+                    digest,
+                })
+                .await
+                .map_err(|_| SubmitRejected::ShuttingDown)?;
+            if let Some(found) = found {
+                return found
+                    .map(|status| Submitted {
+                        status,
+                        outcome: SubmitOutcome::Existing,
+                    })
+                    .map_err(SubmitRejected::from);
+            }
+            (request, Some(digest))
+        } else {
+            (request, None)
+        };
+        let (request, plan) = on_worker("proofline-plan", move || {
+            let plan = planner(&request);
+            plan.map(|p| (request, p))
+        })
+        .await??;
+        let id = request.id.clone().unwrap_or_else(new_job_id);
         self.coordinator
             .send(SubmitPlanned {
                 id,
                 request,
                 plan,
                 journal: true,
+                digest,
             })
             .await
             .map_err(|_| SubmitRejected::ShuttingDown)?

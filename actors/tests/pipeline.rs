@@ -181,6 +181,7 @@ fn request(circuit: &str, seed: u64, priority: i32) -> JobRequest {
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
         priority,
+        ..Default::default()
     }
 }
 

@@ -54,6 +54,7 @@ pub fn api_error<T: std::fmt::Debug>(
             status,
             code,
             message,
+            ..
         }) => (status, code, message),
         other => panic!("expected an API error, got {other:?}"),
     }

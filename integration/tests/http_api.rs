@@ -18,6 +18,7 @@ fn req(circuit: &str, input: serde_json::Value) -> JobRequest {
         input,
         public_inputs: None,
         priority: 0,
+        ..Default::default()
     }
 }
 

@@ -21,6 +21,7 @@ fn job(seed: u64) -> JobRequest {
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
         priority: 0,
+        ..Default::default()
     }
 }
 

@@ -5,8 +5,10 @@
 //! * [`setup`]: parameter generation and verifying keys of the built-in circuits;
 //! * [`status`]: the daemon's status page as text (`proofline status`);
 //! * [`top`]: the live terminal view (`proofline top`).
+//! * [`exit`]: the command's exit codes and which error gets which.
 
 pub mod daemon;
+pub mod exit;
 pub mod setup;
 pub mod status;
 pub mod top;

@@ -53,6 +53,7 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
                 input: serde_json::json!({ "seed": seed }),
                 public_inputs: None,
                 priority: 0,
+                ..Default::default()
             })
             .unwrap()
             .id

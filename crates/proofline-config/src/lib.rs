@@ -1,6 +1,11 @@
 //! Configuration: the embedded default (`config/default.toml`), an optional file, and
 //! `PROOFLINE_<SECTION>__<KEY>` environment variables, in that order of precedence (last wins).
 //!
+//! Only names of that shape (a double underscore after the prefix) are configuration; an
+//! unknown section or key among them is an error that names it. Other `PROOFLINE_*` variables
+//! (`PROOFLINE_TEST_CACHE`, `PROOFLINE_NVCC`, `PROOFLINE_URL`, ...) belong to the build, the
+//! tests or the command-line client and are not read here ([`is_config_var`]).
+//!
 //! Every key is documented in `config/default.toml` and `config/README.md`.
 
 use std::path::{Path, PathBuf};
@@ -12,6 +17,13 @@ pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 
 /// Prefix of environment overrides.
 pub const ENV_PREFIX: &str = "PROOFLINE";
+
+/// Whether an environment variable is a configuration override: `PROOFLINE_<SECTION>__<KEY>`.
+pub fn is_config_var(name: &str) -> bool {
+    name.strip_prefix(ENV_PREFIX)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|rest| rest.contains("__"))
+}
 
 /// Errors while loading configuration.
 #[derive(Debug, thiserror::Error)]
@@ -165,10 +177,8 @@ impl Config {
                     .required(true),
             );
         }
-        let env_map: config::Map<String, String> = env
-            .into_iter()
-            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
-            .collect();
+        let env_map: config::Map<String, String> =
+            env.into_iter().filter(|(k, _)| is_config_var(k)).collect();
         b = b.add_source(
             config::Environment::with_prefix(ENV_PREFIX)
                 .prefix_separator("_")
@@ -303,6 +313,34 @@ mod tests {
         assert_eq!(c.server.bind, "127.0.0.1:1234");
         assert_eq!(c.pipeline.synthesis_workers, 5);
         assert_eq!(c.pipeline.cpu_msm_workers, 1);
+    }
+
+    #[test]
+    fn build_and_test_variables_are_not_configuration() {
+        let c = Config::load_with_env(
+            None,
+            env(&[
+                ("PROOFLINE_TEST_CACHE", "/tmp/cache"),
+                ("PROOFLINE_NVCC", "/opt/cuda/bin/nvcc"),
+                ("PROOFLINE_CUDA_ARCHS", "90"),
+                ("PROOFLINE_REQUIRE_KERNELS", "1"),
+                ("PROOFLINE_GPU_DEVICE", "0"),
+                ("PROOFLINE_URL", "http://127.0.0.1:9797"),
+                ("PROOFLINE_CONFIG", "/etc/proofline.toml"),
+                ("PROOFLINE_LOG__LEVEL", "debug"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.log.level, "debug");
+        assert!(is_config_var("PROOFLINE_SERVER__BIND"));
+        assert!(!is_config_var("PROOFLINE_SERVER"));
+        assert!(!is_config_var("PROOFLINEX__A"));
+        // A name of the configuration's shape is checked: a typo is an error naming it.
+        let e =
+            Config::load_with_env(None, env(&[("PROOFLINE_PIPELNE__BACKEND", "cpu")])).unwrap_err();
+        assert!(e.to_string().contains("pipelne"), "{e}");
+        let e = Config::load_with_env(None, env(&[("PROOFLINE_SERVER__BINDD", "x")])).unwrap_err();
+        assert!(e.to_string().contains("bindd"), "{e}");
     }
 
     #[test]

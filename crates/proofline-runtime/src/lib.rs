@@ -3,14 +3,22 @@
 //! backend, and the GPUs' own readings ([`nvml`]).
 //!
 //! The daemon, the CLI's in-process `prove`, the integration harness and a sealing worker that
-//! embeds proofline all start the pipeline through [`start_pipeline`].
+//! embeds proofline all start the pipeline through [`start_pipeline`]. A Rust sealing worker
+//! holds a [`Prover`] ([`prover`]): `Prover::start(&config)`, then `prove_porep_c2` with the C1
+//! output as a struct, or `submit`/`prove` with any job request. Errors are typed
+//! ([`RuntimeError`], [`ProveError`]).
+//!
+//! * [`error`]: why the runtime could not start, why a proof was not made;
+//! * [`prover`]: the embedding handle.
+
+pub mod error;
+pub mod prover;
 
 pub mod nvml;
 pub mod observe;
 
 use std::sync::{Arc, OnceLock};
 
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
 use proofline_config::{BackendKind, Config};
@@ -18,6 +26,10 @@ use proofline_gpu::GpuBackend;
 use proofline_groth16::ProverBackend;
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsStore};
+
+pub use error::{ProveError, RuntimeError};
+pub use proofline_filecoin::SealCommitPhase1Output;
+pub use prover::Prover;
 
 /// Installs the tracing subscriber once (later calls are no-ops).
 pub fn init_logging(cfg: &Config) {
@@ -60,18 +72,24 @@ fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
     })
 }
 
+/// The `porep-c2` adapter of `cfg` (`[filecoin]`).
+pub fn porep_adapter(cfg: &Config) -> proofline_filecoin::PorepC2Adapter {
+    proofline_filecoin::PorepC2Adapter::new(proofline_filecoin::FilecoinConfig {
+        params_dir: cfg.filecoin_params_dir(),
+        verify_digests: cfg.filecoin.verify_digests,
+    })
+}
+
 /// The adapters of every job kind this build serves.
-pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
+pub fn registry(cfg: &Config) -> Result<AdapterRegistry, RuntimeError> {
     let mut reg = AdapterRegistry::new();
-    let demo = BuiltinCircuit::parse(&cfg.demo.circuit)
-        .with_context(|| format!("configuration key 'demo.circuit' = '{}'", cfg.demo.circuit))?;
+    let demo = BuiltinCircuit::parse(&cfg.demo.circuit).map_err(|source| RuntimeError::Config {
+        key: "demo.circuit",
+        value: cfg.demo.circuit.clone(),
+        source,
+    })?;
     reg.register(Arc::new(BuiltinAdapter::new(cfg.params_dir(), vec![demo])));
-    reg.register(Arc::new(proofline_filecoin::PorepC2Adapter::new(
-        proofline_filecoin::FilecoinConfig {
-            params_dir: cfg.filecoin_params_dir(),
-            verify_digests: cfg.filecoin.verify_digests,
-        },
-    )));
+    reg.register(Arc::new(porep_adapter(cfg)));
     Ok(reg)
 }
 
@@ -138,17 +156,12 @@ fn gpu_options(
 }
 
 /// Starts the pipeline described by `cfg`.
-pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
+pub fn start_pipeline(cfg: &Config) -> Result<Pipeline, RuntimeError> {
     let store = Arc::new(ParamsStore::new(cfg.params.check_points).with_progress(load_progress()));
     let reg = registry(cfg)?;
     let opts = match cfg.pipeline.backend {
         BackendKind::Cpu => PipelineOptions::cpu(&cfg.pipeline, reg, store),
-        BackendKind::Gpu => gpu_options(cfg, reg, store).map_err(|e| {
-            anyhow::anyhow!(
-                "configuration key 'pipeline.backend' = \"gpu\", but no GPU is usable: {e} \
-                 (use \"auto\" to fall back to the CPU)"
-            )
-        })?,
+        BackendKind::Gpu => gpu_options(cfg, reg, store).map_err(RuntimeError::GpuUnavailable)?,
         BackendKind::Auto => match gpu_options(cfg, reg.clone(), store.clone()) {
             Ok(o) => o,
             Err(e) => {
@@ -162,7 +175,7 @@ pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
         build: build_info(),
         ..opts
     };
-    let p = Pipeline::start(opts).context("starting the actor pipeline")?;
+    let p = Pipeline::start(opts)?;
     observe::publish_build_info(p.backend_name());
     tracing::info!(backend = p.backend_name(), kinds = ?p.registry().kinds(), "pipeline started");
     Ok(p)

@@ -1,15 +1,20 @@
 //! The HTTP API (actix-web), a thin layer over [`proofline_actors::Pipeline`], and the dashboard
 //! that shows it live. Every endpoint is documented in docs/api.md. Errors are JSON:
-//! `{"error": {"code", "message"}}` with a 4xx status for the client's mistakes; the daemon keeps
-//! serving whatever the input.
+//! `{"error": {"code", "message"}}` with a 4xx status for the client's mistakes, and a
+//! `Retry-After` header on every 503; the daemon keeps serving whatever the input.
 //!
-//! * [`routes`]: the API (`/v1/...`), `/healthz`, `/metrics`;
-//! * [`dashboard`]: `/dashboard` and its embedded files;
-//! * [`errors`]: the JSON error bodies.
+//! * `routes`: the API (`/v1/...`), `/healthz`, `/metrics`, and submission answers (202 new, 200
+//!   repeated);
+//! * `upload`: `POST /v1/jobs/{kind}`, a job whose document is the raw body;
+//! * `multipart`: `multipart/form-data` bodies;
+//! * `dashboard`: `/dashboard` and its embedded files;
+//! * `errors`: the error bodies and status codes.
 
 mod dashboard;
 mod errors;
+mod multipart;
 mod routes;
+mod upload;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,6 +56,7 @@ pub fn bind(
         App::new()
             .app_data(data.clone())
             .app_data(errors::json_config(limit))
+            .app_data(web::Data::new(upload::BodyLimit(limit)))
             .app_data(errors::path_config())
             .app_data(errors::query_config())
             .configure(routes::configure)

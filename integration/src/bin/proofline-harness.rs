@@ -89,6 +89,7 @@ fn main() -> anyhow::Result<()> {
                 input: serde_json::json!({ "seed": submitted as u64 }),
                 public_inputs: None,
                 priority: 0,
+                ..Default::default()
             };
             let s = client.submit(&req).context("submit")?;
             in_flight.push(s.id);
