@@ -1,12 +1,13 @@
 //! The job coordinator: accepts planned jobs, admits their partitions into the pipeline by
-//! priority, assembles results, handles cancellation, and journals job state.
+//! priority, assembles results, handles cancellation and draining, and sends each outcome to
+//! the store writer (the request was stored before the job reached the coordinator).
 //!
 //! Each admitted partition runs as one future on the coordinator's context (the partition
 //! driver, [`crate::partition`]): it sends typed messages to the stage actors and awaits their
 //! replies; the coordinator's own state changes only in its handlers and in the completion
 //! callback of that future, so no lock guards it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -19,10 +20,11 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
-use crate::journal::{FinishedRecord, Journal};
 use crate::messages::*;
 use crate::partition::{drive_partition, Stages};
-use crate::telemetry::{actor, Busy, Named, Secs};
+use crate::store::writer::StoreWriter;
+use crate::store::{FinishOutcome, FinishedRecord};
+use crate::telemetry::{actor, Busy, Mailbox, Named, Secs};
 
 /// Coordinator limits.
 #[derive(Clone, Copy, Debug)]
@@ -60,12 +62,18 @@ pub struct JobCoordinator {
     finished_order: VecDeque<JobId>,
     seq: u64,
     in_flight: usize,
-    journal: Option<Journal>,
+    store: Mailbox<StoreWriter>,
+    /// Ids whose requests are being written to the store (counted as unfinished).
+    reserved: HashSet<JobId>,
+    /// Draining: only jobs already running are admitted; waiters learn when none is left.
+    draining: bool,
+    drain_waiters: Vec<oneshot::Sender<usize>>,
+    me: Option<Addr<Self>>,
 }
 
 impl JobCoordinator {
-    /// A coordinator over the stage actors.
-    pub fn new(stages: Stages, limits: Limits, journal: Option<Journal>) -> Self {
+    /// A coordinator over the stage actors, sending outcomes to `store`.
+    pub fn new(stages: Stages, limits: Limits, store: Mailbox<StoreWriter>) -> Self {
         JobCoordinator {
             stages,
             limits,
@@ -73,15 +81,38 @@ impl JobCoordinator {
             finished_order: VecDeque::new(),
             seq: 0,
             in_flight: 0,
-            journal,
+            store,
+            reserved: HashSet::new(),
+            draining: false,
+            drain_waiters: Vec::new(),
+            me: None,
         }
     }
 
     fn unfinished(&self) -> usize {
-        self.jobs
+        self.reserved.len()
+            + self
+                .jobs
+                .values()
+                .filter(|j| !j.status.state.is_terminal())
+                .count()
+    }
+
+    /// Tells drain waiters once no job is running.
+    fn check_drained(&mut self) {
+        if !self.draining || self.drain_waiters.is_empty() {
+            return;
+        }
+        let running = self
+            .jobs
             .values()
-            .filter(|j| !j.status.state.is_terminal())
-            .count()
+            .any(|j| j.status.state == JobState::Running);
+        if !running {
+            let left = self.unfinished();
+            for w in self.drain_waiters.drain(..) {
+                let _ = w.send(left);
+            }
+        }
     }
 
     fn publish(&self) {
@@ -107,6 +138,8 @@ impl JobCoordinator {
                 .jobs
                 .iter()
                 .filter(|(_, j)| !j.status.state.is_terminal() && !j.pending.is_empty())
+                // Draining: finish what runs, start nothing new.
+                .filter(|(_, j)| !self.draining || j.status.state == JobState::Running)
                 .max_by_key(|(_, j)| (j.status.priority, std::cmp::Reverse(j.seq)))
                 .map(|(id, _)| id.clone());
             let Some(id) = next else { break };
@@ -316,15 +349,21 @@ impl JobCoordinator {
         };
         counter!("proofline_jobs_finished_total", "state" => label).increment(1);
         tracing::info!(job = %id, state = label, secs = job.submitted.secs(), "job finished");
-        if let Some(journal) = &self.journal {
-            let record = FinishedRecord {
+        // The store writes on its own thread; a claim lost meanwhile (shared queue) means
+        // another daemon runs the job now, so this copy is forgotten.
+        let write = self.store.send(RecordOutcome {
+            id: id.clone(),
+            record: FinishedRecord {
                 status: job.status.clone(),
                 result: job.result.as_deref().cloned(),
-            };
-            if let Err(e) = journal.finished(id, &record) {
-                tracing::error!(job = %id, error = %e, "cannot journal the finished job");
+            },
+        });
+        let (me, job_id) = (self.me.clone(), id.clone());
+        actix::spawn(async move {
+            if let (Ok(Ok(FinishOutcome::ClaimLost)), Some(me)) = (write.await, me) {
+                me.do_send(ForgetJob(job_id));
             }
-        }
+        });
         for w in job.waiters.drain(..) {
             let _ = w.send(job.status.clone());
         }
@@ -334,11 +373,16 @@ impl JobCoordinator {
                 self.jobs.remove(&old);
             }
         }
+        self.check_drained();
     }
 }
 
 impl Actor for JobCoordinator {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.me = Some(ctx.address());
+    }
 }
 
 impl Named for JobCoordinator {
@@ -350,18 +394,14 @@ impl Handler<SubmitPlanned> for JobCoordinator {
 
     fn handle(&mut self, msg: SubmitPlanned, ctx: &mut Context<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
-        let unfinished = self.unfinished();
-        if unfinished >= self.limits.max_queued {
-            return Err(SubmitError::QueueFull(unfinished));
-        }
-        if self.jobs.contains_key(&msg.id) {
+        // A client's job passed `Reserve` (capacity, id); a restored or claimed one is already
+        // in the store and is never refused for capacity.
+        let reserved = msg.admission == Admission::Reserved && self.reserved.remove(&msg.id);
+        if !reserved && self.jobs.contains_key(&msg.id) {
             return Err(SubmitError::Duplicate(msg.id));
         }
         let SubmitPlanned {
-            id,
-            request,
-            plan,
-            journal,
+            id, request, plan, ..
         } = msg;
         let n = plan.partitions.len();
         let mut expected = Vec::with_capacity(n);
@@ -385,18 +425,6 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             partition_timings: vec![StageTimings::default(); n],
             error: None,
         };
-        if journal {
-            if let Some(j) = &self.journal {
-                if let Err(e) = j.accepted(&id, &request) {
-                    // Accepting a job we could lose on restart would break our promise.
-                    tracing::error!(job = %id, error = %e, "cannot journal the job; refusing it");
-                    return Err(SubmitError::Journal {
-                        id,
-                        message: e.to_string(),
-                    });
-                }
-            }
-        }
         self.seq += 1;
         tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, "job accepted");
         counter!("proofline_jobs_accepted_total").increment(1);
@@ -425,6 +453,62 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             .get(&id)
             .map(|j| j.status.clone())
             .unwrap_or(status))
+    }
+}
+
+impl Handler<Reserve> for JobCoordinator {
+    type Result = Result<(), SubmitError>;
+
+    fn handle(&mut self, msg: Reserve, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(Self::NAME);
+        if self.draining {
+            return Err(SubmitError::Draining);
+        }
+        let unfinished = self.unfinished();
+        if unfinished >= self.limits.max_queued {
+            return Err(SubmitError::QueueFull(unfinished));
+        }
+        if self.jobs.contains_key(&msg.0) || !self.reserved.insert(msg.0.clone()) {
+            return Err(SubmitError::Duplicate(msg.0));
+        }
+        Ok(())
+    }
+}
+
+impl Handler<Unreserve> for JobCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unreserve, _: &mut Context<Self>) {
+        let _busy = Busy::start(Self::NAME);
+        self.reserved.remove(&msg.0);
+    }
+}
+
+impl Handler<ForgetJob> for JobCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: ForgetJob, ctx: &mut Context<Self>) {
+        let _busy = Busy::start(Self::NAME);
+        self.stop_running(&msg.0, ctx);
+        if self.jobs.remove(&msg.0).is_some() {
+            self.finished_order.retain(|id| id != &msg.0);
+            tracing::info!(job = %msg.0, "job forgotten here");
+        }
+        self.check_drained();
+        self.pump(ctx);
+    }
+}
+
+impl Handler<Drain> for JobCoordinator {
+    type Result = ResponseFuture<usize>;
+
+    fn handle(&mut self, _: Drain, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(Self::NAME);
+        self.draining = true;
+        let (tx, rx) = oneshot::channel();
+        self.drain_waiters.push(tx);
+        self.check_drained();
+        Box::pin(async move { rx.await.unwrap_or(0) })
     }
 }
 

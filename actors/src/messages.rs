@@ -15,6 +15,7 @@
 //! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2                     |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
+//! | `RecordOutcome`    | coordinator → StoreWriter   | a finished job's status and result          |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +30,7 @@ use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
 use proofline_wire::{JobResult, JobStatus};
 
 use crate::allocator::Lease;
-use crate::journal::FinishedRecord;
+use crate::store::{FinishOutcome, FinishedRecord};
 
 pub use proofline_wire::JobId;
 
@@ -295,31 +296,78 @@ pub enum SubmitError {
     /// A job with this id exists.
     #[error("job id {0} already exists")]
     Duplicate(String),
-    /// The job could not be written to the journal, so it would not survive a restart.
+    /// The job could not be written to the store, so it would not survive a restart.
     #[error("cannot journal job {id}: {message}")]
     Journal {
         /// Job id.
         id: String,
-        /// The I/O error.
+        /// The store's error.
         message: String,
     },
+    /// The daemon is draining before a stop: it takes no new job.
+    #[error("the daemon is draining before a stop and takes no new job")]
+    Draining,
+}
+
+/// Holds a place for a job in the coordinator (queue capacity, id) while its request is
+/// written to the store; followed by [`SubmitPlanned`] or [`Unreserve`].
+#[derive(Message)]
+#[rtype(result = "Result<(), SubmitError>")]
+pub struct Reserve(pub JobId);
+
+/// Gives back a place taken by [`Reserve`] (the store refused the job).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unreserve(pub JobId);
+
+/// How a planned job came to the coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// A client's submission, stored and holding a place taken by [`Reserve`].
+    Reserved,
+    /// Re-run from the store after a restart (never refused for capacity).
+    Restored,
+    /// Claimed from the shared queue (the claim bounds how many run here).
+    Claimed,
+}
+
+/// Forget a job without recording an outcome: its claim in the shared queue was lost to
+/// another daemon, which now runs it. Running partitions are cancelled.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ForgetJob(pub JobId);
+
+/// Stop admitting queued jobs; resolves when no job is running any more (the ones already
+/// running are finished), with the number of unfinished jobs left for the next start.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct Drain;
+
+/// Record a finished job in the store (on the writer's thread) and prune old outcomes.
+#[derive(Message)]
+#[rtype(result = "Result<FinishOutcome, String>")]
+pub struct RecordOutcome {
+    /// Job id.
+    pub id: JobId,
+    /// Final status and result.
+    pub record: FinishedRecord,
 }
 
 /// Accept a planned job.
 #[derive(Message)]
 #[rtype(result = "Result<JobStatus, SubmitError>")]
 pub struct SubmitPlanned {
-    /// Id (fresh, or the journaled one after a restart).
+    /// Id (fresh, or the stored one after a restart or a claim).
     pub id: JobId,
-    /// The request, journaled so the job survives a restart.
+    /// The request (already in the store).
     pub request: JobRequest,
     /// The adapter's plan.
     pub plan: JobPlan,
-    /// Whether to journal the request (false when it is being replayed from the journal).
-    pub journal: bool,
+    /// How the job came here.
+    pub admission: Admission,
 }
 
-/// Restore a finished job from the journal.
+/// Restore a finished job from the store.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RestoreFinished(pub FinishedRecord);
