@@ -68,6 +68,9 @@ pub struct JobCoordinator {
     /// Draining: only jobs already running are admitted; waiters learn when none is left.
     draining: bool,
     drain_waiters: Vec<oneshot::Sender<usize>>,
+    /// Outcomes sent to the store writer and not yet written.
+    writes_in_flight: usize,
+    flush_waiters: Vec<oneshot::Sender<()>>,
     me: Option<Addr<Self>>,
 }
 
@@ -85,6 +88,8 @@ impl JobCoordinator {
             reserved: HashSet::new(),
             draining: false,
             drain_waiters: Vec::new(),
+            writes_in_flight: 0,
+            flush_waiters: Vec::new(),
             me: None,
         }
     }
@@ -358,10 +363,15 @@ impl JobCoordinator {
                 result: job.result.as_deref().cloned(),
             },
         });
+        self.writes_in_flight += 1;
         let (me, job_id) = (self.me.clone(), id.clone());
         actix::spawn(async move {
-            if let (Ok(Ok(FinishOutcome::ClaimLost)), Some(me)) = (write.await, me) {
-                me.do_send(ForgetJob(job_id));
+            let claim_lost = matches!(write.await, Ok(Ok(FinishOutcome::ClaimLost)));
+            if let Some(me) = me {
+                me.do_send(OutcomeWritten {
+                    id: job_id,
+                    claim_lost,
+                });
             }
         });
         for w in job.waiters.drain(..) {
@@ -484,18 +494,57 @@ impl Handler<Unreserve> for JobCoordinator {
     }
 }
 
+impl JobCoordinator {
+    fn forget(&mut self, id: &JobId, ctx: &mut Context<Self>) {
+        self.stop_running(id, ctx);
+        if self.jobs.remove(id).is_some() {
+            self.finished_order.retain(|j| j != id);
+            tracing::info!(job = %id, "job forgotten here");
+        }
+        self.check_drained();
+        self.pump(ctx);
+    }
+}
+
 impl Handler<ForgetJob> for JobCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: ForgetJob, ctx: &mut Context<Self>) {
         let _busy = Busy::start(Self::NAME);
-        self.stop_running(&msg.0, ctx);
-        if self.jobs.remove(&msg.0).is_some() {
-            self.finished_order.retain(|id| id != &msg.0);
-            tracing::info!(job = %msg.0, "job forgotten here");
+        self.forget(&msg.0, ctx);
+    }
+}
+
+impl Handler<OutcomeWritten> for JobCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: OutcomeWritten, ctx: &mut Context<Self>) {
+        let _busy = Busy::start(Self::NAME);
+        self.writes_in_flight = self.writes_in_flight.saturating_sub(1);
+        if msg.claim_lost {
+            self.forget(&msg.id, ctx);
         }
-        self.check_drained();
-        self.pump(ctx);
+        if self.writes_in_flight == 0 {
+            for w in self.flush_waiters.drain(..) {
+                let _ = w.send(());
+            }
+        }
+    }
+}
+
+impl Handler<FlushOutcomes> for JobCoordinator {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: FlushOutcomes, _: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(Self::NAME);
+        if self.writes_in_flight == 0 {
+            return Box::pin(async {});
+        }
+        let (tx, rx) = oneshot::channel();
+        self.flush_waiters.push(tx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
     }
 }
 

@@ -210,7 +210,7 @@ pub struct ReleaseLease {
 
 /// Split the assignment into the 0/1/tail scalars of the A, B and L queries.
 #[derive(Message)]
-#[rtype(result = "MsmPlan")]
+#[rtype(result = "Result<MsmPlan, StageError>")]
 pub struct PlanMsm {
     /// The assignment, shared with nobody else at this point but kept in an `Arc` so the driver
     /// retains it for public inputs.
@@ -342,6 +342,21 @@ pub struct ForgetJob(pub JobId);
 #[derive(Message)]
 #[rtype(result = "usize")]
 pub struct Drain;
+
+/// Resolves once every outcome sent to the store writer so far is written (before a stop).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FlushOutcomes;
+
+/// The store writer finished writing a job's outcome (sent by the coordinator to itself).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct OutcomeWritten {
+    /// Job id.
+    pub id: JobId,
+    /// The shared queue's claim was lost: another daemon runs the job now.
+    pub claim_lost: bool,
+}
 
 /// Record a finished job in the store (on the writer's thread) and prune old outcomes.
 #[derive(Message)]

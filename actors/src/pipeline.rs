@@ -224,6 +224,22 @@ async fn blocking<T: Send + 'static>(
     rx.await.ok()
 }
 
+/// Runs a future to completion on a thread of its own, waiting at most `timeout` for it.
+fn wait_at_most<F>(fut: F, timeout: Duration) -> Option<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("proofline-wait".into())
+        .spawn(move || {
+            let _ = tx.send(futures::executor::block_on(fut));
+        })
+        .ok()?;
+    rx.recv_timeout(timeout).ok()
+}
+
 /// A store refusal as the API reports it.
 fn store_refusal(id: &str, e: StoreError) -> SubmitRejected {
     match e {
@@ -662,17 +678,7 @@ impl Pipeline {
         if let Some(s) = &self.shared {
             let _ = s.commands.send(ClaimerCommand::StopClaiming);
         }
-        let request = self.coordinator.send(Drain);
-        let (tx, rx) = mpsc::channel();
-        let waiter = std::thread::Builder::new()
-            .name("proofline-drain".into())
-            .spawn(move || {
-                let _ = tx.send(futures::executor::block_on(request));
-            });
-        let outcome = match waiter {
-            Ok(_) => rx.recv_timeout(timeout).ok().and_then(Result::ok),
-            Err(_) => None,
-        };
+        let outcome = wait_at_most(self.coordinator.send(Drain), timeout).and_then(Result::ok);
         if let Some(s) = &self.shared {
             if let Err(e) = s.queue.release_all() {
                 tracing::warn!(error = %e, "cannot give claims back; they expire");
@@ -706,6 +712,10 @@ impl Pipeline {
     }
 
     fn stop(&mut self) {
+        // Outcomes already sent to the store writer are written before the actors stop.
+        if wait_at_most(self.coordinator.send(FlushOutcomes), Duration::from_secs(30)).is_none() {
+            tracing::warn!("outcomes still being written at the stop; their jobs run again after the next start");
+        }
         if let Some(s) = &mut self.shared {
             let _ = s.commands.send(ClaimerCommand::Stop);
             if let Some(t) = s.thread.take() {
@@ -715,6 +725,13 @@ impl Pipeline {
         self.system.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        // The store writer's thread ends once the coordinator is gone; wait (briefly) until it
+        // let go of the store, so that the store file can be opened again at once.
+        let own = 1 + usize::from(self.shared.is_some());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while Arc::strong_count(&self.store) > own && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }

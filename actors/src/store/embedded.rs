@@ -161,6 +161,9 @@ impl EmbeddedStore {
         &self,
         f: impl FnOnce(&redb::WriteTransaction) -> Result<T, redb::Error>,
     ) -> Result<T, StoreError> {
+        if self.db.read().map(|g| g.is_none()).unwrap_or(true) {
+            self.reopen();
+        }
         let r = {
             let guard = self.db.read().map_err(|_| self.poisoned())?;
             let db = guard.as_ref().ok_or_else(|| self.poisoned())?;

@@ -1,5 +1,9 @@
-//! A small blocking client of the proofline HTTP API (docs/api.md).
+//! A small blocking client of the proofline HTTP API (docs/api.md). With
+//! [`Client::with_token`] every request carries `Authorization: Bearer <token>`; with
+//! [`Client::with_root_cert`] an `https://` daemon is trusted by that certificate.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -73,19 +77,55 @@ impl ResultBody {
 pub struct Client {
     base: String,
     agent: ureq::Agent,
+    token: Option<String>,
+}
+
+fn agent(tls: Option<ureq::tls::TlsConfig>) -> ureq::Agent {
+    let mut b = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(900)));
+    if let Some(tls) = tls {
+        b = b.tls_config(tls);
+    }
+    b.build().new_agent()
 }
 
 impl Client {
     /// A client of the daemon at `base` (e.g. `http://127.0.0.1:9797`).
     pub fn new(base: impl Into<String>) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(900)))
-            .build()
-            .new_agent();
         Client {
             base: base.into().trim_end_matches('/').to_string(),
-            agent,
+            agent: agent(None),
+            token: None,
+        }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Trusts the daemon's TLS certificate (PEM; a self-signed one or its CA's) instead of the
+    /// system's roots.
+    pub fn with_root_cert(mut self, pem_file: &Path) -> Result<Self, ClientError> {
+        let fail = |message: String| ClientError::Transport {
+            url: pem_file.display().to_string(),
+            message,
+        };
+        let pem = std::fs::read(pem_file).map_err(|e| fail(e.to_string()))?;
+        let cert = ureq::tls::Certificate::from_pem(&pem).map_err(|e| fail(e.to_string()))?;
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(ureq::tls::RootCerts::Specific(Arc::new(vec![cert])))
+            .build();
+        self.agent = agent(Some(tls));
+        Ok(self)
+    }
+
+    fn authed<B>(&self, rb: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.token {
+            Some(t) => rb.header("authorization", format!("Bearer {t}")),
+            None => rb,
         }
     }
 
@@ -133,13 +173,13 @@ impl Client {
 
     fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         let url = self.url(path);
-        Self::handle(&url, self.agent.get(&url).call())
+        Self::handle(&url, self.authed(self.agent.get(&url)).call())
     }
 
     /// Submits a job; returns its status (state "queued" or "running").
     pub fn submit(&self, req: &JobRequest) -> Result<JobStatus, ClientError> {
         let url = self.url("/v1/jobs");
-        Self::handle(&url, self.agent.post(&url).send_json(req))
+        Self::handle(&url, self.authed(self.agent.post(&url)).send_json(req))
     }
 
     /// Submits a raw JSON body (the integration harness sends malformed ones on purpose).
@@ -147,8 +187,7 @@ impl Client {
         let url = self.url("/v1/jobs");
         Self::handle(
             &url,
-            self.agent
-                .post(&url)
+            self.authed(self.agent.post(&url))
                 .header("content-type", "application/json")
                 .send(body),
         )
@@ -189,8 +228,7 @@ impl Client {
     pub fn proof_bytes(&self, id: &str) -> Result<Vec<u8>, ClientError> {
         let url = self.url(&format!("/v1/jobs/{id}/proof"));
         let mut resp = self
-            .agent
-            .get(&url)
+            .authed(self.agent.get(&url))
             .header("accept", "application/octet-stream")
             .call()
             .map_err(|e| ClientError::Transport {
@@ -211,7 +249,7 @@ impl Client {
     /// Cancels a job.
     pub fn cancel(&self, id: &str) -> Result<JobStatus, ClientError> {
         let url = self.url(&format!("/v1/jobs/{id}"));
-        Self::handle(&url, self.agent.delete(&url).call())
+        Self::handle(&url, self.authed(self.agent.delete(&url)).call())
     }
 
     /// All retained jobs.
@@ -232,8 +270,7 @@ impl Client {
     pub fn metrics(&self) -> Result<String, ClientError> {
         let url = self.url("/metrics");
         let mut resp = self
-            .agent
-            .get(&url)
+            .authed(self.agent.get(&url))
             .call()
             .map_err(|e| ClientError::Transport {
                 url: url.clone(),

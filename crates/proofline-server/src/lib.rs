@@ -1,18 +1,25 @@
 //! The HTTP API (actix-web), a thin layer over [`proofline_actors::Pipeline`]. Every endpoint is
 //! documented in docs/api.md. Errors are JSON: `{"error": {"code", "message"}}` with a 4xx status
-//! for the client's mistakes; the daemon keeps serving whatever the input.
+//! for the client's mistakes; the daemon keeps serving whatever the input. With a token
+//! configured every endpoint but `/healthz` needs it ([`auth`]); with a certificate the API is
+//! served over TLS ([`tls`]).
 
+pub mod auth;
 mod errors;
 mod routes;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use metrics_exporter_prometheus::PrometheusHandle;
 use proofline_actors::Pipeline;
 
+pub use auth::BearerToken;
 pub use errors::ApiError;
+pub use tls::TlsFiles;
 
 /// Server settings.
 #[derive(Clone, Debug)]
@@ -23,6 +30,10 @@ pub struct ServerOptions {
     pub max_body_bytes: usize,
     /// HTTP worker threads.
     pub workers: usize,
+    /// Token every endpoint but `/healthz` requires.
+    pub token: Option<BearerToken>,
+    /// Serve HTTPS with these files.
+    pub tls: Option<TlsFiles>,
 }
 
 /// Shared state of the handlers.
@@ -39,10 +50,13 @@ pub fn bind(
     opts: &ServerOptions,
 ) -> std::io::Result<(actix_web::dev::Server, SocketAddr)> {
     let data = web::Data::new(state);
+    let token = web::Data::new(opts.token.clone());
     let limit = opts.max_body_bytes;
     let server = HttpServer::new(move || {
         App::new()
+            .wrap(from_fn(auth::require_token))
             .app_data(data.clone())
+            .app_data(token.clone())
             .app_data(errors::json_config(limit))
             .app_data(errors::path_config())
             .app_data(errors::query_config())
@@ -50,8 +64,11 @@ pub fn bind(
             .default_service(web::to(errors::not_found))
     })
     .workers(opts.workers)
-    .disable_signals()
-    .bind(opts.bind)?;
+    .disable_signals();
+    let server = match &opts.tls {
+        Some(files) => server.bind_rustls_0_23(opts.bind, tls::server_config(files)?)?,
+        None => server.bind(opts.bind)?,
+    };
     let addr = server
         .addrs()
         .first()
