@@ -30,7 +30,7 @@ fn wait_running(c: &Client, ids: &[String]) {
     loop {
         let running = ids
             .iter()
-            .any(|id| c.status(id, None).map(|s| s.state) == Ok(JobState::Running));
+            .any(|id| matches!(c.status(id, None), Ok(s) if s.state == JobState::Running));
         if running {
             return;
         }

@@ -211,7 +211,9 @@ impl Config {
         }
         let env_map: config::Map<String, String> = env
             .into_iter()
-            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+            // Only the documented form PROOFLINE_<SECTION>__<KEY>: other PROOFLINE_* variables
+            // (PROOFLINE_CONFIG, the test suite's PROOFLINE_TEST_*) are not configuration keys.
+            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")) && k.contains("__"))
             .collect();
         b = b.add_source(
             config::Environment::with_prefix(ENV_PREFIX)
@@ -391,6 +393,7 @@ mod tests {
             Some(&f),
             env(&[
                 ("PROOFLINE_PIPELINE__SYNTHESIS_WORKERS", "5"),
+                ("PROOFLINE_TEST_CACHE", "/tmp/x"),
                 ("OTHER", "x"),
             ]),
         )
