@@ -138,6 +138,12 @@ impl Daemon {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        // The server's workers let go of their pipeline handles as they wind down; wait for
+        // that, so the pipeline (and its store file) is released when this daemon is dropped.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while Arc::strong_count(&self.pipeline) > 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 

@@ -1,10 +1,13 @@
-//! A state directory that turns read-only under a running daemon (a small tmpfs remounted
-//! read-only; needs root, skipped loudly otherwise): new submissions get 503
+//! A state directory whose disk fills up under a running daemon (a small tmpfs filled to the
+//! last byte; mounting needs root, skipped loudly otherwise): new submissions get 503
 //! `journal_unavailable`, the daemon keeps serving, jobs accepted before are not lost, and once
-//! the directory is writable again the store reopens itself.
+//! there is room again the store reopens itself. (A read-only remount is refused by the kernel
+//! while the store file is open for writing, so a full disk is the fault a running daemon
+//! meets.)
 
 mod common;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -29,14 +32,15 @@ impl Tmpfs {
         ok.then(|| Tmpfs(at.to_path_buf()))
     }
 
-    fn remount(&self, mode: &str) {
-        let ok = Command::new("mount")
-            .args(["-o", &format!("remount,{mode}")])
-            .arg(&self.0)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "remount {mode}");
+    /// Fills the file system to the last byte; returns the filler file.
+    fn fill(&self) -> PathBuf {
+        let path = self.0.join("filler");
+        let mut f = std::fs::File::create(&path).unwrap();
+        for chunk in [1 << 20, 4096, 1] {
+            let buf = vec![0u8; chunk];
+            while f.write_all(&buf).and_then(|_| f.flush()).is_ok() {}
+        }
+        path
     }
 }
 
@@ -57,7 +61,7 @@ fn config(params: &Path, state: &Path) -> Config {
 }
 
 #[test]
-fn a_read_only_state_directory_refuses_new_jobs_with_503_and_loses_none() {
+fn a_full_state_disk_refuses_new_jobs_with_503_and_loses_none() {
     let params = params_dir("sha256-1");
     let tmp = tempfile::tempdir().unwrap();
     let Some(fs) = Tmpfs::mount(tmp.path()) else {
@@ -69,7 +73,7 @@ fn a_read_only_state_directory_refuses_new_jobs_with_503_and_loses_none() {
     let c = Client::new(d.url());
     let a = c.submit(&request("sha256-1", 1)).unwrap();
 
-    fs.remount("ro");
+    let filler = fs.fill();
     match c.submit(&request("sha256-1", 2)) {
         Err(ClientError::Api { status, code, message }) => {
             assert_eq!((status, code.as_str()), (503, "journal_unavailable"), "{message}");
@@ -85,8 +89,8 @@ fn a_read_only_state_directory_refuses_new_jobs_with_503_and_loses_none() {
         JobState::Succeeded
     );
 
-    // Writable again: the store reopens itself and takes jobs.
-    fs.remount("rw");
+    // Room again: the store reopens itself and takes jobs.
+    std::fs::remove_file(filler).unwrap();
     let b = c.submit(&request("sha256-1", 3)).unwrap();
     assert_eq!(
         c.wait(&b.id, Duration::from_secs(600)).unwrap().state,
