@@ -713,7 +713,12 @@ impl Pipeline {
 
     fn stop(&mut self) {
         // Outcomes already sent to the store writer are written before the actors stop.
-        if wait_at_most(self.coordinator.send(FlushOutcomes), Duration::from_secs(30)).is_none() {
+        if wait_at_most(
+            self.coordinator.send(FlushOutcomes),
+            Duration::from_secs(30),
+        )
+        .is_none()
+        {
             tracing::warn!("outcomes still being written at the stop; their jobs run again after the next start");
         }
         if let Some(s) = &mut self.shared {

@@ -69,7 +69,9 @@ impl FaultyBackend {
         self.tripped.fetch_add(1, Ordering::SeqCst);
         match fault {
             Fault::Panic => panic!("injected panic in {step:?}"),
-            Fault::Error => Err(BackendError::Device(format!("injected failure in {step:?}"))),
+            Fault::Error => Err(BackendError::Device(format!(
+                "injected failure in {step:?}"
+            ))),
             Fault::Block(entered, go) => {
                 let _ = entered.send(());
                 let _ = go.recv_timeout(Duration::from_secs(60));
@@ -210,7 +212,11 @@ fn an_injected_compute_error_fails_that_job_with_a_clear_code_and_the_next_succe
         assert_eq!(st.state, JobState::Failed);
         let err = st.error.unwrap();
         assert_eq!(err.code, "backend_failed", "{err:?}");
-        assert!(err.message.contains("injected failure in HPoly"), "{}", err.message);
+        assert!(
+            err.message.contains("injected failure in HPoly"),
+            "{}",
+            err.message
+        );
         let good = p.submit(request(2)).await.unwrap();
         assert_eq!(p.wait(&good.id).await.unwrap().state, JobState::Succeeded);
         assert!(p.result(&good.id).await.is_ok());
@@ -238,7 +244,11 @@ fn a_job_cancelled_in_its_compute_stage_gives_back_its_memory_lease() {
     assert_eq!(st.state, JobState::Cancelled);
     go.send(()).unwrap();
     let after = leases_returned(&p);
-    assert_eq!((after.leased, after.leases, after.waiting), (0, 0, 0), "{after:?}");
+    assert_eq!(
+        (after.leased, after.leases, after.waiting),
+        (0, 0, 0),
+        "{after:?}"
+    );
     // Nothing hangs: the next job runs through the same compute thread.
     let good = block_on(p.submit(request(2))).unwrap();
     assert_eq!(
@@ -268,7 +278,11 @@ fn jobs_survive_a_restart_of_the_pipeline_on_the_embedded_store() {
     drop(go);
     p.shutdown();
     // A new pipeline over the same file runs both again under the same ids.
-    let p = start(dir.path(), Arc::new(FaultyBackend::default()), store.clone());
+    let p = start(
+        dir.path(),
+        Arc::new(FaultyBackend::default()),
+        store.clone(),
+    );
     for id in [&a.id, &b.id] {
         assert_eq!(block_on(p.wait(id)).unwrap().state, JobState::Succeeded);
     }
@@ -278,6 +292,9 @@ fn jobs_survive_a_restart_of_the_pipeline_on_the_embedded_store() {
     for id in [&a.id, &b.id] {
         assert_eq!(block_on(p.result(id)).unwrap().proof.len(), 192);
     }
-    assert_eq!(block_on(p.counts()).running + block_on(p.counts()).queued, 0);
+    assert_eq!(
+        block_on(p.counts()).running + block_on(p.counts()).queued,
+        0
+    );
     p.shutdown();
 }

@@ -241,11 +241,7 @@ fn cancellation_priorities_and_store_replay() {
             JobState::Cancelled
         );
         let st = p.wait(&pending.id).await.unwrap();
-        assert_eq!(
-            st.state,
-            JobState::Succeeded,
-            "stored job re-ran: {st:?}"
-        );
+        assert_eq!(st.state, JobState::Succeeded, "stored job re-ran: {st:?}");
     });
     p.shutdown();
 }

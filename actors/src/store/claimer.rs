@@ -69,8 +69,7 @@ pub(crate) fn run(
 fn renew(queue: &SharedQueue, coordinator: &Mailbox<JobCoordinator>) {
     let mut snapshots = HashMap::new();
     for id in queue.held() {
-        if let Ok(Some(s)) = futures::executor::block_on(coordinator.send(GetStatus(id.clone())))
-        {
+        if let Ok(Some(s)) = futures::executor::block_on(coordinator.send(GetStatus(id.clone()))) {
             snapshots.insert(id, s);
         }
     }

@@ -19,9 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use proofline_wire::{JobRequest, JobStatus};
-use redb::{
-    Database, ReadableTable, ReadableTableMetadata, TableDefinition,
-};
+use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
 use super::codec::{self, RECORD_FORMAT};
 use super::{Backlog, FinishOutcome, FinishedRecord, JobStore, Retention, StoreError};
@@ -103,7 +101,9 @@ fn open_db(path: &Path) -> Result<Database, StoreError> {
     let mut db = opened.map_err(|e| classify(path, e))?;
     match db.check_integrity() {
         Ok(true) => {}
-        Ok(false) => tracing::warn!(file = %path.display(), "job store repaired its allocator state after an unclean stop"),
+        Ok(false) => {
+            tracing::warn!(file = %path.display(), "job store repaired its allocator state after an unclean stop")
+        }
         Err(e) => return Err(classify(path, e)),
     }
     Ok(db)
@@ -312,7 +312,10 @@ impl JobStore for EmbeddedStore {
                 .get(id)
                 .map_err(|e| c(e.into()))?
                 .ok_or_else(|| {
-                    corrupt(&self.path, format!("finished job {id} is indexed but missing"))
+                    corrupt(
+                        &self.path,
+                        format!("finished job {id} is indexed but missing"),
+                    )
                 })?;
             let rec = codec::decode_finished(v.value())
                 .map_err(|e| corrupt(&self.path, format!("finished job {id}: {e}")))?;
@@ -397,7 +400,10 @@ mod tests {
         let b = s.load(&ALL).unwrap();
         assert_eq!(b.pending, vec![("a".to_string(), req(1))]);
         assert!(b.finished.is_empty());
-        assert_eq!(s.finish("a", &done("a", 5)).unwrap(), FinishOutcome::Recorded);
+        assert_eq!(
+            s.finish("a", &done("a", 5)).unwrap(),
+            FinishOutcome::Recorded
+        );
         assert_eq!(
             s.finish("a", &done("a", 6)).unwrap(),
             FinishOutcome::AlreadyFinished,
@@ -422,7 +428,11 @@ mod tests {
         let now = now_ms();
         for (i, id) in ["old", "b", "c", "d"].iter().enumerate() {
             s.accept(id, &mut req(i as u64), &status(id, 0)).unwrap();
-            let ms = if *id == "old" { now - 3_600_000 } else { now - 10 + i as u64 };
+            let ms = if *id == "old" {
+                now - 3_600_000
+            } else {
+                now - 10 + i as u64
+            };
             s.finish(id, &done(id, ms)).unwrap();
         }
         let by_age = Retention {

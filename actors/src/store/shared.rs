@@ -176,7 +176,9 @@ impl SharedQueue {
         conn: &Mutex<Client>,
         f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, StoreError> {
-        let mut c = conn.lock().map_err(|_| self.unavailable("connection lock poisoned"))?;
+        let mut c = conn
+            .lock()
+            .map_err(|_| self.unavailable("connection lock poisoned"))?;
         if c.is_closed() {
             *c = Client::connect(&self.spec.url, NoTls).map_err(|e| self.unavailable(e))?;
         }

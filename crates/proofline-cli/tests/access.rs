@@ -42,7 +42,10 @@ fn a_bearer_token_guards_every_endpoint_but_healthz() {
     assert_eq!(anonymous.health().unwrap()["status"], "ok");
     for (what, r) in [
         ("list", anonymous.list().map(|_| ())),
-        ("submit", anonymous.submit(&request("sha256-1", 1)).map(|_| ())),
+        (
+            "submit",
+            anonymous.submit(&request("sha256-1", 1)).map(|_| ()),
+        ),
         ("status", anonymous.status("abc", None).map(|_| ())),
         ("cancel", anonymous.cancel("abc").map(|_| ())),
         ("result", anonymous.result("abc").map(|_| ())),
@@ -50,7 +53,10 @@ fn a_bearer_token_guards_every_endpoint_but_healthz() {
         assert_eq!(status_of(r), (401, "unauthorized".into()), "{what}");
     }
     let metrics = Client::new(d.url()).metrics().unwrap();
-    assert!(metrics.contains("unauthorized"), "/metrics needs the token too: {metrics}");
+    assert!(
+        metrics.contains("unauthorized"),
+        "/metrics needs the token too: {metrics}"
+    );
     let wrong = Client::new(d.url()).with_token("correct-horse-batter");
     assert_eq!(status_of(wrong.list()), (401, "unauthorized".into()));
 
@@ -59,7 +65,10 @@ fn a_bearer_token_guards_every_endpoint_but_healthz() {
     let s = c.wait(&job.id, Duration::from_secs(600)).unwrap();
     assert_eq!(s.state, JobState::Succeeded);
     assert_proof_verifies(&c, &job.id, "sha256-1", &params);
-    assert!(c.metrics().unwrap().contains("proofline_jobs_accepted_total"));
+    assert!(c
+        .metrics()
+        .unwrap()
+        .contains("proofline_jobs_accepted_total"));
     d.stop();
 }
 
@@ -67,8 +76,8 @@ fn a_bearer_token_guards_every_endpoint_but_healthz() {
 fn tls_serves_https_and_a_job_end_to_end() {
     let params = params_dir("sha256-1");
     let tmp = tempfile::tempdir().unwrap();
-    let key = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
-        .unwrap();
+    let key =
+        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
     let (cert_path, key_path) = (tmp.path().join("cert.pem"), tmp.path().join("key.pem"));
     std::fs::write(&cert_path, key.cert.pem()).unwrap();
     std::fs::write(&key_path, key.key_pair.serialize_pem()).unwrap();

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{assert_proof_verifies, bin, params_dir, request, DaemonProcess};
-use proofline_client::Client;
 use proofline_actors::JobState;
+use proofline_client::Client;
 
 const CIRCUIT: &str = "sha256-1";
 
@@ -51,7 +51,11 @@ fn kill_9_with_jobs_queued_and_running_then_restart_completes_every_job() {
         .collect();
     wait_running(&c, &ids);
     d.signal("KILL");
-    assert_eq!(d.wait_exit(Duration::from_secs(30)), None, "killed by the signal");
+    assert_eq!(
+        d.wait_exit(Duration::from_secs(30)),
+        None,
+        "killed by the signal"
+    );
     assert!(std::fs::metadata(state.join("jobs.redb")).is_ok());
 
     let d = DaemonProcess::start(&params, tmp.path().join("b.log"), &env(&state));
@@ -62,7 +66,10 @@ fn kill_9_with_jobs_queued_and_running_then_restart_completes_every_job() {
         assert_proof_verifies(&c, id, CIRCUIT, &params);
     }
     let log = d.log_text();
-    assert!(log.contains("re-running a stored job after a restart"), "{log}");
+    assert!(
+        log.contains("re-running a stored job after a restart"),
+        "{log}"
+    );
     // Exactly once: four jobs listed, each with one outcome.
     let listed = c.list().unwrap();
     assert_eq!(listed.len(), ids.len(), "{listed:?}");
@@ -94,7 +101,10 @@ fn sigterm_finishes_the_running_job_and_keeps_the_queued_ones_for_the_next_start
         .filter(|id| c.status(id, None).unwrap().state == JobState::Succeeded)
         .count();
     assert!(restored >= 1, "the running job was drained to completion");
-    assert!(restored < ids.len(), "queued jobs were not started while draining");
+    assert!(
+        restored < ids.len(),
+        "queued jobs were not started while draining"
+    );
     for id in &ids {
         let s = c.wait(id, Duration::from_secs(600)).unwrap();
         assert_eq!(s.state, JobState::Succeeded, "{id}: {s:?}");

@@ -69,7 +69,10 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Ok(mut c) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+            let _ = c.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
         }
     }
 }
@@ -124,7 +127,11 @@ fn an_expired_claim_is_taken_over_and_only_the_new_holder_completes() {
     );
     assert_eq!(y.finish(&id, &rec).unwrap(), FinishOutcome::Recorded);
     assert_eq!(y.finish(&id, &rec).unwrap(), FinishOutcome::ClaimLost);
-    assert_eq!(y.counters(&id).unwrap(), Some((2, 1)), "claimed twice, completed once");
+    assert_eq!(
+        y.counters(&id).unwrap(),
+        Some((2, 1)),
+        "claimed twice, completed once"
+    );
     // Read from the other holder.
     let (s, r) = x.result(&id).unwrap().unwrap();
     assert_eq!(s.state, JobState::Succeeded);
@@ -133,8 +140,12 @@ fn an_expired_claim_is_taken_over_and_only_the_new_holder_completes() {
 
     // A job cancelled from any daemon is never claimed.
     let mut req2 = request("sha256-1", 2);
-    y.accept("job-2", &mut req2, &queued_status("job-2", "groth16", "sha256-1", 0, 1))
-        .unwrap();
+    y.accept(
+        "job-2",
+        &mut req2,
+        &queued_status("job-2", "groth16", "sha256-1", 0, 1),
+    )
+    .unwrap();
     assert_eq!(
         x.cancel("job-2").unwrap().unwrap().state,
         JobState::Cancelled
@@ -202,9 +213,15 @@ fn two_daemons_share_one_queue_and_a_killed_daemons_job_is_finished_by_the_other
     for r in &rows {
         let (id, claims, completions): (String, i32, i32) = (r.get(0), r.get(1), r.get(2));
         assert_eq!(completions, 1, "job {id} completed exactly once");
-        assert!(r.get::<_, Option<String>>(3).is_none(), "no claim left on {id}");
+        assert!(
+            r.get::<_, Option<String>>(3).is_none(),
+            "no claim left on {id}"
+        );
         if id == victim {
-            assert!(claims >= 2, "the killed daemon's job was taken over ({claims} claims)");
+            assert!(
+                claims >= 2,
+                "the killed daemon's job was taken over ({claims} claims)"
+            );
         }
     }
     let log = b.log_text();

@@ -75,8 +75,16 @@ fn a_full_state_disk_refuses_new_jobs_with_503_and_loses_none() {
 
     let filler = fs.fill();
     match c.submit(&request("sha256-1", 2)) {
-        Err(ClientError::Api { status, code, message }) => {
-            assert_eq!((status, code.as_str()), (503, "journal_unavailable"), "{message}");
+        Err(ClientError::Api {
+            status,
+            code,
+            message,
+        }) => {
+            assert_eq!(
+                (status, code.as_str()),
+                (503, "journal_unavailable"),
+                "{message}"
+            );
             assert!(message.contains("jobs.redb"), "{message}");
         }
         other => panic!("expected 503 journal_unavailable, got {other:?}"),

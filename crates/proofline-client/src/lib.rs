@@ -269,13 +269,13 @@ impl Client {
     /// `/metrics` (Prometheus text).
     pub fn metrics(&self) -> Result<String, ClientError> {
         let url = self.url("/metrics");
-        let mut resp = self
-            .authed(self.agent.get(&url))
-            .call()
-            .map_err(|e| ClientError::Transport {
-                url: url.clone(),
-                message: e.to_string(),
-            })?;
+        let mut resp =
+            self.authed(self.agent.get(&url))
+                .call()
+                .map_err(|e| ClientError::Transport {
+                    url: url.clone(),
+                    message: e.to_string(),
+                })?;
         resp.body_mut()
             .read_to_string()
             .map_err(|e| ClientError::Transport {

@@ -275,8 +275,7 @@ impl Config {
         if self.server.tls_cert.is_empty() != self.server.tls_key.is_empty() {
             return Err(ConfigError::Invalid {
                 key: "server.tls_cert",
-                message: "server.tls_cert and server.tls_key are set together or not at all"
-                    .into(),
+                message: "server.tls_cert and server.tls_key are set together or not at all".into(),
             });
         }
         if !self.server.auth_token.is_empty() && !self.server.auth_token_file.is_empty() {
@@ -425,8 +424,8 @@ mod tests {
         let e = Config::load_with_env(None, env(&[("PROOFLINE_SERVER__TLS_CERT", "/c.pem")]))
             .unwrap_err();
         assert!(e.to_string().contains("server.tls_cert"), "{e}");
-        let e = Config::load_with_env(None, env(&[("PROOFLINE_STATE__STORE", "floppy")]))
-            .unwrap_err();
+        let e =
+            Config::load_with_env(None, env(&[("PROOFLINE_STATE__STORE", "floppy")])).unwrap_err();
         assert!(e.to_string().contains("floppy"), "{e}");
     }
 
@@ -441,10 +440,7 @@ mod tests {
         std::fs::write(&f, "  s3cret\n").unwrap();
         let c = Config::load_with_env(
             None,
-            env(&[(
-                "PROOFLINE_SERVER__AUTH_TOKEN_FILE",
-                f.to_str().unwrap(),
-            )]),
+            env(&[("PROOFLINE_SERVER__AUTH_TOKEN_FILE", f.to_str().unwrap())]),
         )
         .unwrap();
         assert_eq!(c.auth_token().unwrap().as_deref(), Some("s3cret"));

@@ -61,7 +61,10 @@ pub async fn require_token(
         _ => true,
     };
     if admitted {
-        return next.call(req).await.map(ServiceResponse::map_into_left_body);
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_left_body);
     }
     let mut resp = ApiError::new(
         StatusCode::UNAUTHORIZED,

@@ -74,9 +74,11 @@ impl From<SubmitRejected> for ApiError {
                 "journal_unavailable",
                 r.to_string(),
             ),
-            SubmitRejected::Refused(r @ SubmitError::Draining) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", r.to_string())
-            }
+            SubmitRejected::Refused(r @ SubmitError::Draining) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                r.to_string(),
+            ),
             SubmitRejected::ShuttingDown => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",

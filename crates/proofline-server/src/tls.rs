@@ -27,7 +27,11 @@ pub fn server_config(files: &TlsFiles) -> std::io::Result<rustls::ServerConfig> 
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| err(&files.cert, "server.tls_cert", e))?;
     if certs.is_empty() {
-        return Err(err(&files.cert, "server.tls_cert", "no certificate in the file"));
+        return Err(err(
+            &files.cert,
+            "server.tls_cert",
+            "no certificate in the file",
+        ));
     }
     let key = PrivateKeyDer::from_pem_file(&files.key)
         .map_err(|e| err(&files.key, "server.tls_key", e))?;

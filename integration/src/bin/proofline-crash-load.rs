@@ -56,7 +56,9 @@ fn start_daemon(
     log: PathBuf,
     concurrency: usize,
 ) -> anyhow::Result<(Daemon, f64)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let out = std::fs::File::create(&log)?;
     let t = Instant::now();
     let child = Command::new(bin)
@@ -79,7 +81,10 @@ fn start_daemon(
     let url = format!("http://127.0.0.1:{port}");
     let c = Client::new(&url);
     while c.health().is_err() {
-        ensure!(t.elapsed() < Duration::from_secs(120), "daemon did not start");
+        ensure!(
+            t.elapsed() < Duration::from_secs(120),
+            "daemon did not start"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok((Daemon { child, url, log }, t.elapsed().as_secs_f64()))
@@ -105,7 +110,10 @@ fn sample_rss(pid: u32, max_kib: Arc<AtomicU64>, stop: Arc<AtomicBool>) {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    ensure!(args.jobs > 0 && args.jobs <= 2000, "--jobs must be in 1..=2000");
+    ensure!(
+        args.jobs > 0 && args.jobs <= 2000,
+        "--jobs must be in 1..=2000"
+    );
     ensure!(args.concurrency > 0, "--concurrency must be at least 1");
     let bin = match &args.bin {
         Some(b) => b.clone(),
@@ -121,8 +129,13 @@ fn main() -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
     let window = 2 * args.concurrency;
 
-    let (mut d, first_start_s) =
-        start_daemon(&bin, &params, &state, tmp.join("before.log"), args.concurrency)?;
+    let (mut d, first_start_s) = start_daemon(
+        &bin,
+        &params,
+        &state,
+        tmp.join("before.log"),
+        args.concurrency,
+    )?;
     let rss_before = Arc::new(AtomicU64::new(0));
     let stop_before = Arc::new(AtomicBool::new(false));
     sample_rss(d.child.id(), rss_before.clone(), stop_before.clone());
@@ -137,7 +150,11 @@ fn main() -> anyhow::Result<()> {
     let rss_after = Arc::new(AtomicU64::new(0));
     let stop_after = Arc::new(AtomicBool::new(false));
     while done.len() < args.jobs {
-        ensure!(Instant::now() < deadline, "timed out after {} s", args.timeout_s);
+        ensure!(
+            Instant::now() < deadline,
+            "timed out after {} s",
+            args.timeout_s
+        );
         let c = Client::new(&d.url);
         while accepted.len() < args.jobs && accepted.len() - done.len() < window {
             let req = JobRequest {
@@ -156,7 +173,11 @@ fn main() -> anyhow::Result<()> {
         for id in open {
             let s = c.status(id, None)?;
             if s.state.is_terminal() {
-                ensure!(s.state == JobState::Succeeded, "job {id} ended {:?}", s.state);
+                ensure!(
+                    s.state == JobState::Succeeded,
+                    "job {id} ended {:?}",
+                    s.state
+                );
                 done.insert(id.clone());
             }
         }
@@ -170,8 +191,13 @@ fn main() -> anyhow::Result<()> {
                 .status()?;
             d.child.wait()?;
             stop_before.store(true, Ordering::Relaxed);
-            let (d2, s) =
-                start_daemon(&bin, &params, &state, tmp.join("after.log"), args.concurrency)?;
+            let (d2, s) = start_daemon(
+                &bin,
+                &params,
+                &state,
+                tmp.join("after.log"),
+                args.concurrency,
+            )?;
             restart_s = s;
             d = d2;
             sample_rss(d.child.id(), rss_after.clone(), stop_after.clone());
@@ -190,7 +216,11 @@ fn main() -> anyhow::Result<()> {
     let ids: BTreeSet<&str> = accepted.iter().map(String::as_str).collect();
     ensure!(ids.len() == accepted.len(), "duplicate ids accepted");
     for id in &ids {
-        ensure!(per_id.get(id) == Some(&1), "job {id} listed {:?} times", per_id.get(id));
+        ensure!(
+            per_id.get(id) == Some(&1),
+            "job {id} listed {:?} times",
+            per_id.get(id)
+        );
     }
     let vk = proofline::setup::read_vk(&BuiltinCircuit::parse(&args.circuit)?, &params)?;
     let pvk = groth16::prepare_verifying_key(&vk);
@@ -201,18 +231,25 @@ fn main() -> anyhow::Result<()> {
             .iter()
             .map(|h| parse_scalar_hex("public_inputs", h))
             .collect::<Result<Vec<_>, _>>()?;
-        ensure!(groth16::verify_proof(&pvk, &proof, &inputs)?, "proof of {id} does not verify");
+        ensure!(
+            groth16::verify_proof(&pvk, &proof, &inputs)?,
+            "proof of {id} does not verify"
+        );
     }
     let log = std::fs::read_to_string(&d.log)?;
     let twice = log.matches("already had an outcome").count();
-    let rerun = log.matches("re-running a stored job after a restart").count();
+    let rerun = log
+        .matches("re-running a stored job after a restart")
+        .count();
     ensure!(twice == 0, "{twice} outcomes written twice");
     stop_after.store(true, Ordering::Relaxed);
     let _ = Command::new("kill")
         .args(["-TERM", &d.child.id().to_string()])
         .status();
     let _ = d.child.wait();
-    let store_bytes = std::fs::metadata(state.join("jobs.redb")).map(|m| m.len()).unwrap_or(0);
+    let store_bytes = std::fs::metadata(state.join("jobs.redb"))
+        .map(|m| m.len())
+        .unwrap_or(0);
     let _ = std::fs::remove_dir_all(&tmp);
 
     let rss_b = rss_before.load(Ordering::Relaxed) as f64 / 1024.0;
@@ -242,14 +279,37 @@ fn main() -> anyhow::Result<()> {
         "{} jobs of {} at concurrency {}: all accepted jobs succeeded once and verified",
         args.jobs, args.circuit, args.concurrency
     );
-    println!("{:<28} {:>10}", "kill -9 at (s)", format!("{killed_at_s:.1}"));
-    println!("{:<28} {:>10}", "unfinished at the kill", unfinished_at_kill);
+    println!(
+        "{:<28} {:>10}",
+        "kill -9 at (s)",
+        format!("{killed_at_s:.1}")
+    );
+    println!(
+        "{:<28} {:>10}",
+        "unfinished at the kill", unfinished_at_kill
+    );
     println!("{:<28} {:>10}", "re-run after restart", rerun);
-    println!("{:<28} {:>10}", "restart to healthy (s)", format!("{restart_s:.2}"));
+    println!(
+        "{:<28} {:>10}",
+        "restart to healthy (s)",
+        format!("{restart_s:.2}")
+    );
     println!("{:<28} {:>10}", "wall (s)", format!("{wall:.1}"));
-    println!("{:<28} {:>10}", "jobs/min", format!("{:.1}", args.jobs as f64 / wall * 60.0));
-    println!("{:<28} {:>10}", "max RSS before kill (MiB)", format!("{rss_b:.0}"));
-    println!("{:<28} {:>10}", "max RSS after restart (MiB)", format!("{rss_a:.0}"));
+    println!(
+        "{:<28} {:>10}",
+        "jobs/min",
+        format!("{:.1}", args.jobs as f64 / wall * 60.0)
+    );
+    println!(
+        "{:<28} {:>10}",
+        "max RSS before kill (MiB)",
+        format!("{rss_b:.0}")
+    );
+    println!(
+        "{:<28} {:>10}",
+        "max RSS after restart (MiB)",
+        format!("{rss_a:.0}")
+    );
     println!("{:<28} {:>10}", "store file (bytes)", store_bytes);
     Ok(())
 }
