@@ -30,6 +30,28 @@ const FINISHED: TableDefinition<&str, &[u8]> = TableDefinition::new("finished");
 const FINISHED_AT: TableDefinition<(u64, &str), ()> = TableDefinition::new("finished_at");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
+/// A redb error, boxed (redb's is large).
+#[derive(Debug)]
+struct Db(Box<redb::Error>);
+
+macro_rules! db_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Db {
+            fn from(e: $t) -> Self {
+                Db(Box::new(e.into()))
+            }
+        }
+    )*};
+}
+db_from!(
+    redb::Error,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::DatabaseError
+);
+
 /// The file name inside the state directory.
 pub const FILE_NAME: &str = "jobs.redb";
 
@@ -159,7 +181,7 @@ impl EmbeddedStore {
     /// does.
     fn write<T>(
         &self,
-        f: impl FnOnce(&redb::WriteTransaction) -> Result<T, redb::Error>,
+        f: impl FnOnce(&redb::WriteTransaction) -> Result<T, Db>,
     ) -> Result<T, StoreError> {
         if self.db.read().map(|g| g.is_none()).unwrap_or(true) {
             self.reopen();
@@ -171,14 +193,14 @@ impl EmbeddedStore {
                 let w = db.begin_write()?;
                 let v = f(&w)?;
                 w.commit()?;
-                Ok::<T, redb::Error>(v)
+                Ok::<T, Db>(v)
             })()
         };
-        r.map_err(|e| {
-            if matches!(e, redb::Error::PreviousIo | redb::Error::Io(_)) {
+        r.map_err(|Db(e)| {
+            if matches!(*e, redb::Error::PreviousIo | redb::Error::Io(_)) {
                 self.reopen();
             }
-            classify(&self.path, e)
+            classify(&self.path, *e)
         })
     }
 
@@ -203,7 +225,7 @@ impl EmbeddedStore {
         }
     }
 
-    fn prune_in(w: &redb::WriteTransaction, retention: &Retention) -> Result<usize, redb::Error> {
+    fn prune_in(w: &redb::WriteTransaction, retention: &Retention) -> Result<usize, Db> {
         let mut at = w.open_table(FINISHED_AT)?;
         let mut finished = w.open_table(FINISHED)?;
         let total = at.len()? as usize;
