@@ -36,7 +36,19 @@ impl Handler<RecordOutcome> for StoreWriter {
 
     fn handle(&mut self, msg: RecordOutcome, _: &mut SyncContext<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
-        let outcome = self.store.finish(&msg.id, &msg.record).map_err(|e| {
+        // A panic in the store (a bug, or a database library's assertion) must not take this
+        // thread down: the outcome is then treated as not written.
+        let store = &self.store;
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.finish(&msg.id, &msg.record)
+        }))
+        .unwrap_or_else(|_| {
+            Err(super::StoreError::Unavailable {
+                location: store.location(),
+                message: "the store panicked while writing".into(),
+            })
+        });
+        let outcome = written.map_err(|e| {
             tracing::error!(job = %msg.id, error = %e, "cannot record the finished job; it will run again after a restart");
             e.to_string()
         })?;
@@ -49,8 +61,13 @@ impl Handler<RecordOutcome> for StoreWriter {
                 tracing::warn!(job = %msg.id, "the job's claim went to another daemon; this outcome is dropped")
             }
         }
-        if let Err(e) = self.store.prune(&self.retention) {
-            tracing::warn!(error = %e, "cannot prune finished jobs");
+        let pruned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.prune(&self.retention)
+        }));
+        match pruned {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot prune finished jobs"),
+            Err(_) => tracing::warn!("the store panicked while pruning finished jobs"),
         }
         Ok(outcome)
     }
