@@ -274,6 +274,7 @@ impl Pipeline {
             match opts.persistence.clone() {
                 StoreSpec::Memory => (Arc::new(MemoryStore), None),
                 StoreSpec::Embedded { path } => (Arc::new(EmbeddedStore::open(path)?), None),
+                StoreSpec::Custom(store) => (store, None),
                 StoreSpec::Shared(spec) => {
                     let q = Arc::new(SharedQueue::connect(spec)?);
                     (q.clone(), Some(q))

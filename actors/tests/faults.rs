@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16;
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use proofline_actors::{JobState, Pipeline, PipelineOptions, StoreSpec};
+use proofline_actors::store::{
+    Backlog, FinishOutcome, FinishedRecord, JobStore, Retention, StoreError,
+};
+use proofline_actors::{JobState, JobStatus, Pipeline, PipelineOptions, StoreSpec};
 use proofline_config::Config;
 use proofline_groth16::{BackendError, CpuBackend, NttKind, ProverBackend, SparseScalars};
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
@@ -297,4 +300,80 @@ fn jobs_survive_a_restart_of_the_pipeline_on_the_embedded_store() {
         0
     );
     p.shutdown();
+}
+
+/// A store whose writes of submissions wait for a go-ahead (a 50 MB C1 output and its fsync,
+/// stretched out).
+struct SlowStore {
+    entered: Mutex<mpsc::Sender<()>>,
+    go: Mutex<mpsc::Receiver<()>>,
+}
+
+impl JobStore for SlowStore {
+    fn location(&self) -> String {
+        "slow".into()
+    }
+    fn accept(&self, _: &str, _: &mut JobRequest, _: &JobStatus) -> Result<(), StoreError> {
+        let _ = self.entered.lock().unwrap().send(());
+        let _ = self
+            .go
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(60));
+        Ok(())
+    }
+    fn finish(&self, _: &str, _: &FinishedRecord) -> Result<FinishOutcome, StoreError> {
+        Ok(FinishOutcome::Recorded)
+    }
+    fn forget(&self, _: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn load(&self, _: &Retention) -> Result<Backlog, StoreError> {
+        Ok(Backlog::default())
+    }
+    fn prune(&self, _: &Retention) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+}
+
+#[test]
+fn status_queries_do_not_wait_behind_a_slow_store_write() {
+    let dir = tempfile::tempdir().unwrap();
+    write_params(dir.path());
+    let (entered_tx, entered) = mpsc::channel();
+    let (go, go_rx) = mpsc::channel();
+    let store = Arc::new(SlowStore {
+        entered: Mutex::new(entered_tx),
+        go: Mutex::new(go_rx),
+    });
+    let p = Arc::new(start(
+        dir.path(),
+        Arc::new(FaultyBackend::default()),
+        StoreSpec::Custom(store),
+    ));
+    let submitter = {
+        let p = p.clone();
+        std::thread::spawn(move || block_on(p.submit(request(1))))
+    };
+    entered.recv_timeout(Duration::from_secs(60)).unwrap();
+    // The write is in progress and held: the coordinator answers anyway.
+    let (tx, rx) = mpsc::channel();
+    {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let r =
+                block_on(async { (p.list().await.len(), p.counts().await, p.status("x").await) });
+            let _ = tx.send(r);
+        });
+    }
+    let (listed, counts, unknown) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("queries answered while the write waits");
+    assert_eq!((listed, counts.queued, unknown), (0, 0, None));
+    go.send(()).unwrap();
+    let accepted = submitter.join().unwrap().unwrap();
+    assert_eq!(
+        block_on(p.wait(&accepted.id)).unwrap().state,
+        JobState::Succeeded
+    );
 }

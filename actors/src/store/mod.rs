@@ -146,7 +146,7 @@ impl JobStore for MemoryStore {
 }
 
 /// Where the pipeline keeps its jobs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum StoreSpec {
     /// In memory only.
     Memory,
@@ -157,6 +157,19 @@ pub enum StoreSpec {
     },
     /// A PostgreSQL queue shared by several daemons.
     Shared(shared::SharedSpec),
+    /// A store the embedder provides (jobs run where they are accepted).
+    Custom(std::sync::Arc<dyn JobStore>),
+}
+
+impl std::fmt::Debug for StoreSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreSpec::Memory => f.write_str("Memory"),
+            StoreSpec::Embedded { path } => f.debug_struct("Embedded").field("path", path).finish(),
+            StoreSpec::Shared(s) => f.debug_tuple("Shared").field(&s.holder).finish(),
+            StoreSpec::Custom(s) => f.debug_tuple("Custom").field(&s.location()).finish(),
+        }
+    }
 }
 
 /// Whether `id` is a usable job id (letters, digits and '-').

@@ -380,6 +380,7 @@ fn store_location(cfg: &Config) -> String {
         proofline_actors::StoreSpec::Memory => "memory (state.store = \"memory\": not kept)".into(),
         proofline_actors::StoreSpec::Embedded { path } => path.display().to_string(),
         proofline_actors::StoreSpec::Shared(_) => "the shared queue".into(),
+        proofline_actors::StoreSpec::Custom(s) => s.location(),
     }
 }
 
