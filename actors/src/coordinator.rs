@@ -48,6 +48,9 @@ struct JobEntry {
     submitted: Instant,
     cancel: CancelToken,
     waiters: Vec<oneshot::Sender<JobStatus>>,
+    /// The outcome is in the store (or the store gave up on it). Until then a finished job is
+    /// shown as still running, so that no client sees an outcome a crash could undo.
+    recorded: bool,
     result: Option<Arc<JobResult>>,
     final_check: Option<proofline_jobs::FinalCheck>,
     final_handle: Option<SpawnHandle>,
@@ -374,9 +377,6 @@ impl JobCoordinator {
                 });
             }
         });
-        for w in job.waiters.drain(..) {
-            let _ = w.send(job.status.clone());
-        }
         self.finished_order.push_back(id.clone());
         while self.finished_order.len() > self.limits.retain_finished {
             if let Some(old) = self.finished_order.pop_front() {
@@ -385,6 +385,22 @@ impl JobCoordinator {
         }
         self.check_drained();
     }
+}
+
+/// What clients see of a job: a finished job whose outcome is not yet in the store still shows
+/// as running (or queued), without its outcome.
+fn visible(j: &JobEntry) -> JobStatus {
+    let mut s = j.status.clone();
+    if s.state.is_terminal() && !j.recorded {
+        s.state = if s.started_at_ms.is_some() {
+            JobState::Running
+        } else {
+            JobState::Queued
+        };
+        s.finished_at_ms = None;
+        s.error = None;
+    }
+    s
 }
 
 impl Actor for JobCoordinator {
@@ -451,6 +467,7 @@ impl Handler<SubmitPlanned> for JobCoordinator {
                 submitted: Instant::now(),
                 cancel: CancelToken::default(),
                 waiters: Vec::new(),
+                recorded: false,
                 result: None,
                 final_check: plan.final_check,
                 final_handle: None,
@@ -523,6 +540,12 @@ impl Handler<OutcomeWritten> for JobCoordinator {
         self.writes_in_flight = self.writes_in_flight.saturating_sub(1);
         if msg.claim_lost {
             self.forget(&msg.id, ctx);
+        } else if let Some(job) = self.jobs.get_mut(&msg.id) {
+            // Durable now (or the store gave up and logged it): clients may see the outcome.
+            job.recorded = true;
+            for w in job.waiters.drain(..) {
+                let _ = w.send(job.status.clone());
+            }
         }
         if self.writes_in_flight == 0 {
             for w in self.flush_waiters.drain(..) {
@@ -587,6 +610,7 @@ impl Handler<RestoreFinished> for JobCoordinator {
                 submitted: Instant::now(),
                 cancel: CancelToken::default(),
                 waiters: Vec::new(),
+                recorded: true,
                 result: result.map(Arc::new),
                 final_check: None,
                 final_handle: None,
@@ -602,7 +626,7 @@ impl Handler<GetStatus> for JobCoordinator {
 
     fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
-        self.jobs.get(&msg.0).map(|j| j.status.clone())
+        self.jobs.get(&msg.0).map(visible)
     }
 }
 
@@ -613,7 +637,7 @@ impl Handler<GetResult> for JobCoordinator {
         let _busy = Busy::start(Self::NAME);
         self.jobs
             .get(&msg.0)
-            .map(|j| (j.status.clone(), j.result.clone()))
+            .map(|j| (visible(j), j.result.clone().filter(|_| j.recorded)))
     }
 }
 
@@ -622,11 +646,8 @@ impl Handler<ListJobs> for JobCoordinator {
 
     fn handle(&mut self, _: ListJobs, _: &mut Context<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
-        let mut v: Vec<(u64, JobStatus)> = self
-            .jobs
-            .values()
-            .map(|j| (j.seq, j.status.clone()))
-            .collect();
+        let mut v: Vec<(u64, JobStatus)> =
+            self.jobs.values().map(|j| (j.seq, visible(j))).collect();
         v.sort_by_key(|e| std::cmp::Reverse(e.0));
         MessageResult(v.into_iter().map(|(_, s)| s).collect())
     }
@@ -662,7 +683,7 @@ impl Handler<AwaitJob> for JobCoordinator {
         let _busy = Busy::start(Self::NAME);
         match self.jobs.get_mut(&msg.0) {
             None => Box::pin(async { None }),
-            Some(j) if j.status.state.is_terminal() => {
+            Some(j) if j.status.state.is_terminal() && j.recorded => {
                 let s = j.status.clone();
                 Box::pin(async move { Some(s) })
             }
