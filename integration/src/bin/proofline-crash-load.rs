@@ -1,7 +1,8 @@
 //! Crash under load: runs the real `proofline serve` with its durable store, keeps the pipeline
 //! full with a bounded number of jobs over loopback, `kill -9`s the daemon when half of them
 //! are done, restarts it on the same state directory, and checks that every accepted job
-//! completed exactly once with a proof that verifies. Samples the daemon's resident memory
+//! completed exactly once with a proof that verifies, and that no job the client had seen
+//! finished ran again. Samples the daemon's resident memory
 //! throughout. Prints JSON, then a table.
 //!
 //! `cargo build --release -p proofline && cargo run --release -p proofline-integration --bin proofline-crash-load -- --jobs 40 --concurrency 2`
@@ -242,6 +243,13 @@ fn main() -> anyhow::Result<()> {
         .matches("re-running a stored job after a restart")
         .count();
     ensure!(twice == 0, "{twice} outcomes written twice");
+    // A job is shown finished only once its outcome is stored: none that this client saw
+    // finished before the kill may run again after it.
+    ensure!(
+        rerun <= unfinished_at_kill,
+        "{rerun} jobs re-ran after the restart, but only {unfinished_at_kill} were unfinished \
+         as seen by the client: a job reported finished was not durable"
+    );
     stop_after.store(true, Ordering::Relaxed);
     let _ = Command::new("kill")
         .args(["-TERM", &d.child.id().to_string()])
