@@ -654,11 +654,14 @@ impl Handler<ListJobs> for JobCoordinator {
 }
 
 impl Handler<CancelJob> for JobCoordinator {
-    type Result = Option<JobStatus>;
+    type Result = ResponseFuture<Option<JobStatus>>;
 
+    /// Answers once the cancellation is in the store, like every outcome.
     fn handle(&mut self, msg: CancelJob, ctx: &mut Context<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
-        let state = self.jobs.get(&msg.0)?.status.state;
+        let Some(state) = self.jobs.get(&msg.0).map(|j| j.status.state) else {
+            return Box::pin(async { None });
+        };
         if !state.is_terminal() {
             self.stop_running(&msg.0, ctx);
             self.finish(
@@ -672,7 +675,18 @@ impl Handler<CancelJob> for JobCoordinator {
             );
             self.pump(ctx);
         }
-        self.jobs.get(&msg.0).map(|j| j.status.clone())
+        match self.jobs.get_mut(&msg.0) {
+            None => Box::pin(async { None }),
+            Some(j) if j.recorded => {
+                let s = j.status.clone();
+                Box::pin(async move { Some(s) })
+            }
+            Some(j) => {
+                let (tx, rx) = oneshot::channel();
+                j.waiters.push(tx);
+                Box::pin(async move { rx.await.ok() })
+            }
+        }
     }
 }
 
