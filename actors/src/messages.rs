@@ -15,6 +15,7 @@
 //! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2                     |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
+//! | `RecordOutcome`    | coordinator → StoreWriter   | a finished job's status and result          |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
 //! | `InFlight`         | `Pipeline` → JobCoordinator | returns the jobs in flight for the status page |
 
@@ -30,7 +31,7 @@ use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
 use proofline_wire::{JobCounts, JobInFlight, JobResult, JobStatus};
 
 use crate::allocator::Lease;
-use crate::journal::FinishedRecord;
+use crate::store::{FinishOutcome, FinishedRecord};
 
 pub use proofline_wire::JobId;
 
@@ -210,7 +211,7 @@ pub struct ReleaseLease {
 
 /// Split the assignment into the 0/1/tail scalars of the A, B and L queries.
 #[derive(Message)]
-#[rtype(result = "MsmPlan")]
+#[rtype(result = "Result<MsmPlan, StageError>")]
 pub struct PlanMsm {
     /// The assignment, shared with nobody else at this point but kept in an `Arc` so the driver
     /// retains it for public inputs.
@@ -306,14 +307,99 @@ pub enum SubmitError {
         /// Why the submission is not the same request.
         reason: String,
     },
-    /// The job could not be written to the journal, so it would not survive a restart.
+    /// The same request under the same name is being accepted right now (its record is being
+    /// written); a retry in a moment gets the job.
+    #[error("job {0}: the same request is being accepted under this name; retry shortly")]
+    BeingAccepted(JobId),
+    /// The job could not be written to the store, so it would not survive a restart.
     #[error("cannot journal job {id}: {message}")]
     Journal {
         /// Job id.
         id: String,
-        /// The I/O error.
+        /// The store's error.
         message: String,
     },
+    /// The daemon is draining before a stop: it takes no new job.
+    #[error("the daemon is draining before a stop and takes no new job")]
+    Draining,
+}
+
+/// Holds a place for a job in the coordinator (queue capacity, id, names) while its request is
+/// written to the store; followed by [`SubmitPlanned`] or [`Unreserve`]. A named submission
+/// that repeats a retained job gets that job instead of a place.
+#[derive(Message)]
+#[rtype(result = "Result<Reservation, SubmitError>")]
+pub struct Reserve {
+    /// The job id the place is for.
+    pub id: JobId,
+    /// The client's own job id, when it named the job.
+    pub client_id: Option<JobId>,
+    /// The idempotency key, if any.
+    pub key: Option<String>,
+    /// The request's digest, for named submissions.
+    pub digest: Option<crate::idempotency::Digest>,
+}
+
+/// What [`Reserve`] gave.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reservation {
+    /// A place: write the request, then send [`SubmitPlanned`].
+    Reserved,
+    /// The submission repeats this retained job.
+    Existing(Box<JobStatus>),
+}
+
+/// Gives back a place taken by [`Reserve`] (the store refused the job).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unreserve(pub JobId);
+
+/// How a planned job came to the coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// A client's submission, stored and holding a place taken by [`Reserve`].
+    Reserved,
+    /// Re-run from the store after a restart (never refused for capacity).
+    Restored,
+    /// Claimed from the shared queue (the claim bounds how many run here).
+    Claimed,
+}
+
+/// Forget a job without recording an outcome: its claim in the shared queue was lost to
+/// another daemon, which now runs it. Running partitions are cancelled.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ForgetJob(pub JobId);
+
+/// Stop admitting queued jobs; resolves when no job is running any more (the ones already
+/// running are finished), with the number of unfinished jobs left for the next start.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct Drain;
+
+/// Resolves once every outcome sent to the store writer so far is written (before a stop).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FlushOutcomes;
+
+/// The store writer finished writing a job's outcome (sent by the coordinator to itself).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct OutcomeWritten {
+    /// Job id.
+    pub id: JobId,
+    /// The shared queue's claim was lost: another daemon runs the job now.
+    pub claim_lost: bool,
+}
+
+/// Record a finished job in the store (on the writer's thread) and prune old outcomes.
+#[derive(Message)]
+#[rtype(result = "Result<FinishOutcome, String>")]
+pub struct RecordOutcome {
+    /// Job id.
+    pub id: JobId,
+    /// Final status and result.
+    pub record: FinishedRecord,
 }
 
 /// How a submission was answered.
@@ -339,14 +425,14 @@ pub struct Submitted {
 #[derive(Message)]
 #[rtype(result = "Result<Submitted, SubmitError>")]
 pub struct SubmitPlanned {
-    /// Id (fresh, the client's, or the journaled one after a restart).
+    /// Id (fresh, the client's, or the stored one after a restart or a claim).
     pub id: JobId,
-    /// The request, journaled so the job survives a restart.
+    /// The request (already in the store).
     pub request: JobRequest,
     /// The adapter's plan.
     pub plan: JobPlan,
-    /// Whether to journal the request (false when it is being replayed from the journal).
-    pub journal: bool,
+    /// How the job came here.
+    pub admission: Admission,
     /// The request's digest, for submissions named by a client id or an idempotency key.
     pub digest: Option<crate::idempotency::Digest>,
 }
@@ -363,7 +449,7 @@ pub struct FindRepeat {
     pub digest: crate::idempotency::Digest,
 }
 
-/// Restore a finished job from the journal.
+/// Restore a finished job from the store.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RestoreFinished(pub FinishedRecord);

@@ -208,7 +208,7 @@ async fn drive_stages(
     t.h_s = h_s;
     t.msm_plan_s = plan_s;
     let h = h??;
-    let plan = Arc::new(plan?);
+    let plan = Arc::new(plan??);
     drop(assignment);
     cancel.check()?;
 

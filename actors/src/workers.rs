@@ -7,6 +7,9 @@
 //!   backend now; on a GPU, one actor per device slot owning its context and streams.
 //!
 //! Handlers do the work synchronously on their thread; the messages carry buffers by move.
+//! Every handler runs its work inside [`guarded`]: a panic (a circuit's assertion, a backend
+//! bug) fails that job with `internal_error`, and the pool's thread lives on. A `SyncArbiter`
+//! thread that unwinds out of a handler would be gone for good, leaving the pool short.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -71,7 +74,9 @@ impl Handler<LoadParams> for ParamsLoader {
 
     fn handle(&mut self, msg: LoadParams, _: &mut SyncContext<Self>) -> Self::Result {
         let _span = info_span!("load_params", params = %msg.spec.id).entered();
-        self.store.get(&msg.spec)
+        let store = &self.store;
+        guarded("load_params", || Ok(store.get(&msg.spec)))
+            .unwrap_or_else(|e| Err(JobError::Internal(e.to_string())))
     }
 }
 
@@ -149,13 +154,13 @@ impl Named for CpuMsmActor {
 crate::counted_handlers!(CpuMsmActor);
 
 impl Handler<PlanMsm> for CpuMsmActor {
-    type Result = MessageResult<PlanMsm>;
+    type Result = Result<MsmPlan, StageError>;
 
     fn handle(&mut self, msg: PlanMsm, _: &mut SyncContext<Self>) -> Self::Result {
         let t = Instant::now();
-        let plan = MsmPlan::build(&msg.assignment);
+        let plan = guarded("msm_plan", || Ok(MsmPlan::build(&msg.assignment)))?;
         telemetry::stage("msm_plan", t.secs());
-        MessageResult(plan)
+        Ok(plan)
     }
 }
 
@@ -178,11 +183,14 @@ impl Handler<AssembleVerify> for CpuMsmActor {
 
     fn handle(&mut self, msg: AssembleVerify, _: &mut SyncContext<Self>) -> Self::Result {
         let t = Instant::now();
-        let (r, s) = prover::random_r_s(&mut rand::rngs::OsRng);
-        let proof = prover::assemble(&msg.pk, &msg.results, r, s);
-        if !prover::verify(&msg.pk, &proof, &msg.public_inputs)? {
-            return Err(ProverError::VerificationFailed.into());
-        }
+        let proof = guarded("assemble_verify", || {
+            let (r, s) = prover::random_r_s(&mut rand::rngs::OsRng);
+            let proof = prover::assemble(&msg.pk, &msg.results, r, s);
+            if !prover::verify(&msg.pk, &proof, &msg.public_inputs)? {
+                return Err(ProverError::VerificationFailed.into());
+            }
+            Ok(proof)
+        })?;
         telemetry::stage("assemble_verify", t.secs());
         Ok(proof)
     }

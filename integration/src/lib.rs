@@ -36,6 +36,8 @@ pub fn test_config(params_dir: &Path) -> anyhow::Result<Config> {
     cfg.server.bind = "127.0.0.1:0".into();
     cfg.params.dir = params_dir.display().to_string();
     cfg.log.level = "warn".into();
+    // Tests that need a durable store choose their own directory.
+    cfg.state.store = proofline_config::StoreKind::Memory;
     Ok(cfg)
 }
 

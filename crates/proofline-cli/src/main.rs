@@ -13,7 +13,7 @@ use proofline::exit::{self, ExitCode, JobEnded, UsageError};
 use proofline::{setup, status, top};
 use proofline_actors::{JobState, JobStatus};
 use proofline_client::{new_idempotency_key, Client};
-use proofline_config::Config;
+use proofline_config::{expand_home, Config, StoreKind};
 use proofline_jobs::builtin::BuiltinCircuit;
 use proofline_jobs::{parse_scalar_hex, JobRequest};
 use proofline_runtime as runtime;
@@ -292,12 +292,22 @@ impl JobArgs {
     }
 }
 
-fn client(cfg: &Config, s: &ServerArg) -> Client {
-    Client::new(
+/// A client of the configured daemon, with its token and, when it serves TLS, its certificate.
+fn client(cfg: &Config, s: &ServerArg) -> anyhow::Result<Client> {
+    let tls = !cfg.server.tls_cert.is_empty();
+    let scheme = if tls { "https" } else { "http" };
+    let mut c = Client::new(
         s.server
             .clone()
-            .unwrap_or_else(|| format!("http://{}", cfg.server.bind)),
-    )
+            .unwrap_or_else(|| format!("{scheme}://{}", cfg.server.bind)),
+    );
+    if let Some(t) = cfg.auth_token()? {
+        c = c.with_token(t);
+    }
+    if tls {
+        c = c.with_root_cert(&expand_home(&cfg.server.tls_cert))?;
+    }
+    Ok(c)
 }
 
 fn print_status(s: &JobStatus) {
@@ -367,6 +377,9 @@ fn demo(cfg: &Config) -> anyhow::Result<()> {
     }
     let mut local = cfg.clone();
     local.server.bind = "127.0.0.1:0".into();
+    // A throwaway run: no store (and no lock on the state file of a daemon running here).
+    local.state.store = StoreKind::Memory;
+    local.queue.postgres_url.clear();
     let daemon = Daemon::start(&local)?;
     println!(
         "daemon listening on {} (backend {})",
@@ -445,6 +458,16 @@ async fn tokio_select<A: std::future::Future, B: std::future::Future>(a: A, b: B
     }
 }
 
+/// Where the configured daemon keeps its jobs, for messages.
+fn store_location(cfg: &Config) -> String {
+    match runtime::store_spec(cfg) {
+        proofline_actors::StoreSpec::Memory => "memory (state.store = \"memory\": not kept)".into(),
+        proofline_actors::StoreSpec::Embedded { path } => path.display().to_string(),
+        proofline_actors::StoreSpec::Shared(_) => "the shared queue".into(),
+        proofline_actors::StoreSpec::Custom(s) => s.location(),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let cfg = Config::load(cli.config.as_deref())?;
     runtime::init_logging(&cfg);
@@ -458,8 +481,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let daemon = Daemon::start(&cfg)?;
             println!("proofline listening on {}", daemon.url());
             actix_web::rt::System::new().block_on(wait_for_signal());
-            tracing::info!("signal received: stopping");
-            daemon.stop();
+            let timeout = Duration::from_secs(cfg.server.drain_timeout_s);
+            tracing::info!(
+                timeout_s = timeout.as_secs(),
+                "signal received: draining (running jobs finish, new ones are refused)"
+            );
+            let report = daemon.drain_and_stop(timeout);
+            println!(
+                "proofline stopped: {} ({} unfinished job(s) kept in {} for the next start)",
+                if report.drained {
+                    "running jobs finished"
+                } else {
+                    "drain timeout reached"
+                },
+                report.unfinished,
+                store_location(&cfg)
+            );
         }
         Command::Demo => demo(&cfg)?,
         Command::Setup {
@@ -498,6 +535,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Prove { job, out } => {
             let req = job.request(&cfg)?;
+            // One job in this process: nothing to keep, and no lock on a daemon's state file.
+            let mut cfg = cfg;
+            cfg.state.store = StoreKind::Memory;
+            cfg.queue.postgres_url.clear();
             let pipeline = runtime::start_pipeline(&cfg)?;
             let r = futures::executor::block_on(async {
                 let accepted = pipeline.submit(req).await?;
@@ -520,7 +561,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out,
             json,
         } => {
-            let c = client(&cfg, &server);
+            let c = client(&cfg, &server)?;
             let s = job.submit(&cfg, &c)?;
             if !wait {
                 match json {
@@ -556,7 +597,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             wait,
             ..
         } => {
-            let s = client(&cfg, &server).status(&id, wait)?;
+            let s = client(&cfg, &server)?.status(&id, wait)?;
             println!("{}", serde_json::to_string_pretty(&s)?);
         }
         Command::Status {
@@ -565,7 +606,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             ..
         } => {
-            let page = client(&cfg, &server).status_page()?;
+            let page = client(&cfg, &server)?.status_page()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&page)?);
             } else {
@@ -575,17 +616,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Top {
             server,
             interval_ms,
-        } => top::run(&client(&cfg, &server), Duration::from_millis(interval_ms))?,
+        } => top::run(&client(&cfg, &server)?, Duration::from_millis(interval_ms))?,
         Command::Result { id, server, out } => {
-            let r = client(&cfg, &server).result(&id)?;
+            let r = client(&cfg, &server)?.result(&id)?;
             write_or_print_proof(&r.proof()?, &r.public_inputs, out.as_ref())?;
         }
         Command::Cancel { id, server } => {
-            let s = client(&cfg, &server).cancel(&id)?;
+            let s = client(&cfg, &server)?.cancel(&id)?;
             print_status(&s);
         }
         Command::List { server, json } => {
-            let jobs = client(&cfg, &server).list()?;
+            let jobs = client(&cfg, &server)?.list()?;
             if json {
                 println!(
                     "{}",

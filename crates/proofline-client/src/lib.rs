@@ -1,4 +1,6 @@
-//! A small blocking client of the proofline HTTP API (docs/api.md).
+//! A small blocking client of the proofline HTTP API (docs/api.md). With
+//! [`Client::with_token`] every request carries `Authorization: Bearer <token>`; with
+//! [`Client::with_root_cert`] an `https://` daemon is trusted by that certificate.
 //!
 //! Every call retries what is worth retrying ([`retry`]): transport errors and HTTP 503, with
 //! bounded exponential backoff and jitter, or after the daemon's `Retry-After`. Every
@@ -7,6 +9,8 @@
 
 pub mod retry;
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -116,6 +120,17 @@ pub struct Client {
     base: String,
     agent: ureq::Agent,
     retry: RetryPolicy,
+    token: Option<String>,
+}
+
+fn agent(tls: Option<ureq::tls::TlsConfig>) -> ureq::Agent {
+    let mut b = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(900)));
+    if let Some(tls) = tls {
+        b = b.tls_config(tls);
+    }
+    b.build().new_agent()
 }
 
 /// An answer: status, headers that matter, body.
@@ -130,15 +145,40 @@ impl Client {
     /// A client of the daemon at `base` (e.g. `http://127.0.0.1:9797`), with the default
     /// [`RetryPolicy`].
     pub fn new(base: impl Into<String>) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(900)))
-            .build()
-            .new_agent();
         Client {
             base: base.into().trim_end_matches('/').to_string(),
-            agent,
+            agent: agent(None),
             retry: RetryPolicy::default(),
+            token: None,
+        }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Trusts the daemon's TLS certificate (PEM; a self-signed one or its CA's) instead of the
+    /// system's roots.
+    pub fn with_root_cert(mut self, pem_file: &Path) -> Result<Self, ClientError> {
+        let fail = |message: String| ClientError::Transport {
+            url: pem_file.display().to_string(),
+            message,
+        };
+        let pem = std::fs::read(pem_file).map_err(|e| fail(e.to_string()))?;
+        let cert = ureq::tls::Certificate::from_pem(&pem).map_err(|e| fail(e.to_string()))?;
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(ureq::tls::RootCerts::Specific(Arc::new(vec![cert])))
+            .build();
+        self.agent = agent(Some(tls));
+        Ok(self)
+    }
+
+    fn authed<B>(&self, rb: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.token {
+            Some(t) => rb.header("authorization", format!("Bearer {t}")),
+            None => rb,
         }
     }
 
@@ -252,7 +292,7 @@ impl Client {
 
     fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         let url = self.url(path);
-        let a = self.call(&url, || self.agent.get(&url).call())?;
+        let a = self.call(&url, || self.authed(self.agent.get(&url)).call())?;
         Self::decode(&url, &a)
     }
 
@@ -282,8 +322,7 @@ impl Client {
             message: format!("encoding the request: {e}"),
         })?;
         let a = self.call(&url, || {
-            self.agent
-                .post(&url)
+            self.authed(self.agent.post(&url))
                 .header("content-type", "application/json")
                 .header("idempotency-key", key)
                 .send(&body[..])
@@ -311,8 +350,7 @@ impl Client {
             url = format!("{url}?{}", query.join("&"));
         }
         let a = self.call(&url, || {
-            self.agent
-                .post(&url)
+            self.authed(self.agent.post(&url))
                 .header("content-type", "application/octet-stream")
                 .header("idempotency-key", key)
                 .send(document)
@@ -324,8 +362,7 @@ impl Client {
     pub fn submit_raw(&self, body: &[u8]) -> Result<JobStatus, ClientError> {
         let url = self.url("/v1/jobs");
         let a = self.call(&url, || {
-            self.agent
-                .post(&url)
+            self.authed(self.agent.post(&url))
                 .header("content-type", "application/json")
                 .send(body)
         })?;
@@ -367,8 +404,7 @@ impl Client {
     pub fn proof_bytes(&self, id: &str) -> Result<Vec<u8>, ClientError> {
         let url = self.url(&format!("/v1/jobs/{id}/proof"));
         let a = self.call(&url, || {
-            self.agent
-                .get(&url)
+            self.authed(self.agent.get(&url))
                 .header("accept", "application/octet-stream")
                 .call()
         })?;
@@ -381,7 +417,7 @@ impl Client {
     /// Cancels a job.
     pub fn cancel(&self, id: &str) -> Result<JobStatus, ClientError> {
         let url = self.url(&format!("/v1/jobs/{id}"));
-        let a = self.call(&url, || self.agent.delete(&url).call())?;
+        let a = self.call(&url, || self.authed(self.agent.delete(&url)).call())?;
         Self::decode(&url, &a)
     }
 
@@ -407,7 +443,7 @@ impl Client {
     /// `/metrics` (Prometheus text).
     pub fn metrics(&self) -> Result<String, ClientError> {
         let url = self.url("/metrics");
-        let a = self.call(&url, || self.agent.get(&url).call())?;
+        let a = self.call(&url, || self.authed(self.agent.get(&url)).call())?;
         if a.status >= 400 {
             return Err(Self::api_error(&a));
         }

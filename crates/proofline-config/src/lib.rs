@@ -55,8 +55,10 @@ pub struct Config {
     pub filecoin: FilecoinConfig,
     /// The demo job.
     pub demo: DemoConfig,
-    /// Job journal.
+    /// Where accepted jobs are kept.
     pub state: StateConfig,
+    /// The queue shared by several daemons.
+    pub queue: QueueConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -71,6 +73,28 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// HTTP worker threads.
     pub workers: usize,
+    /// Bearer token every endpoint but `/healthz` requires; empty: none.
+    pub auth_token: String,
+    /// File holding the bearer token (read at start, surrounding whitespace trimmed).
+    pub auth_token_file: String,
+    /// Serve a non-loopback address without a token (refused otherwise).
+    pub allow_unauthenticated: bool,
+    /// PEM certificate chain for TLS; with `tls_key`, the API is served over HTTPS.
+    pub tls_cert: String,
+    /// PEM private key for TLS.
+    pub tls_key: String,
+    /// On SIGTERM/SIGINT: seconds to let running jobs finish before stopping.
+    pub drain_timeout_s: u64,
+}
+
+/// Where accepted jobs are kept (`state.store`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// A database file in `state.dir`: jobs survive restarts and crashes.
+    Embedded,
+    /// Nothing persisted (tests, throwaway runs).
+    Memory,
 }
 
 /// Which compute backend to use.
@@ -141,8 +165,28 @@ pub struct DemoConfig {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct StateConfig {
-    /// Journal directory; empty for none.
+    /// `embedded` or `memory`.
+    pub store: StoreKind,
+    /// State directory; empty: `$XDG_STATE_HOME/proofline`, else `~/.local/state/proofline`.
     pub dir: String,
+    /// Finished jobs older than this many seconds are pruned (0: by count only).
+    pub retain_finished_s: u64,
+}
+
+/// `[queue]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// PostgreSQL URL of the shared queue; empty: this daemon keeps its own jobs.
+    pub postgres_url: String,
+    /// Seconds a claim lasts without renewal.
+    pub lease_s: u64,
+    /// Name of this daemon in claims; empty: host name and process id.
+    pub holder: String,
+    /// Jobs this daemon holds claims on at once.
+    pub max_claimed_jobs: usize,
+    /// Milliseconds between looks for claimable jobs when idle.
+    pub poll_ms: u64,
 }
 
 /// `[log]`.
@@ -210,6 +254,7 @@ impl Config {
             ),
             ("pipeline.max_queued_jobs", self.pipeline.max_queued_jobs),
             ("server.workers", self.server.workers),
+            ("queue.max_claimed_jobs", self.queue.max_claimed_jobs),
             ("server.max_body_bytes", self.server.max_body_bytes),
         ];
         for (key, v) in positive {
@@ -227,6 +272,24 @@ impl Config {
                     "'{}' is not an address like 127.0.0.1:9797",
                     self.server.bind
                 ),
+            });
+        }
+        if self.queue.lease_s < 2 {
+            return Err(ConfigError::Invalid {
+                key: "queue.lease_s",
+                message: "must be at least 2 (claims are renewed every third of it)".into(),
+            });
+        }
+        if self.server.tls_cert.is_empty() != self.server.tls_key.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "server.tls_cert",
+                message: "server.tls_cert and server.tls_key are set together or not at all".into(),
+            });
+        }
+        if !self.server.auth_token.is_empty() && !self.server.auth_token_file.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "server.auth_token",
+                message: "set server.auth_token or server.auth_token_file, not both".into(),
             });
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
@@ -260,9 +323,40 @@ impl Config {
         }
     }
 
-    /// The journal directory, if any.
-    pub fn state_dir(&self) -> Option<PathBuf> {
-        (!self.state.dir.is_empty()).then(|| expand_home(&self.state.dir))
+    /// The state directory: the key, else `$XDG_STATE_HOME/proofline`, else
+    /// `~/.local/state/proofline`.
+    pub fn state_dir(&self) -> PathBuf {
+        if !self.state.dir.is_empty() {
+            return expand_home(&self.state.dir);
+        }
+        match std::env::var_os("XDG_STATE_HOME") {
+            Some(v) if !v.is_empty() => PathBuf::from(v).join("proofline"),
+            _ => expand_home("~/.local/state/proofline"),
+        }
+    }
+
+    /// The bearer token: `server.auth_token`, else the contents of `server.auth_token_file`
+    /// (trimmed); `None` when neither is set.
+    pub fn auth_token(&self) -> Result<Option<String>, ConfigError> {
+        if !self.server.auth_token.is_empty() {
+            return Ok(Some(self.server.auth_token.clone()));
+        }
+        if self.server.auth_token_file.is_empty() {
+            return Ok(None);
+        }
+        let path = expand_home(&self.server.auth_token_file);
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Invalid {
+            key: "server.auth_token_file",
+            message: format!("cannot read {}: {e}", path.display()),
+        })?;
+        let token = text.trim().to_string();
+        if token.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "server.auth_token_file",
+                message: format!("{} is empty", path.display()),
+            });
+        }
+        Ok(Some(token))
     }
 }
 
@@ -306,6 +400,7 @@ mod tests {
             Some(&f),
             env(&[
                 ("PROOFLINE_PIPELINE__SYNTHESIS_WORKERS", "5"),
+                ("PROOFLINE_TEST_CACHE", "/tmp/x"),
                 ("OTHER", "x"),
             ]),
         )
@@ -362,5 +457,34 @@ mod tests {
         std::fs::write(&f, "[server]\nbindd = \"x\"\n").unwrap();
         let e = Config::load_with_env(Some(&f), env(&[])).unwrap_err();
         assert!(e.to_string().contains("bindd"), "{e}");
+        let e = Config::load_with_env(None, env(&[("PROOFLINE_SERVER__TLS_CERT", "/c.pem")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("server.tls_cert"), "{e}");
+        let e =
+            Config::load_with_env(None, env(&[("PROOFLINE_STATE__STORE", "floppy")])).unwrap_err();
+        assert!(e.to_string().contains("floppy"), "{e}");
+    }
+
+    #[test]
+    fn state_and_token_defaults() {
+        let c = Config::embedded_default().unwrap();
+        assert_eq!(c.state.store, StoreKind::Embedded, "durable by default");
+        assert!(c.state_dir().ends_with("proofline"));
+        assert_eq!(c.auth_token().unwrap(), None);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "  s3cret\n").unwrap();
+        let c = Config::load_with_env(
+            None,
+            env(&[("PROOFLINE_SERVER__AUTH_TOKEN_FILE", f.to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(c.auth_token().unwrap().as_deref(), Some("s3cret"));
+        std::fs::write(&f, "\n").unwrap();
+        assert!(c
+            .auth_token()
+            .unwrap_err()
+            .to_string()
+            .contains("server.auth_token_file"));
     }
 }

@@ -18,10 +18,13 @@ pub mod nvml;
 pub mod observe;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
-use proofline_config::{BackendKind, Config};
+use proofline_actors::store::embedded::FILE_NAME;
+use proofline_actors::store::shared::SharedSpec;
+use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions, StoreSpec};
+use proofline_config::{BackendKind, Config, StoreKind};
 use proofline_gpu::GpuBackend;
 use proofline_groth16::ProverBackend;
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
@@ -155,6 +158,41 @@ fn gpu_options(
     Ok(opts)
 }
 
+/// This host's name (for claim holders); "host" when unknown.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "host".into())
+}
+
+/// Where the pipeline keeps its jobs: the shared queue when `queue.postgres_url` is set, else
+/// `state.store`.
+pub fn store_spec(cfg: &Config) -> StoreSpec {
+    if !cfg.queue.postgres_url.is_empty() {
+        let holder = if cfg.queue.holder.is_empty() {
+            format!("{}-{}", host_name(), std::process::id())
+        } else {
+            cfg.queue.holder.clone()
+        };
+        return StoreSpec::Shared(SharedSpec {
+            url: cfg.queue.postgres_url.clone(),
+            lease: Duration::from_secs(cfg.queue.lease_s),
+            holder,
+            max_claimed: cfg.queue.max_claimed_jobs,
+            poll: Duration::from_millis(cfg.queue.poll_ms.max(10)),
+        });
+    }
+    match cfg.state.store {
+        StoreKind::Embedded => StoreSpec::Embedded {
+            path: cfg.state_dir().join(FILE_NAME),
+        },
+        StoreKind::Memory => StoreSpec::Memory,
+    }
+}
+
 /// Starts the pipeline described by `cfg`.
 pub fn start_pipeline(cfg: &Config) -> Result<Pipeline, RuntimeError> {
     let store = Arc::new(ParamsStore::new(cfg.params.check_points).with_progress(load_progress()));
@@ -170,7 +208,10 @@ pub fn start_pipeline(cfg: &Config) -> Result<Pipeline, RuntimeError> {
             }
         },
     }
-    .with_journal(cfg.state_dir());
+    .with_store(store_spec(cfg))
+    .with_retention_age(
+        (cfg.state.retain_finished_s > 0).then(|| Duration::from_secs(cfg.state.retain_finished_s)),
+    );
     let opts = PipelineOptions {
         build: build_info(),
         ..opts

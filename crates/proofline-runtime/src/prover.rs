@@ -76,7 +76,7 @@ impl Prover {
             "prover_id": hex::encode(prover_id),
             "sector_id": sector_id,
         });
-        if self.pipeline.journals() {
+        if self.pipeline.persists() {
             let bytes = serde_json::to_vec(&c1).map_err(|e| ProveError::Encode(e.to_string()))?;
             request.payload = Some(bytes.into());
         }
@@ -97,7 +97,7 @@ impl Prover {
         Ok(self.pipeline.result(id).await?)
     }
 
-    /// Stops the pipeline. Unfinished jobs stay in the journal, if there is one.
+    /// Stops the pipeline. Unfinished jobs stay in the store, if it is durable.
     pub fn shutdown(self) {
         self.pipeline.shutdown();
     }

@@ -93,9 +93,20 @@ impl From<SubmitRejected> for ApiError {
             SubmitRejected::Refused(r @ SubmitError::Conflict { .. }) => {
                 ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", r.to_string())
             }
+            SubmitRejected::Refused(r @ SubmitError::BeingAccepted(_)) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "being_accepted",
+                r.to_string(),
+            )
+            .retry_after(1),
             SubmitRejected::Refused(r @ SubmitError::Journal { .. }) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "journal_unavailable",
+                r.to_string(),
+            ),
+            SubmitRejected::Refused(r @ SubmitError::Draining) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
                 r.to_string(),
             ),
             SubmitRejected::ShuttingDown => ApiError::new(
