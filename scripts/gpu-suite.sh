@@ -166,7 +166,7 @@ phase_porep() {
     params_dir="$(dirname "$(find "$fil" -name 'v28-stacked-proof-of-replication*.params' | head -n1)")"
     PROOFLINE_SERVER__BIND="127.0.0.1:$port" PROOFLINE_FILECOIN__PARAMS_DIR="$params_dir" \
         PROOFLINE_FILECOIN__VERIFY_DIGESTS=false PROOFLINE_PARAMS__PRELOAD=StackedDrg2KiBV1_1 \
-        PROOFLINE_STATE__DIR= "$WORK/bin/proofline" serve > "$OUT/porep-daemon.log" 2>&1 &
+        PROOFLINE_STATE__STORE=memory "$WORK/bin/proofline" serve > "$OUT/porep-daemon.log" 2>&1 &
     local daemon=$!
     local up=0
     for _ in $(seq 1 120); do

@@ -14,9 +14,13 @@
 //! [`compute_partition`] is the part from the device choice to the MSM results; the stage
 //! harness drives it directly with synthetic partitions.
 //!
+//! The driver records each stage transition, and the device chosen, in the partition's
+//! [`Progress`], which the coordinator reads for the status page.
+//!
 //! [`DeviceSizing`]: crate::compute::DeviceSizing
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use blstrs::{Bls12, G2Projective, Scalar};
@@ -25,10 +29,11 @@ use proofline_groth16::{
     Assignment, MsmPlan, MsmResults, Proof, SharedProvingKey, SynthesizedPartition,
 };
 use proofline_jobs::{CircuitThunk, ParamsSpec};
+use proofline_wire::PartitionStage;
 
 use crate::allocator::Lease;
 use crate::devices::{choose_device, ensure_resident, DeviceStages};
-use crate::job::StageTimings;
+use crate::job::{now_ms, StageTimings};
 use crate::messages::*;
 use crate::telemetry::{self, Mailbox, Secs};
 use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
@@ -44,6 +49,72 @@ pub struct Stages {
     pub cpu_msm: Mailbox<CpuMsmActor>,
     /// The compute devices.
     pub devices: Arc<Vec<DeviceStages>>,
+}
+
+impl Stages {
+    /// The label of the only compute device, if there is one device: every partition runs
+    /// there, so it is known from admission on.
+    pub(crate) fn only_device(&self) -> Option<Arc<str>> {
+        match self.devices.as_slice() {
+            [d] => Some(d.label.as_str().into()),
+            _ => None,
+        }
+    }
+}
+
+/// Where one admitted partition is: its stage and when it entered it, in one atomic word
+/// (stage index in the top 8 bits, Unix milliseconds below), so that a reader never sees a
+/// stage with another stage's start time; and the device its compute stages run on, once
+/// chosen. Written by the driver, read by the coordinator.
+#[derive(Debug)]
+pub struct Progress {
+    word: AtomicU64,
+    device: OnceLock<Arc<str>>,
+}
+
+const MS_BITS: u32 = 56;
+
+impl Progress {
+    /// A partition just admitted: looking up its parameters. `device`: where it will compute,
+    /// when that is known already (a single device).
+    pub fn admitted(device: Option<Arc<str>>) -> Self {
+        let p = Progress {
+            word: AtomicU64::new(0),
+            device: OnceLock::new(),
+        };
+        if let Some(d) = device {
+            let _ = p.device.set(d);
+        }
+        p.enter(PartitionStage::Params);
+        p
+    }
+
+    /// Records entering `stage` now.
+    pub fn enter(&self, stage: PartitionStage) {
+        let word = ((stage.index() as u64) << MS_BITS) | (now_ms() & ((1 << MS_BITS) - 1));
+        self.word.store(word, Ordering::Relaxed);
+    }
+
+    /// Records the device the partition's compute stages run on (the first call counts).
+    pub fn on_device(&self, label: &str) {
+        let _ = self.device.get_or_init(|| label.into());
+    }
+
+    /// The stage and the seconds spent in it so far.
+    pub fn read(&self) -> (PartitionStage, f64) {
+        let word = self.word.load(Ordering::Relaxed);
+        let stage = PartitionStage::ALL
+            .get((word >> MS_BITS) as usize)
+            .copied()
+            .unwrap_or(PartitionStage::Params);
+        let since = word & ((1 << MS_BITS) - 1);
+        (stage, now_ms().saturating_sub(since) as f64 / 1e3)
+    }
+
+    /// The device the partition computes on, once known.
+    pub fn device(&self) -> Option<String> {
+        self.device.get().map(|d| d.to_string())
+    }
 }
 
 /// Where the sparse queries' 0/1/tail split comes from.
@@ -87,7 +158,9 @@ async fn request_lease(
     bytes: u64,
     owner: String,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<Lease, StageError> {
+    progress.enter(PartitionStage::LeaseWait);
     let s = Instant::now();
     let lease = dev.allocator.send(RequestLease { bytes, owner }).await??;
     t.lease_wait_s += s.secs();
@@ -104,12 +177,14 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
 /// From the evaluations and the split to the five MSM results: picks a device, gets the
 /// parameters resident there, runs the H stage (with the split built alongside) and the sparse
 /// G1 stage (with the G2 MSM alongside), each under a lease of the bytes the device's sizing
-/// gives. Returns the results and the label of the device.
+/// gives, recording each stage and the device in `progress`. Returns the results and the
+/// label of the device.
 pub async fn compute_partition(
     devices: &[DeviceStages],
     cpu_msm: &Mailbox<CpuMsmActor>,
     input: ComputeInput,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<(MsmResults, String), StageError> {
     let ComputeInput {
         owner,
@@ -121,13 +196,15 @@ pub async fn compute_partition(
         cancel,
     } = input;
     let dev = choose_device(devices, &params_key).await?;
+    progress.on_device(&dev.label);
+    progress.enter(PartitionStage::Params);
     let resident = ensure_resident(dev, &params_key, &owner, &pk, t).await?;
     let residency = resident.as_ref().map(|r| r.residency());
     cancel.check()?;
 
     // H on a compute slot while a CPU-MSM actor splits the sparse scalars.
     let bytes = dev.sizing.h_stage(&pk, residency);
-    let lease = request_lease(dev, bytes, format!("{owner}/h"), t).await?;
+    let lease = request_lease(dev, bytes, format!("{owner}/h"), t, progress).await?;
     let h_fut = dev.compute.send(ComputeH {
         pk: pk.clone(),
         evals,
@@ -135,6 +212,7 @@ pub async fn compute_partition(
         lease,
         cancel: cancel.clone(),
     });
+    progress.enter(PartitionStage::H);
     let (h, plan) = match plan {
         PlanSource::Ready(p) => {
             let (h, h_s) = timed(h_fut).await;
@@ -146,14 +224,14 @@ pub async fn compute_partition(
             let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
             t.h_s = h_s;
             t.msm_plan_s = plan_s;
-            (h??, Arc::new(plan?))
+            (h??, Arc::new(plan??))
         }
     };
     cancel.check()?;
 
     // Sparse G1 MSMs on a compute slot while the G2 MSM runs on a CPU-MSM actor.
     let bytes = dev.sizing.sparse_stage(&plan, residency);
-    let lease = request_lease(dev, bytes, format!("{owner}/msm"), t).await?;
+    let lease = request_lease(dev, bytes, format!("{owner}/msm"), t, progress).await?;
     let g1_fut = dev.compute.send(ComputeSparseG1 {
         pk: pk.clone(),
         plan: plan.clone(),
@@ -161,6 +239,7 @@ pub async fn compute_partition(
         lease,
         cancel: cancel.clone(),
     });
+    progress.enter(PartitionStage::Msm);
     let (g1, b_g2) = match g2 {
         G2Stage::Cpu => {
             let g2_fut = cpu_msm.send(MsmG2 {
@@ -191,7 +270,9 @@ pub async fn compute_partition(
     ))
 }
 
-/// Drives one partition through the stages. Returns the verified proof and the stage timings.
+/// Drives one partition through the stages, recording each in `progress`. Returns the verified
+/// proof and the stage timings.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive_partition(
     stages: Stages,
     job: JobId,
@@ -200,13 +281,17 @@ pub(crate) async fn drive_partition(
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
     cancel: CancelToken,
+    progress: Arc<Progress>,
 ) -> (
     Result<(Proof<Bls12>, SharedProvingKey), StageError>,
     StageTimings,
 ) {
     let mut t = StageTimings::default();
     let start = Instant::now();
-    let res = drive_stages(&stages, &job, k, params, circuit, expected, cancel, &mut t).await;
+    let res = drive_stages(
+        &stages, &job, k, params, circuit, expected, cancel, &mut t, &progress,
+    )
+    .await;
     t.total_s = start.secs();
     telemetry::stage("partition_total", t.total_s);
     (res, t)
@@ -222,12 +307,15 @@ async fn drive_stages(
     expected: Vec<Scalar>,
     cancel: CancelToken,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
+    progress.enter(PartitionStage::Params);
     let s = Instant::now();
     let params_key = params.id.clone();
     let pk = stages.params.send(LoadParams { spec: params }).await??;
     t.params_s = s.secs();
 
+    progress.enter(PartitionStage::Synthesis);
     let s = Instant::now();
     let synth = stages
         .synthesis
@@ -258,9 +346,11 @@ async fn drive_stages(
         g2: G2Stage::Cpu,
         cancel,
     };
-    let (results, device) = compute_partition(&stages.devices, &stages.cpu_msm, input, t).await?;
+    let (results, device) =
+        compute_partition(&stages.devices, &stages.cpu_msm, input, t, progress).await?;
     tracing::debug!(%device, "partition computed");
 
+    progress.enter(PartitionStage::Verify);
     let s = Instant::now();
     let proof = stages
         .cpu_msm

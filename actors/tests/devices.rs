@@ -63,7 +63,7 @@ impl ComputeEngine for Tracking {
         bytes: u64,
     ) -> Result<HStage, StageError> {
         self.check(resident, "h");
-        CpuEngine.h_stage(pk, evals, None, bytes)
+        CpuEngine::default().h_stage(pk, evals, None, bytes)
     }
     fn sparse_g1(
         &mut self,
@@ -73,7 +73,7 @@ impl ComputeEngine for Tracking {
         bytes: u64,
     ) -> Result<SparseG1, StageError> {
         self.check(resident, "g1");
-        CpuEngine.sparse_g1(pk, plan, None, bytes)
+        CpuEngine::default().sparse_g1(pk, plan, None, bytes)
     }
 }
 
@@ -137,6 +137,7 @@ fn request(seed: u64) -> JobRequest {
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
         priority: 0,
+        ..Default::default()
     }
 }
 
