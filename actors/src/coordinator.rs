@@ -1,14 +1,21 @@
 //! The job coordinator: accepts planned jobs, admits their partitions into the pipeline by
-//! priority, assembles results, handles cancellation, and journals job state.
+//! rank (priority, then deadline, then age), assembles results, handles cancellation and
+//! deadlines, and journals job state.
 //!
 //! Each admitted partition runs as one future on the coordinator's context (the partition
 //! driver, [`crate::partition`]): it sends typed messages to the stage actors and awaits their
 //! replies; the coordinator's own state changes only in its handlers and in the completion
 //! callback of that future, so no lock guards it.
+//!
+//! Admission: at most `max_in_flight` partitions are in the pipeline, plus up to
+//! `priority_reserve` more for a job that outranks every partition in flight, so that a
+//! WindowPoSt arriving behind C2 jobs is admitted at once and then overtakes them at the next
+//! stage boundary (see [`crate::scheduler`]). Deadlines are checked when partitions are admitted
+//! and every [`DEADLINE_TICK`]; see [`crate::deadline`].
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use blstrs::{Bls12, Scalar};
@@ -18,17 +25,25 @@ use proofline_jobs::{scalar_to_hex, CircuitThunk, ParamsSpec};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::deadline::{self, LatencyModel, Remaining};
 use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
 use crate::journal::{FinishedRecord, Journal};
 use crate::messages::*;
 use crate::partition::{drive_partition, Stages};
+use crate::scheduler::Rank;
 use crate::telemetry::{actor, Busy, Named, Secs};
+
+/// How often unfinished jobs with a deadline are checked.
+pub const DEADLINE_TICK: Duration = Duration::from_millis(500);
 
 /// Coordinator limits.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Partitions admitted at once.
     pub max_in_flight: usize,
+    /// Extra partitions admitted beyond `max_in_flight` for a job that outranks every partition
+    /// in flight.
+    pub priority_reserve: usize,
     /// Unfinished jobs at most.
     pub max_queued: usize,
     /// Finished jobs kept.
@@ -42,7 +57,7 @@ struct JobEntry {
     pending: VecDeque<(usize, CircuitThunk)>,
     expected: Vec<Vec<Scalar>>,
     proofs: Vec<Option<Proof<Bls12>>>,
-    running: HashMap<usize, SpawnHandle>,
+    running: HashMap<usize, (SpawnHandle, Instant)>,
     submitted: Instant,
     cancel: CancelToken,
     waiters: Vec<oneshot::Sender<JobStatus>>,
@@ -61,6 +76,17 @@ pub struct JobCoordinator {
     seq: u64,
     in_flight: usize,
     journal: Option<Journal>,
+    latency: LatencyModel,
+}
+
+impl JobEntry {
+    fn rank(&self) -> Rank {
+        Rank {
+            priority: self.status.priority,
+            deadline_ms: self.status.deadline_ms,
+            seq: self.seq,
+        }
+    }
 }
 
 impl JobCoordinator {
@@ -74,6 +100,7 @@ impl JobCoordinator {
             seq: 0,
             in_flight: 0,
             journal,
+            latency: LatencyModel::default(),
         }
     }
 
@@ -100,16 +127,74 @@ impl JobCoordinator {
         }
     }
 
-    /// Admits partitions while there is room, highest priority first, then oldest.
+    /// Fails every unfinished job whose deadline has passed or can no longer be met.
+    fn check_deadlines(&mut self, ctx: &mut Context<Self>) {
+        let now = now_ms();
+        let parallel = self.limits.max_in_flight;
+        let late: Vec<(JobId, String)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| !j.status.state.is_terminal())
+            .filter_map(|(id, j)| {
+                let deadline = j.status.deadline_ms?;
+                let remaining = Remaining {
+                    unstarted: j.pending.len(),
+                    running_elapsed: j.running.values().map(|(_, t)| t.secs()).collect(),
+                };
+                let per = self.latency.partition_secs(&j.params.id);
+                deadline::verdict(deadline, now, per, &remaining, parallel)
+                    .map(|why| (id.clone(), why))
+            })
+            .collect();
+        for (id, why) in late {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            counter!("proofline_deadline_exceeded_total", "kind" => job.status.kind.clone())
+                .increment(1);
+            tracing::warn!(job = %id, kind = %job.status.kind, reason = %why, "deadline cannot be met: job failed early");
+            let e = StageError::DeadlineExceeded(why);
+            self.stop_running(&id, ctx);
+            self.finish(
+                &id,
+                JobState::Failed,
+                Some(JobFailure {
+                    code: e.code().to_string(),
+                    message: e.to_string(),
+                    partition: None,
+                }),
+            );
+        }
+    }
+
+    /// The lowest rank among the partitions in flight.
+    fn lowest_in_flight(&self) -> Option<Rank> {
+        self.jobs
+            .values()
+            .filter(|j| !j.running.is_empty())
+            .map(JobEntry::rank)
+            .min()
+    }
+
+    /// Admits partitions while there is room, best rank first (priority, deadline, age).
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        while self.in_flight < self.limits.max_in_flight {
+        self.check_deadlines(ctx);
+        loop {
             let next = self
                 .jobs
                 .iter()
                 .filter(|(_, j)| !j.status.state.is_terminal() && !j.pending.is_empty())
-                .max_by_key(|(_, j)| (j.status.priority, std::cmp::Reverse(j.seq)))
-                .map(|(id, _)| id.clone());
-            let Some(id) = next else { break };
+                .max_by_key(|(_, j)| j.rank())
+                .map(|(id, j)| (id.clone(), j.rank()));
+            let Some((id, rank)) = next else { break };
+            let room = self.in_flight < self.limits.max_in_flight
+                || (self.in_flight < self.limits.max_in_flight + self.limits.priority_reserve
+                    && self
+                        .lowest_in_flight()
+                        .is_some_and(|low| rank.priority > low.priority));
+            if !room {
+                break;
+            }
             let Some(job) = self.jobs.get_mut(&id) else {
                 break;
             };
@@ -125,6 +210,7 @@ impl JobCoordinator {
                 self.stages.clone(),
                 id.clone(),
                 k,
+                rank,
                 job.params.clone(),
                 thunk,
                 job.expected[k].clone(),
@@ -139,7 +225,7 @@ impl JobCoordinator {
                 },
             ));
             if let Some(job) = self.jobs.get_mut(&id) {
-                job.running.insert(k, handle);
+                job.running.insert(k, (handle, Instant::now()));
             }
             self.in_flight += 1;
         }
@@ -168,6 +254,7 @@ impl JobCoordinator {
         job.status.timings.add(&timings);
         match res {
             Ok((proof, pk)) => {
+                self.latency.record(&job.params.id, timings.total_s);
                 job.proofs[k] = Some(proof);
                 job.pk = Some(pk);
                 job.status.partitions_done += 1;
@@ -289,7 +376,7 @@ impl JobCoordinator {
         if let Some(job) = self.jobs.get_mut(id) {
             job.cancel.cancel();
             job.pending.clear();
-            for (_, h) in job.running.drain() {
+            for (_, (h, _)) in job.running.drain() {
                 ctx.cancel_future(h);
                 self.in_flight = self.in_flight.saturating_sub(1);
             }
@@ -339,6 +426,18 @@ impl JobCoordinator {
 
 impl Actor for JobCoordinator {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(DEADLINE_TICK, |act, ctx| {
+            if act
+                .jobs
+                .values()
+                .any(|j| j.status.deadline_ms.is_some() && !j.status.state.is_terminal())
+            {
+                act.pump(ctx);
+            }
+        });
+    }
 }
 
 impl Named for JobCoordinator {
@@ -361,6 +460,7 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             id,
             request,
             plan,
+            priority,
             journal,
         } = msg;
         let n = plan.partitions.len();
@@ -375,7 +475,8 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             kind: request.kind.clone(),
             label: plan.label,
             state: JobState::Queued,
-            priority: request.priority,
+            priority,
+            deadline_ms: request.deadline,
             partitions: n,
             partitions_done: 0,
             submitted_at_ms: now_ms(),
@@ -398,7 +499,7 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             }
         }
         self.seq += 1;
-        tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, "job accepted");
+        tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, deadline_ms = ?status.deadline_ms, "job accepted");
         counter!("proofline_jobs_accepted_total").increment(1);
         self.jobs.insert(
             id.clone(),

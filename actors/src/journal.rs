@@ -130,7 +130,8 @@ mod tests {
             circuit: Some("sha256-1".into()),
             input: serde_json::json!({"seed": 1}),
             public_inputs: None,
-            priority: 3,
+            priority: Some(3),
+            deadline: Some(1_796_000_000_000),
         };
         j.accepted("abc", &req).unwrap();
         let b = j.load().unwrap();
@@ -142,6 +143,7 @@ mod tests {
             label: "sha256-1".into(),
             state: JobState::Succeeded,
             priority: 3,
+            deadline_ms: Some(1_796_000_000_000),
             partitions: 1,
             partitions_done: 1,
             submitted_at_ms: 1,

@@ -14,16 +14,20 @@
 //! * [`partition`]: the partition driver, one partition's messages from parameters to proof;
 //! * [`workers`]: the synthesis, CPU-MSM, compute and parameter-loader actors;
 //! * [`allocator`]: the memory budget and the device-global operations of one device;
+//! * [`scheduler`]: permits for the heavy stages, granted in job rank order;
+//! * [`deadline`]: measured partition times per circuit and the deadline verdict;
 //! * [`journal`]: accepted and finished jobs on disk;
 //! * [`telemetry`]: mailbox depth, busy time and stage latency metrics.
 
 pub mod allocator;
 pub mod coordinator;
+pub mod deadline;
 pub mod job;
 pub mod journal;
 pub mod messages;
 pub mod partition;
 pub mod pipeline;
+pub mod scheduler;
 pub mod telemetry;
 pub mod workers;
 

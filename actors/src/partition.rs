@@ -3,10 +3,13 @@
 //! the buffers move with the messages (see [`crate::messages`]).
 //!
 //! ```text
-//! LoadParams ─► Synthesize ─► RequestLease ─► ComputeH ‖ PlanMsm ─► RequestLease
-//!            ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
+//! LoadParams ─► [synthesis permit] Synthesize
+//!            ─► [compute permit] RequestLease ─► ComputeH ‖ PlanMsm
+//!            ─► [compute permit] RequestLease ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
 //! ```
-//! (`‖`: the two run at once on different actors.)
+//! (`‖`: the two run at once on different actors; `[permit]`: asked of the
+//! [`crate::scheduler::StageScheduler`] before the stage and returned after it, so that the
+//! highest-ranked partition waiting for a stage goes next.)
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,6 +21,7 @@ use proofline_jobs::{CircuitThunk, ParamsSpec};
 use crate::allocator::{Lease, VramAllocator};
 use crate::job::StageTimings;
 use crate::messages::*;
+use crate::scheduler::{Rank, StageClass, StagePermit, StageScheduler};
 use crate::telemetry::{self, Mailbox, Secs};
 use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
 
@@ -34,6 +38,8 @@ pub struct Stages {
     pub allocator: Mailbox<VramAllocator>,
     /// Compute actors of the device.
     pub compute: Mailbox<ComputeActor>,
+    /// Permits of the heavy stages, in rank order.
+    pub scheduler: Mailbox<StageScheduler>,
 }
 
 /// Bytes of device memory the H stage of a partition holds: a, b, c over the domain.
@@ -65,6 +71,15 @@ async fn request_lease(
     Ok(lease)
 }
 
+/// Waits for a permit of `class`; the wait counts as part of the stage that follows.
+async fn permit(stages: &Stages, class: StageClass, rank: Rank) -> Result<StagePermit, StageError> {
+    stages
+        .scheduler
+        .send(AcquireStage { class, rank })
+        .await?
+        .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into()))
+}
+
 /// Awaits `f`, returning its output and the seconds it took.
 async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
     let s = Instant::now();
@@ -73,10 +88,12 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
 }
 
 /// Drives one partition through the stages. Returns the verified proof and the stage timings.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive_partition(
     stages: Stages,
     job: JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
@@ -87,7 +104,10 @@ pub(crate) async fn drive_partition(
 ) {
     let mut t = StageTimings::default();
     let start = Instant::now();
-    let res = drive_stages(&stages, &job, k, params, circuit, expected, cancel, &mut t).await;
+    let res = drive_stages(
+        &stages, &job, k, rank, params, circuit, expected, cancel, &mut t,
+    )
+    .await;
     t.total_s = start.secs();
     telemetry::stage("partition_total", t.total_s);
     (res, t)
@@ -98,6 +118,7 @@ async fn drive_stages(
     stages: &Stages,
     job: &JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
@@ -109,6 +130,7 @@ async fn drive_stages(
     t.params_s = s.secs();
 
     let s = Instant::now();
+    let synthesis_permit = permit(stages, StageClass::Synthesis, rank).await?;
     let synth = stages
         .synthesis
         .send(Synthesize {
@@ -121,6 +143,7 @@ async fn drive_stages(
         })
         .await??;
     t.synthesis_s = s.secs();
+    drop(synthesis_permit);
     cancel.check()?;
 
     let SynthesizedPartition {
@@ -130,6 +153,9 @@ async fn drive_stages(
         assignment,
     } = synth;
     let assignment = Arc::new(assignment);
+    let s = Instant::now();
+    let compute_permit = permit(stages, StageClass::Compute, rank).await?;
+    let permit_wait_s = s.secs();
     let lease = request_lease(stages, h_stage_bytes(a.len()), format!("{job}/{k}/h"), t).await?;
 
     // H on the compute actor while the CPU-MSM actor splits the sparse scalars.
@@ -145,13 +171,17 @@ async fn drive_stages(
         assignment: assignment.clone(),
     });
     let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
-    t.h_s = h_s;
+    t.h_s = permit_wait_s + h_s;
     t.msm_plan_s = plan_s;
+    drop(compute_permit);
     let h = h??;
     let plan = Arc::new(plan?);
     drop(assignment);
     cancel.check()?;
 
+    let s = Instant::now();
+    let compute_permit = permit(stages, StageClass::Compute, rank).await?;
+    let permit_wait_s = s.secs();
     let lease = request_lease(
         stages,
         sparse_stage_bytes(&plan),
@@ -173,8 +203,9 @@ async fn drive_stages(
         cancel: cancel.clone(),
     });
     let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
-    t.msm_g1_s = g1_s;
+    t.msm_g1_s = permit_wait_s + g1_s;
     t.msm_g2_s = g2_s;
+    drop(compute_permit);
     let (l, a, b_g1) = g1??;
     let b_g2 = g2??;
     drop(plan);

@@ -42,6 +42,7 @@ use crate::job::{JobResult, JobState, JobStatus};
 use crate::journal::{Backlog, Journal};
 use crate::messages::*;
 use crate::partition::Stages;
+use crate::scheduler::StageScheduler;
 use crate::telemetry::Mailbox;
 use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
 
@@ -221,15 +222,20 @@ impl Pipeline {
                         ComputeActor::new(backend.clone())
                     }));
                     let allocator = Mailbox::new(VramAllocator::new(memory, budget).start());
+                    let scheduler = Mailbox::new(
+                        StageScheduler::new(cfg.synthesis_workers, cfg.compute_slots).start(),
+                    );
                     let stages = Stages {
                         params,
                         synthesis,
                         cpu_msm,
                         allocator: allocator.clone(),
                         compute,
+                        scheduler,
                     };
                     let limits = Limits {
                         max_in_flight: cfg.max_partitions_in_flight,
+                        priority_reserve: cfg.priority_reserve_partitions,
                         max_queued: cfg.max_queued_jobs,
                         retain_finished: cfg.retain_finished_jobs,
                     };
@@ -262,10 +268,12 @@ impl Pipeline {
             match self.registry.plan(&request) {
                 Ok(plan) => {
                     tracing::info!(job = %id, "re-running a journaled job after restart");
+                    let priority = self.registry.priority_of(&request);
                     self.coordinator.do_send(SubmitPlanned {
                         id,
                         request,
                         plan,
+                        priority,
                         journal: false,
                     });
                 }
@@ -311,11 +319,13 @@ impl Pipeline {
             })
             .map_err(|e| JobError::Internal(format!("cannot start planning thread: {e}")))?;
         let (request, plan) = rx.await.map_err(|_| SubmitRejected::ShuttingDown)??;
+        let priority = self.registry.priority_of(&request);
         self.coordinator
             .send(SubmitPlanned {
                 id,
                 request,
                 plan,
+                priority,
                 journal: true,
             })
             .await

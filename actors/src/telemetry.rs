@@ -31,6 +31,8 @@ pub mod actor {
     pub const ALLOCATOR: &str = "allocator";
     /// Compute actors.
     pub const COMPUTE: &str = "compute";
+    /// Stage scheduler.
+    pub const SCHEDULER: &str = "scheduler";
 }
 
 /// An actor's name in metrics (the `actor` label).

@@ -155,9 +155,12 @@ struct JobArgs {
     /// Preimage as hex (with --circuit).
     #[arg(long, conflicts_with = "seed")]
     preimage_hex: Option<String>,
-    /// Priority (higher first).
-    #[arg(long, default_value_t = 0)]
-    priority: i32,
+    /// Priority (higher first; default: the job kind's).
+    #[arg(long)]
+    priority: Option<i32>,
+    /// Deadline, Unix time in milliseconds: the job fails early when it cannot finish by then.
+    #[arg(long)]
+    deadline: Option<u64>,
 }
 
 impl JobArgs {
@@ -185,6 +188,7 @@ impl JobArgs {
                 }),
                 public_inputs: None,
                 priority: self.priority,
+                deadline: self.deadline,
             });
         }
         let circuit = self
@@ -202,6 +206,7 @@ impl JobArgs {
             input,
             public_inputs: None,
             priority: self.priority,
+            deadline: self.deadline,
         })
     }
 }
@@ -293,7 +298,8 @@ fn demo(cfg: &Config) -> anyhow::Result<()> {
         circuit: Some(circuit.name()),
         input: serde_json::json!({ "seed": cfg.demo.seed }),
         public_inputs: None,
-        priority: 0,
+        priority: None,
+        deadline: None,
     };
     let accepted = c.submit(&req)?;
     println!("submitted job {} over HTTP", accepted.id);

@@ -87,6 +87,8 @@ pub struct PipelineConfig {
     pub compute_slots: usize,
     /// Partitions admitted at once.
     pub max_partitions_in_flight: usize,
+    /// Extra partitions admitted for a job that outranks every partition in flight.
+    pub priority_reserve_partitions: usize,
     /// Allocator budget, bytes (0 on GPU: free memory at start minus a reserve).
     pub memory_budget_bytes: u64,
     /// Unfinished jobs accepted at most.

@@ -221,7 +221,8 @@ mod tests {
             circuit: circuit.map(str::to_string),
             input,
             public_inputs: None,
-            priority: 0,
+            priority: None,
+            deadline: None,
         }
     }
 

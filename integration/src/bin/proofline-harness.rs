@@ -88,7 +88,8 @@ fn main() -> anyhow::Result<()> {
                 circuit: Some(args.circuit.clone()),
                 input: serde_json::json!({ "seed": submitted as u64 }),
                 public_inputs: None,
-                priority: 0,
+                priority: None,
+                deadline: None,
             };
             let s = client.submit(&req).context("submit")?;
             in_flight.push(s.id);
