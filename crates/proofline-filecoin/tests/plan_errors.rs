@@ -46,7 +46,8 @@ fn req(input: Value) -> JobRequest {
         circuit: None,
         input,
         public_inputs: None,
-        priority: 0,
+        priority: None,
+        deadline: None,
     }
 }
 

@@ -79,12 +79,21 @@ pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
     let demo = BuiltinCircuit::parse(&cfg.demo.circuit)
         .with_context(|| format!("configuration key 'demo.circuit' = '{}'", cfg.demo.circuit))?;
     reg.register(Arc::new(BuiltinAdapter::new(cfg.params_dir(), vec![demo])));
-    reg.register(Arc::new(proofline_filecoin::PorepC2Adapter::new(
-        proofline_filecoin::FilecoinConfig {
-            params_dir: cfg.filecoin_params_dir(),
-            verify_digests: cfg.filecoin.verify_digests,
-        },
+    let filecoin = proofline_filecoin::FilecoinConfig {
+        params_dir: cfg.filecoin_params_dir(),
+        verify_digests: cfg.filecoin.verify_digests,
+    };
+    use proofline_filecoin::{PoStAdapter, PoStKind, PorepC2Adapter, SnapUpdateAdapter};
+    reg.register(Arc::new(PorepC2Adapter::new(filecoin.clone())));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Window,
+        filecoin.clone(),
     )));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Winning,
+        filecoin.clone(),
+    )));
+    reg.register(Arc::new(SnapUpdateAdapter::new(filecoin)));
     Ok(reg)
 }
 
