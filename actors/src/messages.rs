@@ -16,6 +16,7 @@
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
 //! | `AcquireStage`     | driver → StageScheduler     | stage class, rank; returns a `StagePermit`  |
+//! | `ContinueStage`    | driver → StageScheduler     | the permit (moved), rank; returns a permit  |
 //! | `ReleaseStage`     | `StagePermit::drop` → sched.| stage class                                 |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
 
@@ -286,6 +287,17 @@ pub struct AcquireStage {
     /// Which stage.
     pub class: StageClass,
     /// The job's rank: the best waiting rank gets the next free permit.
+    pub rank: Rank,
+}
+
+/// At the boundary between two stages of one class: hand the permit back; it comes back (at
+/// once, or after the better-ranked waiters' turns) for the next stage.
+#[derive(Message, Debug)]
+#[rtype(result = "Option<StagePermit>")]
+pub struct ContinueStage {
+    /// The permit of the stage just finished (moved in).
+    pub permit: StagePermit,
+    /// The job's rank.
     pub rank: Rank,
 }
 

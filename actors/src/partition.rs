@@ -5,11 +5,12 @@
 //! ```text
 //! LoadParams ─► [synthesis permit] Synthesize
 //!            ─► [compute permit] RequestLease ─► ComputeH ‖ PlanMsm
-//!            ─► [compute permit] RequestLease ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
+//!            ─► [continue permit] RequestLease ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
 //! ```
 //! (`‖`: the two run at once on different actors; `[permit]`: asked of the
 //! [`crate::scheduler::StageScheduler`] before the stage and returned after it, so that the
-//! highest-ranked partition waiting for a stage goes next.)
+//! highest-ranked partition waiting for a stage goes next; `[continue]`: the compute permit is
+//! handed back between H and the G1 MSMs and kept unless a better-ranked partition waits.)
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -173,14 +174,20 @@ async fn drive_stages(
     let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
     t.h_s = permit_wait_s + h_s;
     t.msm_plan_s = plan_s;
-    drop(compute_permit);
     let h = h??;
     let plan = Arc::new(plan?);
     drop(assignment);
     cancel.check()?;
 
     let s = Instant::now();
-    let compute_permit = permit(stages, StageClass::Compute, rank).await?;
+    let compute_permit = stages
+        .scheduler
+        .send(ContinueStage {
+            permit: compute_permit,
+            rank,
+        })
+        .await?
+        .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into()))?;
     let permit_wait_s = s.secs();
     let lease = request_lease(
         stages,

@@ -207,7 +207,13 @@ impl Pipeline {
             .spawn(move || {
                 let sys = System::new();
                 let addrs = sys.block_on(async move {
-                    let params = Mailbox::new(SyncArbiter::start(1, move || {
+                    // One loader thread per partition that can be in flight: a partition whose
+                    // parameters are resident, or small (a WinningPoSt's), never waits behind
+                    // another file's first load (a 32 GiB C2's takes minutes); partitions of one
+                    // file wait for its single load in the store.
+                    let loaders =
+                        (cfg.max_partitions_in_flight + cfg.priority_reserve_partitions).max(1);
+                    let params = Mailbox::new(SyncArbiter::start(loaders, move || {
                         ParamsLoader::new(store.clone())
                     }));
                     let synthesis = Mailbox::new(SyncArbiter::start(

@@ -9,6 +9,11 @@
 //! gets it. A high-priority partition therefore overtakes lower ones at the next stage boundary;
 //! it never interrupts a stage that is already running.
 //!
+//! Between two stages of the same class (H, then the sparse G1 MSMs) a partition does not drop
+//! its permit and ask again: in the gap the permit would go to whoever is already waiting, even
+//! a lower rank. It hands the permit back with [`ContinueStage`] instead, and the permit goes to
+//! the best of the waiters and itself.
+//!
 //! A permit is a value: dropping it sends [`ReleaseStage`] back, as a memory lease does. A
 //! waiter whose driver was dropped (cancelled or failed job) leaves the queue without a grant.
 
@@ -20,7 +25,9 @@ use actix::prelude::*;
 use metrics::gauge;
 use tokio::sync::oneshot;
 
-use crate::messages::{AcquireStage, ReleaseStage, StageSnapshot, StageSnapshotRequest};
+use crate::messages::{
+    AcquireStage, ContinueStage, ReleaseStage, StageSnapshot, StageSnapshotRequest,
+};
 use crate::telemetry::{actor, Busy, Mailbox, Named};
 
 /// The classes of heavy stages that need a permit.
@@ -86,6 +93,8 @@ impl PartialOrd for Rank {
 pub struct StagePermit {
     class: StageClass,
     scheduler: Mailbox<StageScheduler>,
+    /// False once the scheduler took the slot back in a [`ContinueStage`].
+    held: bool,
 }
 
 impl StagePermit {
@@ -93,11 +102,18 @@ impl StagePermit {
     pub fn class(&self) -> StageClass {
         self.class
     }
+
+    /// The scheduler has taken the slot over: dropping this value must not release it again.
+    fn taken(mut self) {
+        self.held = false;
+    }
 }
 
 impl Drop for StagePermit {
     fn drop(&mut self) {
-        self.scheduler.do_send(ReleaseStage { class: self.class });
+        if self.held {
+            self.scheduler.do_send(ReleaseStage { class: self.class });
+        }
     }
 }
 
@@ -165,6 +181,26 @@ impl StageScheduler {
         }
     }
 
+    fn enqueue(&mut self, class: StageClass, rank: Rank) -> oneshot::Receiver<StagePermit> {
+        let (tx, rx) = oneshot::channel();
+        self.arrivals += 1;
+        self.queues[class.index()].waiting.push(Waiter {
+            rank,
+            arrival: self.arrivals,
+            since: Instant::now(),
+            reply: tx,
+        });
+        rx
+    }
+
+    fn permit(class: StageClass, ctx: &Context<Self>) -> StagePermit {
+        StagePermit {
+            class,
+            scheduler: Mailbox::new(ctx.address()),
+            held: true,
+        }
+    }
+
     /// Grants permits of `class` to the best waiters while any are free.
     fn grant(&mut self, class: StageClass, ctx: &mut Context<Self>) {
         let q = &mut self.queues[class.index()];
@@ -182,12 +218,8 @@ impl StageScheduler {
                 waited_ms = w.since.elapsed().as_millis() as u64,
                 "stage permit granted"
             );
-            let permit = StagePermit {
-                class,
-                scheduler: Mailbox::new(ctx.address()),
-            };
             // A requester that went away in the meantime drops the permit, which releases it.
-            let _ = w.reply.send(permit);
+            let _ = w.reply.send(Self::permit(class, ctx));
         }
         self.publish();
     }
@@ -212,15 +244,34 @@ impl Handler<AcquireStage> for StageScheduler {
 
     fn handle(&mut self, msg: AcquireStage, ctx: &mut Context<Self>) -> Self::Result {
         let _busy = Busy::start(Self::NAME);
-        let (tx, rx) = oneshot::channel();
-        self.arrivals += 1;
-        self.queues[msg.class.index()].waiting.push(Waiter {
-            rank: msg.rank,
-            arrival: self.arrivals,
-            since: Instant::now(),
-            reply: tx,
-        });
+        let rx = self.enqueue(msg.class, msg.rank);
         self.grant(msg.class, ctx);
+        Box::pin(async move { rx.await.ok() })
+    }
+}
+
+impl Handler<ContinueStage> for StageScheduler {
+    type Result = ResponseFuture<Option<StagePermit>>;
+
+    fn handle(&mut self, msg: ContinueStage, ctx: &mut Context<Self>) -> Self::Result {
+        let _busy = Busy::start(Self::NAME);
+        let class = msg.permit.class();
+        msg.permit.taken();
+        let q = &mut self.queues[class.index()];
+        // Drop waiters that went away, so that they cannot outrank the holder.
+        while q.waiting.peek().is_some_and(|w| w.reply.is_closed()) {
+            q.waiting.pop();
+        }
+        let outranked = q.waiting.peek().is_some_and(|w| w.rank > msg.rank);
+        if !outranked {
+            // The holder is the best: it keeps its slot (the count of held permits is unchanged).
+            let permit = Self::permit(class, ctx);
+            return Box::pin(async move { Some(permit) });
+        }
+        // A better waiter takes the slot; the holder queues like any other request.
+        q.held = q.held.saturating_sub(1);
+        let rx = self.enqueue(class, msg.rank);
+        self.grant(class, ctx);
         Box::pin(async move { rx.await.ok() })
     }
 }
@@ -340,6 +391,64 @@ mod tests {
             drop(permit);
         }
         assert_eq!(order, ["window-post", "c2 second", "c2 third"]);
+
+        // Between two compute stages a holder keeps its permit unless a waiter outranks it.
+        let low = s
+            .send(AcquireStage {
+                class: StageClass::Compute,
+                rank: rank(0, None, 10),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        acquire(&s, rank(0, None, 11), "c2 waiting", tx.clone());
+        actix::clock::sleep(std::time::Duration::from_millis(20)).await;
+        let low = s
+            .send(ContinueStage {
+                permit: low,
+                rank: rank(0, None, 10),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            rx.try_recv().is_err(),
+            "an equal or lower waiter does not take over"
+        );
+        acquire(&s, rank(200, None, 12), "window-post waiting", tx.clone());
+        actix::clock::sleep(std::time::Duration::from_millis(20)).await;
+        let continued = s.send(ContinueStage {
+            permit: low,
+            rank: rank(0, None, 10),
+        });
+        let (name, high) = rx.recv().await.unwrap();
+        assert_eq!(
+            name, "window-post waiting",
+            "the better waiter takes the slot"
+        );
+        let snap = s
+            .send(StageSnapshotRequest(StageClass::Compute))
+            .await
+            .unwrap();
+        assert_eq!(
+            (snap.held, snap.waiting),
+            (1, 2),
+            "the holder queued behind it"
+        );
+        drop(high);
+        // The holder's job is older than the other waiter's: its permit comes back first.
+        let back = continued.await.unwrap().unwrap();
+        assert!(rx.try_recv().is_err());
+        drop(back);
+        let (name, next) = rx.recv().await.unwrap();
+        assert_eq!(name, "c2 waiting");
+        drop(next);
+        actix::clock::sleep(std::time::Duration::from_millis(20)).await;
+        let snap = s
+            .send(StageSnapshotRequest(StageClass::Compute))
+            .await
+            .unwrap();
+        assert_eq!((snap.held, snap.waiting), (0, 0));
         let snap = s
             .send(StageSnapshotRequest(StageClass::Compute))
             .await

@@ -83,7 +83,8 @@ fn window_post_behind_c2_jobs_finishes_first_and_late_jobs_fail_early() {
         assert_eq!(s.priority, priority::DEFAULT);
         assert!(
             w.finished_at_ms < s.finished_at_ms,
-            "the WindowPoSt finished at {:?}, C2 job {job} (submitted before it) at {:?}",
+            "the WindowPoSt finished at {:?}, C2 job {job} (submitted before it) at {:?}\n\
+             WindowPoSt: {w:?}\nC2: {s:?}",
             w.finished_at_ms,
             s.finished_at_ms
         );
