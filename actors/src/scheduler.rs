@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use crate::messages::{
     AcquireStage, ContinueStage, ReleaseStage, StageSnapshot, StageSnapshotRequest,
 };
-use crate::telemetry::{actor, Busy, Mailbox, Named};
+use crate::telemetry::{actor, Mailbox, Named};
 
 /// The classes of heavy stages that need a permit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -239,11 +239,12 @@ impl Actor for StageScheduler {
     }
 }
 
+crate::counted_handlers!(StageScheduler);
+
 impl Handler<AcquireStage> for StageScheduler {
     type Result = ResponseFuture<Option<StagePermit>>;
 
     fn handle(&mut self, msg: AcquireStage, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let rx = self.enqueue(msg.class, msg.rank);
         self.grant(msg.class, ctx);
         Box::pin(async move { rx.await.ok() })
@@ -254,7 +255,6 @@ impl Handler<ContinueStage> for StageScheduler {
     type Result = ResponseFuture<Option<StagePermit>>;
 
     fn handle(&mut self, msg: ContinueStage, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let class = msg.permit.class();
         msg.permit.taken();
         let q = &mut self.queues[class.index()];
@@ -280,7 +280,6 @@ impl Handler<ReleaseStage> for StageScheduler {
     type Result = ();
 
     fn handle(&mut self, msg: ReleaseStage, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         let q = &mut self.queues[msg.class.index()];
         q.held = q.held.saturating_sub(1);
         self.grant(msg.class, ctx);
@@ -291,7 +290,6 @@ impl Handler<StageSnapshotRequest> for StageScheduler {
     type Result = MessageResult<StageSnapshotRequest>;
 
     fn handle(&mut self, msg: StageSnapshotRequest, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let q = &self.queues[msg.0.index()];
         MessageResult(StageSnapshot {
             held: q.held,

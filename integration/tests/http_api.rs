@@ -17,8 +17,7 @@ fn req(circuit: &str, input: serde_json::Value) -> JobRequest {
         circuit: Some(circuit.into()),
         input,
         public_inputs: None,
-        priority: None,
-        deadline: None,
+        ..Default::default()
     }
 }
 
@@ -158,7 +157,7 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
     let m = c.metrics().unwrap();
     for name in [
         "proofline_mailbox_depth",
-        "proofline_actor_busy_microseconds_total",
+        "proofline_actor_busy_seconds_total",
         "proofline_stage_seconds_bucket",
         "proofline_memory_budget_bytes",
         "proofline_jobs_finished_total",

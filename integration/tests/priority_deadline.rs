@@ -55,7 +55,7 @@ fn window_post_behind_c2_jobs_finishes_first_and_late_jobs_fail_early() {
         fx.sector.sector_id,
     );
     let c2_req: JobRequest = serde_json::from_value(c2_body).unwrap();
-    let seal_id = SealIdentity::of(&c1::parse_input(&c2_req.input).unwrap());
+    let seal_id = SealIdentity::of(&c1::parse_input(&c2_req.input, None).unwrap());
     let c2: Vec<String> = (0..3).map(|_| c.submit(&c2_req).unwrap().id).collect();
     let id = &window.identity;
     let window_req: JobRequest = serde_json::from_value(post::request_body(

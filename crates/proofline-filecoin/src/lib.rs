@@ -1,12 +1,13 @@
 //! Filecoin job kinds for proofline.
 //!
 //! This crate owns everything Filecoin-specific: turning what a storage provider's worker holds
-//! (the C1 output of a sealed sector; the vanilla proofs of a WindowPoSt or WinningPoSt; the
-//! vanilla partition proofs of a SnapDeals update) into partition circuits and public inputs for
-//! the generic pipeline, the naming and digest checking of Filecoin's published parameter files,
-//! verification of the final proof with filecoin-proofs' own logic, and the test fixtures
-//! (freshly sealed and updated 2KiB sectors with random parameters under the published file
-//! names).
+//! (after commit phase 1, filecoin-proofs-api's `SealCommitPhase1Output` as JSON, bare or inside
+//! Lotus' `Commit2In`, with the prover id or miner actor id and the sector id; the vanilla proofs
+//! of a WindowPoSt or WinningPoSt; the vanilla partition proofs of a SnapDeals update) into
+//! partition circuits and public inputs for the generic pipeline, the naming and digest checking
+//! of Filecoin's published parameter files, verification of the final proof with filecoin-proofs'
+//! own logic, and the test fixtures (freshly sealed and updated 2KiB sectors with random
+//! parameters under the published file names).
 //!
 //! * [`config`]: where parameters live, whether digests are checked;
 //! * [`shapes`]: registered seal proofs, their sector shapes and parameter file names, and the
@@ -14,7 +15,11 @@
 //! * [`proofs`]: every circuit by registered proof (PoRep, PoSt, SnapDeals) and its file names;
 //! * [`paramgen`]: fast random Groth16 parameters for the fixtures;
 //! * [`params`]: parameter specs and the digest check against filecoin-proofs' `parameters.json`;
-//! * [`c1`]: parsing and validating the `porep-c2` input (C1 output, prover id, sector id);
+//! * [`c1`]: parsing and validating the `porep-c2` input (the document, prover or miner id,
+//!   sector id);
+//! * [`commit2in`]: the documents a worker holds after commit phase 1 (a bare C1 output or
+//!   Lotus' `Commit2In`), told apart by their fields;
+//! * [`miner`]: miner actor ids (`f01000`) and the prover id filecoin-ffi derives from them;
 //! * [`fields`]: the request field parsers shared by the PoSt and SnapDeals kinds;
 //! * [`porep`]: [`PorepC2Adapter`], the `porep-c2` job kind;
 //! * [`post`]: [`PoStAdapter`], the `window-post` and `winning-post` job kinds;
@@ -29,10 +34,12 @@
 pub mod bench;
 pub mod bench_post;
 pub mod c1;
+pub mod commit2in;
 pub mod config;
 pub mod error;
 pub mod fields;
 pub mod fixture;
+pub mod miner;
 pub mod paramgen;
 pub mod params;
 pub mod porep;
@@ -45,6 +52,7 @@ pub mod update;
 pub mod verify;
 
 pub use c1::{parse_input, C2Input};
+pub use commit2in::{Commit2In, DocumentFormat};
 pub use config::FilecoinConfig;
 pub use error::FilecoinError;
 pub use porep::{PorepC2Adapter, SealIdentity};

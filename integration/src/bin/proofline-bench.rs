@@ -83,8 +83,7 @@ fn main() -> anyhow::Result<()> {
             circuit: Some(name.clone()),
             input: serde_json::json!({ "seed": seed }),
             public_inputs: None,
-            priority: None,
-            deadline: None,
+            ..Default::default()
         };
         let mut ours = Vec::new();
         let mut stages = Vec::new();
