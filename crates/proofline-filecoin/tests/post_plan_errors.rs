@@ -16,9 +16,7 @@ fn req(kind: &str, input: Value) -> JobRequest {
         kind: kind.into(),
         circuit: None,
         input,
-        public_inputs: None,
-        priority: None,
-        deadline: None,
+        ..Default::default()
     }
 }
 
