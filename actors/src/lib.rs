@@ -19,6 +19,8 @@
 //! * [`workers`]: the synthesis, CPU-MSM, compute and parameter-loader actors;
 //! * [`allocator`]: the memory budget and the device-global operations of one device;
 //! * [`resident`]: parameter sets resident on a device, pinned by the partitions using them;
+//! * [`scheduler`]: permits for the heavy stages, granted in job rank order;
+//! * [`deadline`]: measured partition times per circuit and the deadline verdict;
 //! * [`store`]: accepted and finished jobs, durable (a redb file by default, or a PostgreSQL
 //!   queue shared by several daemons);
 //! * [`stage_pool`]: the devices and CPU-MSM actors alone, for stage-level load tests;
@@ -28,6 +30,7 @@ pub mod allocator;
 pub mod backpressure;
 pub mod compute;
 pub mod coordinator;
+pub mod deadline;
 pub mod devices;
 pub mod idempotency;
 pub mod job;
@@ -35,6 +38,7 @@ pub mod messages;
 pub mod partition;
 pub mod pipeline;
 pub mod resident;
+pub mod scheduler;
 pub mod stage_pool;
 pub mod store;
 pub mod telemetry;

@@ -21,6 +21,9 @@
 //! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2                     |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
+//! | `AcquireStage`     | driver → StageScheduler     | stage class, rank; returns a `StagePermit`  |
+//! | `ContinueStage`    | driver → StageScheduler     | the permit (moved), rank; returns a permit  |
+//! | `ReleaseStage`     | `StagePermit::drop` → sched.| stage class                                 |
 //! | `RecordOutcome`    | coordinator → StoreWriter   | a finished job's status and result          |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
 //! | `InFlight`         | `Pipeline` → JobCoordinator | returns the jobs in flight for the status page |
@@ -39,6 +42,7 @@ use proofline_wire::{JobCounts, JobInFlight, JobResult, JobStatus};
 use crate::allocator::Lease;
 use crate::compute::{HStage, SparseG1};
 use crate::resident::{ResidentData, ResidentLoad, ResidentRef};
+use crate::scheduler::{Rank, StageClass, StagePermit};
 use crate::store::{FinishOutcome, FinishedRecord};
 
 pub use proofline_wire::JobId;
@@ -92,6 +96,9 @@ pub enum StageError {
     /// The adapter's check of the whole proof failed.
     #[error("final check of the whole proof failed: {0}")]
     FinalCheck(String),
+    /// The job's deadline has passed or can no longer be met.
+    #[error("deadline exceeded: {0}")]
+    DeadlineExceeded(String),
     /// A stage panicked (a bug or a circuit assertion); the job fails, the actor continues.
     #[error("{stage} stage panicked: {message}")]
     Panicked {
@@ -119,6 +126,7 @@ impl StageError {
             StageError::Cancelled => "cancelled",
             StageError::Panicked { .. } => "internal_error",
             StageError::FinalCheck(_) => "final_check_failed",
+            StageError::DeadlineExceeded(_) => "deadline_exceeded",
             StageError::Mailbox(_) => "shutting_down",
         }
     }
@@ -427,6 +435,49 @@ pub struct RunFinalCheck {
     pub proof: Vec<u8>,
 }
 
+/// Ask for a permit of a heavy stage; resolves when granted (`None`: the scheduler stopped).
+#[derive(Message, Debug)]
+#[rtype(result = "Option<StagePermit>")]
+pub struct AcquireStage {
+    /// Which stage.
+    pub class: StageClass,
+    /// The job's rank: the best waiting rank gets the next free permit.
+    pub rank: Rank,
+}
+
+/// At the boundary between two stages of one class: hand the permit back; it comes back (at
+/// once, or after the better-ranked waiters' turns) for the next stage.
+#[derive(Message, Debug)]
+#[rtype(result = "Option<StagePermit>")]
+pub struct ContinueStage {
+    /// The permit of the stage just finished (moved in).
+    pub permit: StagePermit,
+    /// The job's rank.
+    pub rank: Rank,
+}
+
+/// Give a stage permit back (sent by `StagePermit::drop`).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ReleaseStage {
+    /// Which stage.
+    pub class: StageClass,
+}
+
+/// Ask the scheduler for the state of one stage class.
+#[derive(Message, Debug)]
+#[rtype(result = "StageSnapshot")]
+pub struct StageSnapshotRequest(pub StageClass);
+
+/// Permits of one stage class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageSnapshot {
+    /// Permits granted and not returned.
+    pub held: usize,
+    /// Requests waiting.
+    pub waiting: usize,
+}
+
 /// Assemble the proof with fresh randomness and verify it.
 #[derive(Message)]
 #[rtype(result = "Result<Proof<Bls12>, StageError>")]
@@ -584,6 +635,8 @@ pub struct SubmitPlanned {
     pub request: JobRequest,
     /// The adapter's plan.
     pub plan: JobPlan,
+    /// Effective priority: the request's, else the kind's default.
+    pub priority: i32,
     /// How the job came here.
     pub admission: Admission,
     /// The request's digest, for submissions named by a client id or an idempotency key.

@@ -3,13 +3,18 @@
 //! the buffers move with the messages (see [`crate::messages`]).
 //!
 //! ```text
-//! LoadParams ─► Synthesize ─► (device chosen) ─► AcquireResident [─► MakeResident ─► RegisterResident]
-//!            ─► RequestLease ─► ComputeH ‖ PlanMsm ─► RequestLease ─► ComputeSparseG1 ‖ MsmG2
-//!            ─► AssembleVerify
+//! LoadParams ─► [synthesis permit] Synthesize
+//!            ─► [compute permit] (device chosen) ─► AcquireResident [─► MakeResident ─► RegisterResident]
+//!            ─► RequestLease ─► ComputeH ‖ PlanMsm
+//!            ─► [continue permit] RequestLease ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
 //! ```
-//! (`‖`: the two run at once on different actors.) Every GPU stage of a partition runs on the
-//! device chosen for it, with that device's allocator, slots and resident copy of the
-//! parameters; the byte counts of the leases come from the device's [`DeviceSizing`].
+//! (`‖`: the two run at once on different actors; `[permit]`: asked of the
+//! [`crate::scheduler::StageScheduler`] before the stage and returned after it, so that the
+//! highest-ranked partition waiting for a stage goes next; `[continue]`: the compute permit is
+//! handed back between H and the G1 MSMs and kept unless a better-ranked partition waits.)
+//! Every GPU stage of a partition runs on the device chosen for it, with that device's
+//! allocator, slots and resident copy of the parameters; the byte counts of the leases come
+//! from the device's [`DeviceSizing`].
 //!
 //! [`compute_partition`] is the part from the device choice to the MSM results; the stage
 //! harness drives it directly with synthetic partitions.
@@ -35,6 +40,7 @@ use crate::allocator::Lease;
 use crate::devices::{choose_device, ensure_resident, DeviceStages};
 use crate::job::{now_ms, StageTimings};
 use crate::messages::*;
+use crate::scheduler::{Rank, StageClass, StagePermit, StageScheduler};
 use crate::telemetry::{self, Mailbox, Secs};
 use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
@@ -49,6 +55,8 @@ pub struct Stages {
     pub cpu_msm: Mailbox<CpuMsmActor>,
     /// The compute devices.
     pub devices: Arc<Vec<DeviceStages>>,
+    /// Permits of the heavy stages, in rank order.
+    pub scheduler: Mailbox<StageScheduler>,
 }
 
 impl Stages {
@@ -167,6 +175,62 @@ async fn request_lease(
     Ok(lease)
 }
 
+/// Waits for a permit of `class`; the wait counts as part of the stage that follows.
+async fn permit(stages: &Stages, class: StageClass, rank: Rank) -> Result<StagePermit, StageError> {
+    stages
+        .scheduler
+        .send(AcquireStage { class, rank })
+        .await?
+        .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into()))
+}
+
+/// Whether a partition's compute stages wait for permits of the stage scheduler.
+pub enum ComputeGate<'a> {
+    /// Through the scheduler, in rank order: a permit before the device is chosen, handed back
+    /// between H and the sparse MSMs (kept unless a better-ranked partition waits).
+    Ranked {
+        /// The pipeline's stage scheduler.
+        scheduler: &'a Mailbox<StageScheduler>,
+        /// The partition's job rank.
+        rank: Rank,
+    },
+    /// Straight to the device (the stage harness, which drives the devices alone).
+    Open,
+}
+
+impl ComputeGate<'_> {
+    /// Waits for a compute permit (none when open).
+    async fn enter(&self) -> Result<Option<StagePermit>, StageError> {
+        match self {
+            ComputeGate::Ranked { scheduler, rank } => scheduler
+                .send(AcquireStage {
+                    class: StageClass::Compute,
+                    rank: *rank,
+                })
+                .await?
+                .map(Some)
+                .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into())),
+            ComputeGate::Open => Ok(None),
+        }
+    }
+
+    /// Hands the permit back at the boundary between H and the sparse MSMs; it comes back at
+    /// once unless a better-ranked partition waits for the compute stage.
+    async fn boundary(&self, held: Option<StagePermit>) -> Result<Option<StagePermit>, StageError> {
+        match (self, held) {
+            (ComputeGate::Ranked { scheduler, rank }, Some(permit)) => scheduler
+                .send(ContinueStage {
+                    permit,
+                    rank: *rank,
+                })
+                .await?
+                .map(Some)
+                .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into())),
+            (_, held) => Ok(held),
+        }
+    }
+}
+
 /// Awaits `f`, returning its output and the seconds it took.
 async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
     let s = Instant::now();
@@ -182,6 +246,7 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
 pub async fn compute_partition(
     devices: &[DeviceStages],
     cpu_msm: &Mailbox<CpuMsmActor>,
+    gate: ComputeGate<'_>,
     input: ComputeInput,
     t: &mut StageTimings,
     progress: &Progress,
@@ -195,6 +260,11 @@ pub async fn compute_partition(
         g2,
         cancel,
     } = input;
+    // Permit waits show as (and are timed with) the stage they lead to.
+    progress.enter(PartitionStage::H);
+    let s = Instant::now();
+    let permit = gate.enter().await?;
+    let mut permit_wait_s = s.secs();
     let dev = choose_device(devices, &params_key).await?;
     progress.on_device(&dev.label);
     progress.enter(PartitionStage::Params);
@@ -216,18 +286,22 @@ pub async fn compute_partition(
     let (h, plan) = match plan {
         PlanSource::Ready(p) => {
             let (h, h_s) = timed(h_fut).await;
-            t.h_s = h_s;
+            t.h_s = permit_wait_s + h_s;
             (h??, p)
         }
         PlanSource::Assignment(assignment) => {
             let plan_fut = cpu_msm.send(PlanMsm { assignment });
             let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
-            t.h_s = h_s;
+            t.h_s = permit_wait_s + h_s;
             t.msm_plan_s = plan_s;
             (h??, Arc::new(plan??))
         }
     };
     cancel.check()?;
+    progress.enter(PartitionStage::Msm);
+    let s = Instant::now();
+    let permit = gate.boundary(permit).await?;
+    permit_wait_s = s.secs();
 
     // Sparse G1 MSMs on a compute slot while the G2 MSM runs on a CPU-MSM actor.
     let bytes = dev.sizing.sparse_stage(&plan, residency);
@@ -248,16 +322,17 @@ pub async fn compute_partition(
                 cancel: cancel.clone(),
             });
             let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
-            t.msm_g1_s = g1_s;
+            t.msm_g1_s = permit_wait_s + g1_s;
             t.msm_g2_s = g2_s;
             (g1??, g2??)
         }
         G2Stage::Skip => {
             let (g1, g1_s) = timed(g1_fut).await;
-            t.msm_g1_s = g1_s;
+            t.msm_g1_s = permit_wait_s + g1_s;
             (g1??, G2Projective::identity())
         }
     };
+    drop(permit);
     Ok((
         MsmResults {
             h: h.h,
@@ -277,6 +352,7 @@ pub(crate) async fn drive_partition(
     stages: Stages,
     job: JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
@@ -289,7 +365,7 @@ pub(crate) async fn drive_partition(
     let mut t = StageTimings::default();
     let start = Instant::now();
     let res = drive_stages(
-        &stages, &job, k, params, circuit, expected, cancel, &mut t, &progress,
+        &stages, &job, k, rank, params, circuit, expected, cancel, &mut t, &progress,
     )
     .await;
     t.total_s = start.secs();
@@ -302,6 +378,7 @@ async fn drive_stages(
     stages: &Stages,
     job: &JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
@@ -317,6 +394,7 @@ async fn drive_stages(
 
     progress.enter(PartitionStage::Synthesis);
     let s = Instant::now();
+    let synthesis_permit = permit(stages, StageClass::Synthesis, rank).await?;
     let synth = stages
         .synthesis
         .send(Synthesize {
@@ -329,6 +407,7 @@ async fn drive_stages(
         })
         .await??;
     t.synthesis_s = s.secs();
+    drop(synthesis_permit);
     cancel.check()?;
 
     let SynthesizedPartition {
@@ -346,8 +425,12 @@ async fn drive_stages(
         g2: G2Stage::Cpu,
         cancel,
     };
+    let gate = ComputeGate::Ranked {
+        scheduler: &stages.scheduler,
+        rank,
+    };
     let (results, device) =
-        compute_partition(&stages.devices, &stages.cpu_msm, input, t, progress).await?;
+        compute_partition(&stages.devices, &stages.cpu_msm, gate, input, t, progress).await?;
     tracing::debug!(%device, "partition computed");
 
     progress.enter(PartitionStage::Verify);

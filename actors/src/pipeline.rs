@@ -53,6 +53,7 @@ use crate::idempotency::valid_key;
 use crate::job::{now_ms, queued_status, JobFailure, JobResult, JobState, JobStatus, StageTimings};
 use crate::messages::*;
 use crate::partition::Stages;
+use crate::scheduler::StageScheduler;
 use crate::store::claimer::{self, ClaimerCommand};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::shared::SharedQueue;
@@ -434,6 +435,7 @@ impl Pipeline {
             actor::ALLOCATOR,
             actor::COMPUTE,
             actor::CPU_MSM,
+            actor::SCHEDULER,
             actor::STORE,
         ] {
             ActorStats::of(name);
@@ -448,9 +450,17 @@ impl Pipeline {
             .spawn(move || {
                 let sys = System::new();
                 let addrs = sys.block_on(async move {
+                    // One loader thread per partition that can be in flight: a partition whose
+                    // parameters are resident, or small (a WinningPoSt's), never waits behind
+                    // another file's first load (a 32 GiB C2's takes minutes); partitions of one
+                    // file wait for its single load in the store.
+                    let loaders =
+                        (sizes.max_partitions_in_flight + cfg.priority_reserve_partitions).max(1);
                     let params = Mailbox::pool(
-                        SyncArbiter::start(1, move || ParamsLoader::new(params_store.clone())),
-                        1,
+                        SyncArbiter::start(loaders, move || {
+                            ParamsLoader::new(params_store.clone())
+                        }),
+                        loaders,
                     );
                     let synthesis = Mailbox::pool(
                         SyncArbiter::start(sizes.synthesis_workers, SynthesisActor::default),
@@ -462,15 +472,22 @@ impl Pipeline {
                         }),
                         sizes.cpu_msm_workers,
                     );
+                    // Compute permits: one per compute slot of every device.
+                    let all_slots: usize = devices.iter().map(|d| d.engines.len().max(1)).sum();
+                    let scheduler = Mailbox::new(
+                        StageScheduler::new(sizes.synthesis_workers, all_slots).start(),
+                    );
                     let stages = Stages {
                         params,
                         synthesis,
                         cpu_msm,
                         devices: Arc::new(start_devices(devices)),
+                        scheduler,
                     };
                     let limits = Limits {
                         max_in_flight: sizes.max_partitions_in_flight,
                         host_budget,
+                        priority_reserve: cfg.priority_reserve_partitions,
                         max_queued: cfg.max_queued_jobs,
                         retain_finished: cfg.retain_finished_jobs,
                     };
@@ -516,6 +533,10 @@ impl Pipeline {
             system,
             thread: Some(thread),
         };
+        // Missed deadlines are alerted on per kind: every kind's series exists from the start.
+        for kind in pipeline.registry.kinds() {
+            metrics::counter!("proofline_deadline_exceeded_total", "kind" => kind).increment(0);
+        }
         pipeline.restore(backlog);
         Ok(pipeline)
     }
@@ -532,12 +553,14 @@ impl Pipeline {
                     // Its client id and idempotency key are stored with it: a client retrying
                     // after the restart gets this job back.
                     let digest = named(&request).then(|| request_digest(&request));
+                    let priority = self.registry.priority_of(&request);
                     self.coordinator.do_send(SubmitPlanned {
                         id,
                         request,
                         plan,
                         admission: Admission::Restored,
                         digest,
+                        priority,
                     });
                 }
                 Err(e) => {
@@ -547,7 +570,8 @@ impl Pipeline {
                         &id,
                         &request.kind,
                         request.circuit.as_deref().unwrap_or(&request.kind),
-                        request.priority,
+                        self.registry.priority_of(&request),
+                        request.deadline,
                         0,
                     );
                     status.state = JobState::Failed;
@@ -687,11 +711,15 @@ impl Pipeline {
         })
         .await??;
         let id = request.id.clone().unwrap_or_else(new_job_id);
+        // The request's priority, else its kind's default: what admission, the stage scheduler
+        // and the shared queue's claim order use.
+        let priority = self.registry.priority_of(&request);
         let status = queued_status(
             &id,
             &request.kind,
             &plan.label,
-            request.priority,
+            priority,
+            request.deadline,
             plan.partitions.len(),
         );
         if let Some(shared) = &self.shared {
@@ -750,6 +778,7 @@ impl Pipeline {
                 id: id.clone(),
                 request,
                 plan,
+                priority,
                 admission: Admission::Reserved,
                 digest,
             })

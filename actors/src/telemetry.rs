@@ -46,6 +46,8 @@ pub mod actor {
     pub const ALLOCATOR: &str = "allocator";
     /// Compute actors.
     pub const COMPUTE: &str = "compute";
+    /// Stage scheduler.
+    pub const SCHEDULER: &str = "scheduler";
     /// The job store writer.
     pub const STORE: &str = "store_writer";
 }

@@ -183,7 +183,7 @@ fn request(circuit: &str, seed: u64, priority: i32) -> JobRequest {
         circuit: Some(circuit.into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority,
+        priority: Some(priority),
         ..Default::default()
     }
 }

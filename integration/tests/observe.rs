@@ -20,7 +20,6 @@ fn job(seed: u64) -> JobRequest {
         circuit: Some("sha256-1".into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority: 0,
         ..Default::default()
     }
 }

@@ -52,7 +52,6 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
                 circuit: Some("sha256-1".into()),
                 input: serde_json::json!({ "seed": seed }),
                 public_inputs: None,
-                priority: 0,
                 ..Default::default()
             })
             .unwrap()

@@ -128,6 +128,8 @@ pub struct PipelineConfig {
     pub compute_slots: Count,
     /// Partitions admitted at once.
     pub max_partitions_in_flight: Count,
+    /// Extra partitions admitted for a job that outranks every partition in flight.
+    pub priority_reserve_partitions: usize,
     /// Host memory budget (CPU backend stages; partitions admitted).
     pub host_memory_budget: MemorySize,
     /// Device memory budget of each GPU's allocator.

@@ -79,12 +79,17 @@ fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
     })
 }
 
-/// The `porep-c2` adapter of `cfg` (`[filecoin]`).
-pub fn porep_adapter(cfg: &Config) -> proofline_filecoin::PorepC2Adapter {
-    proofline_filecoin::PorepC2Adapter::new(proofline_filecoin::FilecoinConfig {
+/// The Filecoin adapters' configuration of `cfg` (`[filecoin]`).
+fn filecoin_config(cfg: &Config) -> proofline_filecoin::FilecoinConfig {
+    proofline_filecoin::FilecoinConfig {
         params_dir: cfg.filecoin_params_dir(),
         verify_digests: cfg.filecoin.verify_digests,
-    })
+    }
+}
+
+/// The `porep-c2` adapter of `cfg` (`[filecoin]`).
+pub fn porep_adapter(cfg: &Config) -> proofline_filecoin::PorepC2Adapter {
+    proofline_filecoin::PorepC2Adapter::new(filecoin_config(cfg))
 }
 
 /// The adapters of every job kind this build serves.
@@ -96,7 +101,18 @@ pub fn registry(cfg: &Config) -> Result<AdapterRegistry, RuntimeError> {
         source,
     })?;
     reg.register(Arc::new(BuiltinAdapter::new(cfg.params_dir(), vec![demo])));
+    let filecoin = filecoin_config(cfg);
+    use proofline_filecoin::{PoStAdapter, PoStKind, SnapUpdateAdapter};
     reg.register(Arc::new(porep_adapter(cfg)));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Window,
+        filecoin.clone(),
+    )));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Winning,
+        filecoin.clone(),
+    )));
+    reg.register(Arc::new(SnapUpdateAdapter::new(filecoin)));
     Ok(reg)
 }
 

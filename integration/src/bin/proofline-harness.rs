@@ -205,7 +205,6 @@ fn main() -> anyhow::Result<()> {
                 circuit: Some(args.circuit.clone()),
                 input: serde_json::json!({ "seed": submitted as u64 }),
                 public_inputs: None,
-                priority: 0,
                 ..Default::default()
             };
             let s = client.submit(&req).context("submit")?;
