@@ -140,7 +140,11 @@ phase_tests() {
         local name start rc
         name=$(basename "$t")
         start=$(date +%s)
-        timeout "${TEST_TIMEOUT:-400}" "$t" --test-threads="${TEST_THREADS:-2}" --nocapture > "$OUT/$name.log" 2>&1
+        local args=(--test-threads="${TEST_THREADS:-2}" --nocapture)
+        # the host emulation's tests compile the kernels with a C++ compiler against headers of
+        # the build machine: CI's job, not the device's
+        [[ $name == test-lib-* ]] && args+=(--skip emu::)
+        timeout "${TEST_TIMEOUT:-400}" "$t" "${args[@]}" > "$OUT/$name.log" 2>&1
         rc=$?
         [[ $rc == 0 ]] || status=1
         note "test $name: rc=$rc $(grep -o '[0-9]* passed' "$OUT/$name.log" | tail -n1), $(grep -o '[0-9]* failed' "$OUT/$name.log" | tail -n1) ($(( $(date +%s) - start )) s)"
@@ -258,7 +262,7 @@ phase_porep() {
     params_dir="$(dirname "$(find "$fil" -name 'v28-stacked-proof-of-replication*.params' | head -n1)")"
     PROOFLINE_SERVER__BIND="127.0.0.1:$port" PROOFLINE_FILECOIN__PARAMS_DIR="$params_dir" \
         PROOFLINE_FILECOIN__VERIFY_DIGESTS=false PROOFLINE_PARAMS__PRELOAD=StackedDrg2KiBV1_1 \
-        PROOFLINE_STATE__DIR= "$WORK/bin/proofline" serve > "$OUT/porep-daemon.log" 2>&1 &
+        PROOFLINE_STATE__STORE=memory "$WORK/bin/proofline" serve > "$OUT/porep-daemon.log" 2>&1 &
     local daemon=$!
     local up=0
     for _ in $(seq 1 120); do

@@ -38,7 +38,7 @@ use crate::messages::{
     ResidentGrant, ResidentInfo, ResidentUnpinned, Snapshot, Trim,
 };
 use crate::resident::{ResidentLoad, ResidentRef, ResidentSet};
-use crate::telemetry::{actor, Busy, Mailbox, Named};
+use crate::telemetry::{actor, Mailbox, Named};
 
 /// The device-global operations of one device. Only its allocator holds it.
 pub trait MemoryDevice: Send + 'static {
@@ -319,7 +319,7 @@ impl VramAllocator {
             };
             if let Some(e) = self.resident.remove(&key) {
                 tracing::info!(device = %self.label, params = %key, bytes = e.bytes, "resident set evicted (least recently used)");
-                gauge!("proofline_params_resident_bytes", "device" => self.label.clone(), "params" => key)
+                gauge!("proofline_params_resident_bytes", "params" => key, "location" => self.label.clone())
                     .set(0.0);
                 // Dropping the entry dropped the set (nobody pinned it): its data is freed on
                 // the resident stream, which is idle, and its lease's release is on its way.
@@ -356,7 +356,7 @@ impl VramAllocator {
             id,
             bytes,
             kind,
-            allocator: Mailbox::new(ctx.address()),
+            allocator: Mailbox::again(ctx.address()),
         }
     }
 
@@ -426,7 +426,7 @@ impl VramAllocator {
                         key,
                         residency,
                         lease: Some(lease),
-                        allocator: Mailbox::new(ctx.address()),
+                        allocator: Mailbox::again(ctx.address()),
                     };
                     let _ = reply.send(Ok(ResidentGrant::Load(load)));
                 }
@@ -501,7 +501,7 @@ impl VramAllocator {
             e.last_used = tick;
             let _ = reply.send(Ok(ResidentGrant::Ready(ResidentRef {
                 set: e.set.clone(),
-                allocator: Mailbox::new(ctx.address()),
+                allocator: Mailbox::again(ctx.address()),
             })));
             return;
         }
@@ -559,6 +559,8 @@ impl Named for VramAllocator {
     const NAME: &'static str = actor::ALLOCATOR;
 }
 
+crate::counted_handlers!(VramAllocator);
+
 impl Actor for VramAllocator {
     type Context = Context<Self>;
 
@@ -573,7 +575,6 @@ impl Handler<RequestLease> for VramAllocator {
     type Result = ResponseFuture<Result<Lease, LeaseError>>;
 
     fn handle(&mut self, msg: RequestLease, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         if msg.bytes > self.budget {
             let err = LeaseError::ExceedsBudget {
                 requested: msg.bytes,
@@ -598,7 +599,6 @@ impl Handler<ReleaseLease> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: ReleaseLease, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         if let Some((bytes, kind)) = self.active.remove(&msg.id) {
             self.leased = self.leased.saturating_sub(bytes);
             if kind == LeaseKind::Transient {
@@ -613,7 +613,6 @@ impl Handler<AcquireResident> for VramAllocator {
     type Result = ResponseFuture<Result<ResidentGrant, LeaseError>>;
 
     fn handle(&mut self, msg: AcquireResident, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let (tx, rx) = oneshot::channel();
         self.acquire(msg, tx, ctx);
         Box::pin(async move { rx.await.map_err(|_| LeaseError::AllocatorGone)? })
@@ -624,7 +623,6 @@ impl Handler<RegisterResident> for VramAllocator {
     type Result = MessageResult<RegisterResident>;
 
     fn handle(&mut self, msg: RegisterResident, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let RegisterResident { mut load, data } = msg;
         let lease = load.lease.take();
         let key = load.key.clone();
@@ -649,7 +647,7 @@ impl Handler<RegisterResident> for VramAllocator {
             Residency::Streamed => "streamed",
         };
         tracing::info!(device = %self.label, params = %key, bytes, mode, "parameters resident on the device");
-        gauge!("proofline_params_resident_bytes", "device" => self.label.clone(), "params" => key.clone())
+        gauge!("proofline_params_resident_bytes", "params" => key.clone(), "location" => self.label.clone())
             .set(bytes as f64);
         self.resident.insert(
             key,
@@ -663,7 +661,7 @@ impl Handler<RegisterResident> for VramAllocator {
         );
         let r = ResidentRef {
             set,
-            allocator: Mailbox::new(ctx.address()),
+            allocator: Mailbox::again(ctx.address()),
         };
         for w in waiters {
             let _ = w.reply.send(Ok(ResidentGrant::Ready(r.clone())));
@@ -677,7 +675,6 @@ impl Handler<ResidentAbandoned> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: ResidentAbandoned, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         if let Some((_, _, waiters)) = self.loading.remove(&msg.key) {
             tracing::warn!(device = %self.label, params = %msg.key, "a resident upload was abandoned");
             self.parked.extend(waiters);
@@ -691,7 +688,6 @@ impl Handler<ResidentUnpinned> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, _: ResidentUnpinned, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         if !self.parked.is_empty() {
             self.retry_parked(ctx);
         }
@@ -703,7 +699,6 @@ impl Handler<Trim> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, _: Trim, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         if !self.due.contains(&IdleOp::Trim) {
             self.due.push(IdleOp::Trim);
         }
@@ -715,7 +710,6 @@ impl Handler<ResetHighWater> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, _: ResetHighWater, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         if !self.due.contains(&IdleOp::ResetHighWater) {
             self.due.push(IdleOp::ResetHighWater);
         }
@@ -727,7 +721,6 @@ impl Handler<DeviceLoad> for VramAllocator {
     type Result = MessageResult<DeviceLoad>;
 
     fn handle(&mut self, msg: DeviceLoad, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         MessageResult(DeviceLoadInfo {
             stages: self.transient + self.waiting.len(),
             holds: self.resident.contains_key(&msg.key) || self.loading.contains_key(&msg.key),
@@ -739,7 +732,6 @@ impl Handler<Snapshot> for VramAllocator {
     type Result = MessageResult<Snapshot>;
 
     fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let mut resident: Vec<ResidentInfo> = self
             .resident
             .iter()

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use proofline_groth16::msm::MsmPlan;
-use proofline_groth16::{prover, CpuBackend, ProverError, ProvingKey};
+use proofline_groth16::{prover, CpuBackend, ProverBackend, ProverError, ProvingKey};
 
 use crate::messages::{Evaluations, Residency, StageError};
 use crate::partition::G2Stage;
@@ -113,9 +113,24 @@ pub fn domain_size(pk: &ProvingKey) -> usize {
     pk.params().h.len() + 1
 }
 
-/// The CPU backend as a compute slot.
-#[derive(Debug, Default)]
-pub struct CpuEngine;
+/// A CPU prover backend as a compute slot ([`CpuBackend`] by default).
+#[derive(Clone)]
+pub struct CpuEngine {
+    backend: Arc<dyn ProverBackend>,
+}
+
+impl CpuEngine {
+    /// A slot computing with `backend` (e.g. a test's instrumented CPU backend).
+    pub fn with_backend(backend: Arc<dyn ProverBackend>) -> Self {
+        CpuEngine { backend }
+    }
+}
+
+impl Default for CpuEngine {
+    fn default() -> Self {
+        CpuEngine::with_backend(Arc::new(CpuBackend))
+    }
+}
 
 fn take(evals: Arc<Evaluations>) -> Evaluations {
     // Moved when the pipeline passes them on (the usual case); a harness that shares one set of
@@ -151,10 +166,10 @@ impl ComputeEngine for CpuEngine {
     ) -> Result<HStage, StageError> {
         let Evaluations { a, b, c } = take(evals);
         let t = Instant::now();
-        let h = prover::compute_h(&CpuBackend, a, b, c)?;
+        let h = prover::compute_h(self.backend.as_ref(), a, b, c)?;
         let h_poly_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let sum = prover::msm_h(&CpuBackend, pk, &h)?;
+        let sum = prover::msm_h(self.backend.as_ref(), pk, &h)?;
         Ok(HStage {
             h: sum,
             h_poly_s,
@@ -174,9 +189,10 @@ impl ComputeEngine for CpuEngine {
         _: Option<&ResidentData>,
         _: u64,
     ) -> Result<SparseMsms, StageError> {
-        let (l, a, b_g1) = prover::msm_sparse_g1(&CpuBackend, pk, plan)?;
+        let backend = self.backend.as_ref();
+        let (l, a, b_g1) = prover::msm_sparse_g1(backend, pk, plan)?;
         let b_g2 = match g2 {
-            G2Stage::Run => Some(prover::msm_b_g2(&CpuBackend, pk, plan)?),
+            G2Stage::Run => Some(prover::msm_b_g2(backend, pk, plan)?),
             G2Stage::Skip => None,
         };
         Ok(SparseMsms { l, a, b_g1, b_g2 })

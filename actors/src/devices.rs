@@ -54,6 +54,10 @@ pub struct DeviceStages {
 
 /// Starts each device's allocator and compute pool (call inside the pipeline's actix system).
 pub fn start_devices(setups: Vec<DeviceSetup>) -> Vec<DeviceStages> {
+    // the actor figures are per actor kind: every device's slots count in `compute`, every
+    // device's allocator in `allocator`
+    let all_slots: usize = setups.iter().map(|d| d.engines.len().max(1)).sum();
+    let allocators = setups.len();
     setups
         .into_iter()
         .map(|d| {
@@ -64,15 +68,19 @@ pub fn start_devices(setups: Vec<DeviceSetup>) -> Vec<DeviceStages> {
                 .first()
                 .map_or(G2Placement::CpuMsmActor, |e| e.g2_placement());
             let engines = Arc::new(Mutex::new(d.engines));
-            let compute = Mailbox::new(SyncArbiter::start(slots, move || {
-                let engine = engines
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .pop()
-                    .unwrap_or_else(|| Box::new(NoEngine));
-                ComputeActor::new(engine)
-            }));
-            let allocator = Mailbox::new(VramAllocator::new(d.memory, d.budget).start());
+            let compute = Mailbox::pool(
+                SyncArbiter::start(slots, move || {
+                    let engine = engines
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .pop()
+                        .unwrap_or_else(|| Box::new(NoEngine));
+                    ComputeActor::new(engine)
+                }),
+                all_slots,
+            );
+            let allocator =
+                Mailbox::pool(VramAllocator::new(d.memory, d.budget).start(), allocators);
             tracing::info!(device = %label, slots, budget_bytes = d.budget, "device started");
             DeviceStages {
                 label,
@@ -178,7 +186,7 @@ mod tests {
                 .map(|_| DeviceSetup {
                     memory: Box::new(HostMemory),
                     budget: 1000,
-                    engines: vec![Box::new(CpuEngine)],
+                    engines: vec![Box::new(CpuEngine::default())],
                     sizing: Arc::new(CpuSizing),
                 })
                 .collect(),

@@ -3,23 +3,32 @@
 //! the buffers move with the messages (see [`crate::messages`]).
 //!
 //! ```text
-//! LoadParams ─► Synthesize ─► (device chosen) ─► AcquireResident [─► MakeResident ─► RegisterResident]
-//!            ─► RequestLease ─► ComputeH ‖ PlanMsm ─► RequestLease ─► ComputeSparseG1 ‖ MsmG2
-//!            ─► AssembleVerify
+//! LoadParams ─► [synthesis permit] Synthesize
+//!            ─► [compute permit] (device chosen) ─► AcquireResident [─► MakeResident ─► RegisterResident]
+//!            ─► RequestLease ─► ComputeH ‖ PlanMsm
+//!            ─► [continue permit] RequestLease ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
 //! ```
-//! (`‖`: the two run at once on different actors.) `MsmG2` goes to a CPU-MSM actor only where
-//! the device places the G2 MSM there ([`G2Placement::CpuMsmActor`], the CPU backend); a GPU
-//! computes B in G2 in its sparse stage ([`G2Placement::SparseStage`]). Every GPU stage of a
-//! partition runs on the device chosen for it, with that device's allocator, slots and
+//! (`‖`: the two run at once on different actors; `[permit]`: asked of the
+//! [`crate::scheduler::StageScheduler`] before the stage and returned after it, so that the
+//! highest-ranked partition waiting for a stage goes next; `[continue]`: the compute permit is
+//! handed back between H and the G1 MSMs and kept unless a better-ranked partition waits.)
+//! `MsmG2` goes to a CPU-MSM actor only where the device places the G2 MSM there
+//! ([`G2Placement::CpuMsmActor`], the CPU backend); a GPU computes B in G2 in its sparse stage
+//! ([`G2Placement::SparseStage`]), under the same compute permit and lease. Every GPU stage of
+//! a partition runs on the device chosen for it, with that device's allocator, slots and
 //! resident copy of the parameters; the byte counts of the leases come from the device's
 //! [`DeviceSizing`].
 //!
 //! [`compute_partition`] is the part from the device choice to the MSM results; the stage
 //! harness drives it directly with synthetic partitions.
 //!
+//! The driver records each stage transition, and the device chosen, in the partition's
+//! [`Progress`], which the coordinator reads for the status page.
+//!
 //! [`DeviceSizing`]: crate::compute::DeviceSizing
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use blstrs::{Bls12, G2Projective, Scalar};
@@ -29,12 +38,14 @@ use proofline_groth16::{
     SynthesizedPartition,
 };
 use proofline_jobs::{CircuitThunk, ParamsSpec};
+use proofline_wire::PartitionStage;
 
 use crate::allocator::Lease;
 use crate::compute::{G2Placement, SparseMsms};
 use crate::devices::{choose_device, ensure_resident, DeviceStages};
-use crate::job::StageTimings;
+use crate::job::{now_ms, StageTimings};
 use crate::messages::*;
+use crate::scheduler::{Rank, StageClass, StagePermit, StageScheduler};
 use crate::telemetry::{self, Mailbox, Secs};
 use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
@@ -49,6 +60,74 @@ pub struct Stages {
     pub cpu_msm: Mailbox<CpuMsmActor>,
     /// The compute devices.
     pub devices: Arc<Vec<DeviceStages>>,
+    /// Permits of the heavy stages, in rank order.
+    pub scheduler: Mailbox<StageScheduler>,
+}
+
+impl Stages {
+    /// The label of the only compute device, if there is one device: every partition runs
+    /// there, so it is known from admission on.
+    pub(crate) fn only_device(&self) -> Option<Arc<str>> {
+        match self.devices.as_slice() {
+            [d] => Some(d.label.as_str().into()),
+            _ => None,
+        }
+    }
+}
+
+/// Where one admitted partition is: its stage and when it entered it, in one atomic word
+/// (stage index in the top 8 bits, Unix milliseconds below), so that a reader never sees a
+/// stage with another stage's start time; and the device its compute stages run on, once
+/// chosen. Written by the driver, read by the coordinator.
+#[derive(Debug)]
+pub struct Progress {
+    word: AtomicU64,
+    device: OnceLock<Arc<str>>,
+}
+
+const MS_BITS: u32 = 56;
+
+impl Progress {
+    /// A partition just admitted: looking up its parameters. `device`: where it will compute,
+    /// when that is known already (a single device).
+    pub fn admitted(device: Option<Arc<str>>) -> Self {
+        let p = Progress {
+            word: AtomicU64::new(0),
+            device: OnceLock::new(),
+        };
+        if let Some(d) = device {
+            let _ = p.device.set(d);
+        }
+        p.enter(PartitionStage::Params);
+        p
+    }
+
+    /// Records entering `stage` now.
+    pub fn enter(&self, stage: PartitionStage) {
+        let word = ((stage.index() as u64) << MS_BITS) | (now_ms() & ((1 << MS_BITS) - 1));
+        self.word.store(word, Ordering::Relaxed);
+    }
+
+    /// Records the device the partition's compute stages run on (the first call counts).
+    pub fn on_device(&self, label: &str) {
+        let _ = self.device.get_or_init(|| label.into());
+    }
+
+    /// The stage and the seconds spent in it so far.
+    pub fn read(&self) -> (PartitionStage, f64) {
+        let word = self.word.load(Ordering::Relaxed);
+        let stage = PartitionStage::ALL
+            .get((word >> MS_BITS) as usize)
+            .copied()
+            .unwrap_or(PartitionStage::Params);
+        let since = word & ((1 << MS_BITS) - 1);
+        (stage, now_ms().saturating_sub(since) as f64 / 1e3)
+    }
+
+    /// The device the partition computes on, once known.
+    pub fn device(&self) -> Option<String> {
+        self.device.get().map(|d| d.to_string())
+    }
 }
 
 /// Where the sparse queries' 0/1/tail split comes from.
@@ -93,11 +172,69 @@ async fn request_lease(
     bytes: u64,
     owner: String,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<Lease, StageError> {
+    progress.enter(PartitionStage::LeaseWait);
     let s = Instant::now();
     let lease = dev.allocator.send(RequestLease { bytes, owner }).await??;
     t.lease_wait_s += s.secs();
     Ok(lease)
+}
+
+/// Waits for a permit of `class`; the wait counts as part of the stage that follows.
+async fn permit(stages: &Stages, class: StageClass, rank: Rank) -> Result<StagePermit, StageError> {
+    stages
+        .scheduler
+        .send(AcquireStage { class, rank })
+        .await?
+        .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into()))
+}
+
+/// Whether a partition's compute stages wait for permits of the stage scheduler.
+pub enum ComputeGate<'a> {
+    /// Through the scheduler, in rank order: a permit before the device is chosen, handed back
+    /// between H and the sparse MSMs (kept unless a better-ranked partition waits).
+    Ranked {
+        /// The pipeline's stage scheduler.
+        scheduler: &'a Mailbox<StageScheduler>,
+        /// The partition's job rank.
+        rank: Rank,
+    },
+    /// Straight to the device (the stage harness, which drives the devices alone).
+    Open,
+}
+
+impl ComputeGate<'_> {
+    /// Waits for a compute permit (none when open).
+    async fn enter(&self) -> Result<Option<StagePermit>, StageError> {
+        match self {
+            ComputeGate::Ranked { scheduler, rank } => scheduler
+                .send(AcquireStage {
+                    class: StageClass::Compute,
+                    rank: *rank,
+                })
+                .await?
+                .map(Some)
+                .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into())),
+            ComputeGate::Open => Ok(None),
+        }
+    }
+
+    /// Hands the permit back at the boundary between H and the sparse MSMs; it comes back at
+    /// once unless a better-ranked partition waits for the compute stage.
+    async fn boundary(&self, held: Option<StagePermit>) -> Result<Option<StagePermit>, StageError> {
+        match (self, held) {
+            (ComputeGate::Ranked { scheduler, rank }, Some(permit)) => scheduler
+                .send(ContinueStage {
+                    permit,
+                    rank: *rank,
+                })
+                .await?
+                .map(Some)
+                .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into())),
+            (_, held) => Ok(held),
+        }
+    }
 }
 
 /// Awaits `f`, returning its output and the seconds it took.
@@ -110,12 +247,15 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
 /// From the evaluations and the split to the five MSM results: picks a device, gets the
 /// parameters resident there, runs the H stage (with the split built alongside) and the sparse
 /// G1 stage (with the G2 MSM alongside), each under a lease of the bytes the device's sizing
-/// gives. Returns the results and the label of the device.
+/// gives, recording each stage and the device in `progress`. Returns the results and the
+/// label of the device.
 pub async fn compute_partition(
     devices: &[DeviceStages],
     cpu_msm: &Mailbox<CpuMsmActor>,
+    gate: ComputeGate<'_>,
     input: ComputeInput,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<(MsmResults, String), StageError> {
     let ComputeInput {
         owner,
@@ -126,14 +266,21 @@ pub async fn compute_partition(
         g2,
         cancel,
     } = input;
+    // Permit waits show as (and are timed with) the stage they lead to.
+    progress.enter(PartitionStage::H);
+    let s = Instant::now();
+    let permit = gate.enter().await?;
+    let mut permit_wait_s = s.secs();
     let dev = choose_device(devices, &params_key).await?;
+    progress.on_device(&dev.label);
+    progress.enter(PartitionStage::Params);
     let resident = ensure_resident(dev, &params_key, &owner, &pk, t).await?;
     let residency = resident.as_ref().map(|r| r.residency());
     cancel.check()?;
 
     // H on a compute slot while a CPU-MSM actor splits the sparse scalars.
     let bytes = dev.sizing.h_stage(&pk, residency);
-    let lease = request_lease(dev, bytes, format!("{owner}/h"), t).await?;
+    let lease = request_lease(dev, bytes, format!("{owner}/h"), t, progress).await?;
     let h_fut = dev.compute.send(ComputeH {
         pk: pk.clone(),
         evals,
@@ -141,21 +288,26 @@ pub async fn compute_partition(
         lease,
         cancel: cancel.clone(),
     });
+    progress.enter(PartitionStage::H);
     let (h, plan) = match plan {
         PlanSource::Ready(p) => {
             let (h, h_s) = timed(h_fut).await;
-            t.h_s = h_s;
+            t.h_s = permit_wait_s + h_s;
             (h??, p)
         }
         PlanSource::Assignment(assignment) => {
             let plan_fut = cpu_msm.send(PlanMsm { assignment });
             let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
-            t.h_s = h_s;
+            t.h_s = permit_wait_s + h_s;
             t.msm_plan_s = plan_s;
-            (h??, Arc::new(plan?))
+            (h??, Arc::new(plan??))
         }
     };
     cancel.check()?;
+    progress.enter(PartitionStage::Msm);
+    let s = Instant::now();
+    let permit = gate.boundary(permit).await?;
+    permit_wait_s = s.secs();
 
     // Sparse G1 MSMs on a compute slot; the G2 MSM in the same stage (a GPU) or on a CPU-MSM
     // actor meanwhile (the CPU backend).
@@ -165,7 +317,7 @@ pub async fn compute_partition(
         (G2Stage::Skip, _) => (G2Stage::Skip, G2Stage::Skip),
     };
     let bytes = dev.sizing.sparse_stage(&plan, residency);
-    let lease = request_lease(dev, bytes, format!("{owner}/msm"), t).await?;
+    let lease = request_lease(dev, bytes, format!("{owner}/msm"), t, progress).await?;
     let g1_fut = dev.compute.send(ComputeSparseG1 {
         pk: pk.clone(),
         plan: plan.clone(),
@@ -174,6 +326,7 @@ pub async fn compute_partition(
         lease,
         cancel: cancel.clone(),
     });
+    progress.enter(PartitionStage::Msm);
     let (g1, b_g2) = match on_cpu {
         G2Stage::Run => {
             let g2_fut = cpu_msm.send(MsmG2 {
@@ -182,13 +335,13 @@ pub async fn compute_partition(
                 cancel: cancel.clone(),
             });
             let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
-            t.msm_g1_s = g1_s;
+            t.msm_g1_s = permit_wait_s + g1_s;
             t.msm_g2_s = g2_s;
             (g1??, g2??)
         }
         G2Stage::Skip => {
             let (g1, g1_s) = timed(g1_fut).await;
-            t.msm_g1_s = g1_s;
+            t.msm_g1_s = permit_wait_s + g1_s;
             let g1: SparseMsms = g1??;
             let b_g2 = match (in_stage, g1.b_g2) {
                 (G2Stage::Run, Some(b_g2)) => b_g2,
@@ -202,6 +355,7 @@ pub async fn compute_partition(
             (g1, b_g2)
         }
     };
+    drop(permit);
     Ok((
         MsmResults {
             h: h.h,
@@ -214,22 +368,29 @@ pub async fn compute_partition(
     ))
 }
 
-/// Drives one partition through the stages. Returns the verified proof and the stage timings.
+/// Drives one partition through the stages, recording each in `progress`. Returns the verified
+/// proof and the stage timings.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive_partition(
     stages: Stages,
     job: JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
     cancel: CancelToken,
+    progress: Arc<Progress>,
 ) -> (
     Result<(Proof<Bls12>, SharedProvingKey), StageError>,
     StageTimings,
 ) {
     let mut t = StageTimings::default();
     let start = Instant::now();
-    let res = drive_stages(&stages, &job, k, params, circuit, expected, cancel, &mut t).await;
+    let res = drive_stages(
+        &stages, &job, k, rank, params, circuit, expected, cancel, &mut t, &progress,
+    )
+    .await;
     t.total_s = start.secs();
     telemetry::stage("partition_total", t.total_s);
     (res, t)
@@ -240,18 +401,23 @@ async fn drive_stages(
     stages: &Stages,
     job: &JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
     cancel: CancelToken,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
+    progress.enter(PartitionStage::Params);
     let s = Instant::now();
     let params_key = params.id.clone();
     let pk = stages.params.send(LoadParams { spec: params }).await??;
     t.params_s = s.secs();
 
+    progress.enter(PartitionStage::Synthesis);
     let s = Instant::now();
+    let synthesis_permit = permit(stages, StageClass::Synthesis, rank).await?;
     let synth = stages
         .synthesis
         .send(Synthesize {
@@ -264,6 +430,7 @@ async fn drive_stages(
         })
         .await??;
     t.synthesis_s = s.secs();
+    drop(synthesis_permit);
     cancel.check()?;
 
     let SynthesizedPartition {
@@ -281,9 +448,15 @@ async fn drive_stages(
         g2: G2Stage::Run,
         cancel,
     };
-    let (results, device) = compute_partition(&stages.devices, &stages.cpu_msm, input, t).await?;
+    let gate = ComputeGate::Ranked {
+        scheduler: &stages.scheduler,
+        rank,
+    };
+    let (results, device) =
+        compute_partition(&stages.devices, &stages.cpu_msm, gate, input, t, progress).await?;
     tracing::debug!(%device, "partition computed");
 
+    progress.enter(PartitionStage::Verify);
     let s = Instant::now();
     let proof = stages
         .cpu_msm

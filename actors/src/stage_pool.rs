@@ -12,7 +12,7 @@ use proofline_groth16::{CpuBackend, MsmResults};
 use crate::devices::{start_devices, DeviceSetup, DeviceStages};
 use crate::job::StageTimings;
 use crate::messages::{AllocatorSnapshot, ResetHighWater, Snapshot, StageError, Trim};
-use crate::partition::{compute_partition, ComputeInput};
+use crate::partition::{compute_partition, ComputeGate, ComputeInput, Progress};
 use crate::pipeline::PipelineError;
 use crate::telemetry::Mailbox;
 use crate::workers::CpuMsmActor;
@@ -60,7 +60,16 @@ impl StagePool {
     ) -> (Result<(MsmResults, String), StageError>, StageTimings) {
         let mut t = StageTimings::default();
         let s = std::time::Instant::now();
-        let r = compute_partition(&self.devices, &self.cpu_msm, input, &mut t).await;
+        let progress = Progress::admitted(None);
+        let r = compute_partition(
+            &self.devices,
+            &self.cpu_msm,
+            ComputeGate::Open,
+            input,
+            &mut t,
+            &progress,
+        )
+        .await;
         t.total_s = s.elapsed().as_secs_f64();
         (r, t)
     }

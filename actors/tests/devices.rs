@@ -65,7 +65,7 @@ impl ComputeEngine for Tracking {
         bytes: u64,
     ) -> Result<HStage, StageError> {
         self.check(resident, "h");
-        CpuEngine.h_stage(pk, evals, None, bytes)
+        CpuEngine::default().h_stage(pk, evals, None, bytes)
     }
     fn g2_placement(&self) -> G2Placement {
         G2Placement::SparseStage
@@ -82,7 +82,7 @@ impl ComputeEngine for Tracking {
         if g2 == G2Stage::Run {
             self.log.lock().unwrap().push((self.device, "g2"));
         }
-        CpuEngine.sparse(pk, plan, g2, None, bytes)
+        CpuEngine::default().sparse(pk, plan, g2, None, bytes)
     }
 }
 
@@ -145,7 +145,7 @@ fn request(seed: u64) -> JobRequest {
         circuit: Some("sha256-1".into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority: 0,
+        ..Default::default()
     }
 }
 

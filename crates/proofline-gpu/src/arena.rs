@@ -195,6 +195,32 @@ impl DryRun {
 #[cfg(test)]
 impl Exec for DryRun {
     type Buf = DryBuf;
+    type Host = Vec<u32>;
+
+    fn host_buffer(&self, words: usize) -> Result<Vec<u32>, GpuError> {
+        Ok(vec![0; words])
+    }
+
+    fn fill_host(host: &mut Vec<u32>, src: &[u32]) -> Result<(), GpuError> {
+        let dst = host
+            .get_mut(..src.len())
+            .ok_or_else(|| GpuError::InvalidInput("chunk larger than its buffer".into()))?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn upload_host(&self, dst: &mut DryBuf, src: &Vec<u32>, words: usize) -> Result<(), GpuError> {
+        let src = src
+            .get(..words)
+            .ok_or_else(|| GpuError::InvalidInput("upload past a staging buffer".into()))?;
+        self.upload_at(dst, 0, src)
+    }
+
+    fn recycle_host(&self, _: Vec<u32>) {}
+
+    fn label(&self) -> String {
+        "dry".into()
+    }
 
     fn alloc(&self, words: usize) -> Result<DryBuf, GpuError> {
         Ok(DryBuf {

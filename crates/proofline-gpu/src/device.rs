@@ -157,8 +157,8 @@ impl KernelTable {
     }
 }
 
-/// Production kernel modules (the test module `arith` is loaded only by `testkit`).
-const MODULES: &[&str] = &["ntt", "msm", "msm_g2"];
+/// Production kernel modules (the test module `arith` is loaded only by `testkit`, beside these).
+pub(crate) const MODULES: &[&str] = &["ntt", "msm", "msm_g2"];
 
 /// What the device's stream-ordered memory pool holds, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]

@@ -67,6 +67,26 @@ pub(crate) trait DevBuf {
 pub(crate) trait Exec {
     /// Buffers this device hands out.
     type Buf: DevBuf;
+    /// Host staging buffers (pinned memory on a slot) for streaming bases.
+    type Host: Send;
+
+    /// A host staging buffer of at least `words` u32 words.
+    fn host_buffer(&self, words: usize) -> Result<Self::Host, GpuError>;
+    /// Writes `src` at the start of `host` (on any thread; the caller makes sure no upload
+    /// from it is in flight).
+    fn fill_host(host: &mut Self::Host, src: &[u32]) -> Result<(), GpuError>;
+    /// Copies the first `words` of `src` into `dst` from word 0 (enqueued; complete at the next
+    /// sync, before which `src` must not be written).
+    fn upload_host(
+        &self,
+        dst: &mut Self::Buf,
+        src: &Self::Host,
+        words: usize,
+    ) -> Result<(), GpuError>;
+    /// Gives a staging buffer back for later use.
+    fn recycle_host(&self, host: Self::Host);
+    /// "cuda:D/S", for metrics.
+    fn label(&self) -> String;
 
     /// `words` u32 words, contents undefined until written by a copy or a kernel.
     fn alloc(&self, words: usize) -> Result<Self::Buf, GpuError>;

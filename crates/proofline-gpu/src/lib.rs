@@ -45,6 +45,7 @@ pub mod oplog;
 pub mod plan;
 mod resident;
 mod slot;
+mod stager;
 mod stages;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

@@ -34,9 +34,11 @@ use crate::plan::{
     combine_windows, split_big, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan,
     MSM_MAX_CHUNK,
 };
+use crate::stager::stream_chunks;
 
-/// Points per chunk when bases are streamed from host memory.
-pub const STREAM_CHUNK: usize = 1 << 24;
+/// Points per chunk when bases are streamed from host memory (384 MiB of G1 points, 768 MiB of
+/// G2 points; two pinned host buffers of a chunk per streaming slot).
+pub const STREAM_CHUNK: usize = 1 << 22;
 
 /// What an MSM did (for logs and benchmarks).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -612,20 +614,19 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
         Bases::Host { points: h, chunk } => {
             let chunk = chunk.min(split.num_bases).max(1);
             let mut staging = e.alloc(chunk * C::AFFINE_WORDS)?;
-            let mut lo = 0;
-            while lo < split.num_bases {
-                let hi = (lo + chunk).min(split.num_bases);
-                e.upload_at(&mut staging, 0, C::affines_as_u32(&h[lo..hi]))?;
+            stream_chunks::<E, C>(e, &h[..split.num_bases], chunk, |st| {
+                e.upload_host(&mut staging, &st.buf, (st.hi - st.lo) * C::AFFINE_WORDS)?;
                 // the kernels index from the query's first point
-                let base = point_at::<C>(staging.ptr(), 0).wrapping_sub(point_at::<C>(0, lo));
-                let ones = in_range(&split.ones, lo, hi);
+                let base = staging.ptr().wrapping_sub(point_at::<C>(0, st.lo));
+                let ones = in_range(&split.ones, st.lo, st.hi);
                 total += sum_ones::<E, C>(e, base, &split.ones[ones])?;
-                let t = in_range(&split.tail_index, lo, hi);
+                let t = in_range(&split.tail_index, st.lo, st.hi);
                 if let Some(o) = out(t.start) {
                     gather::<E, C>(e, base, &split.tail_index[t], o)?;
                 }
-                lo = hi;
-            }
+                // the chunk's copy and kernels are done: its host buffer can be refilled
+                e.sync()
+            })?;
             drop(staging);
             e.sync()?;
         }
@@ -667,14 +668,12 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
             }
             let chunk = chunk.min(n).max(1);
             let mut staging = e.alloc(chunk * C::AFFINE_WORDS)?;
-            let mut lo = 0;
-            while lo < n {
-                let hi = (lo + chunk).min(n);
-                e.upload_at(&mut staging, 0, C::affines_as_u32(&h[lo..hi]))?;
-                let sp = scalars + (lo * FR_WORDS as usize * 4) as u64;
-                total += pippenger::<E, C>(e, staging.ptr(), sp, hi - lo, cfg, stats)?;
-                lo = hi;
-            }
+            stream_chunks::<E, C>(e, &h[..n], chunk, |st| {
+                e.upload_host(&mut staging, &st.buf, (st.hi - st.lo) * C::AFFINE_WORDS)?;
+                let sp = scalars + (st.lo * FR_WORDS as usize * 4) as u64;
+                total += pippenger::<E, C>(e, staging.ptr(), sp, st.hi - st.lo, cfg, stats)?;
+                e.sync()
+            })?;
             drop(staging);
             e.sync()?;
             Ok(total)

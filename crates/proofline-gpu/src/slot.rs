@@ -12,7 +12,9 @@
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
 
 use crate::arena::{Account, Arena, Charge};
 use crate::device::{KernelTable, Shared};
@@ -28,6 +30,10 @@ pub struct GpuSlot {
     pub(crate) shared: Arc<Shared>,
     id: usize,
     stream: Arc<CudaStream>,
+    /// Pinned host buffers of streamed bases, kept for the slot's life: allocating page-locked
+    /// memory takes milliseconds per hundred MB, and freeing it synchronises the whole device,
+    /// which a slot must never do while other slots have work in flight.
+    pinned: Mutex<Vec<PinnedHostSlice<u32>>>,
 }
 
 impl std::fmt::Debug for GpuSlot {
@@ -51,7 +57,12 @@ pub(crate) enum Lane {
 impl GpuSlot {
     pub(crate) fn new(shared: Arc<Shared>, id: usize) -> Result<Self, GpuError> {
         let stream = shared.ctx.new_stream()?;
-        Ok(GpuSlot { shared, id, stream })
+        Ok(GpuSlot {
+            shared,
+            id,
+            stream,
+            pinned: Mutex::new(Vec::new()),
+        })
     }
 
     /// The device index this slot computes on.
@@ -284,6 +295,55 @@ impl<'a> SlotExec<'a> {
 
 impl Exec for SlotExec<'_> {
     type Buf = SlotBuf;
+    type Host = PinnedHostSlice<u32>;
+
+    fn host_buffer(&self, words: usize) -> Result<PinnedHostSlice<u32>, GpuError> {
+        let mut cache = self.slot.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = cache.iter().position(|b| b.len() >= words) {
+            return Ok(cache.swap_remove(i));
+        }
+        drop(cache);
+        // SAFETY: page-locked host memory of `words` u32s; zeroed below before any use.
+        let mut b = unsafe { self.stream.context().alloc_pinned::<u32>(words.max(1)) }?;
+        b.as_mut_slice()?.fill(0);
+        Ok(b)
+    }
+
+    fn fill_host(host: &mut PinnedHostSlice<u32>, src: &[u32]) -> Result<(), GpuError> {
+        let dst = host
+            .as_mut_slice()?
+            .get_mut(..src.len())
+            .ok_or_else(|| GpuError::InvalidInput("chunk larger than its buffer".into()))?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn upload_host(
+        &self,
+        dst: &mut SlotBuf,
+        src: &PinnedHostSlice<u32>,
+        words: usize,
+    ) -> Result<(), GpuError> {
+        // a plain slice of page-locked memory: the copy is an asynchronous DMA (the caller
+        // synchronises before the buffer is written again)
+        let src = src
+            .as_slice()?
+            .get(..words)
+            .ok_or_else(|| GpuError::InvalidInput("upload past a staging buffer".into()))?;
+        self.upload_at(dst, 0, src)
+    }
+
+    fn recycle_host(&self, host: PinnedHostSlice<u32>) {
+        self.slot
+            .pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(host);
+    }
+
+    fn label(&self) -> String {
+        self.slot.label()
+    }
 
     fn alloc(&self, words: usize) -> Result<SlotBuf, GpuError> {
         let charge = self.account.charge(words)?;

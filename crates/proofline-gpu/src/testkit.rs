@@ -1,7 +1,7 @@
 //! Test and benchmark support (feature `testkit`), never used by the proving path:
 //!
-//! * [`TestGpu`]: one device and one slot with the test kernel module (`cuda/arith.cu`) loaded
-//!   beside the production ones: element-wise field and curve operations, multiply throughput,
+//! * [`TestGpu`]: one device and one slot with the production modules and the test kernel
+//!   module (`cuda/arith.cu`) loaded: element-wise field and curve operations, multiply throughput,
 //!   point tiling, and host-in/host-out wrappers of the NTT and MSM host code for correctness
 //!   tests, each run under an arena sized by the byte formulas of `bytes.rs` (so the tests also
 //!   check the formulas on a real device);
@@ -27,7 +27,7 @@ use crate::bytes::{
 };
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{MsmCurve, G1, G2};
-use crate::device::{DeviceOptions, GpuDevice, KernelTable};
+use crate::device::{DeviceOptions, GpuDevice, KernelTable, MODULES};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::{
@@ -74,7 +74,10 @@ pub enum CurveOp {
 pub struct TestGpu {
     device: GpuDevice,
     slot: GpuSlot,
-    arith: KernelTable,
+    /// Every production module (`device::MODULES`: NTT, G1 and G2 MSM) and the test module: the
+    /// test helpers run production stages (NTT, H polynomial, MSMs in G1 and G2) and test
+    /// kernels through the same slot.
+    kernels: KernelTable,
 }
 
 /// Test data: no lease, an arena as large as it needs.
@@ -92,11 +95,12 @@ impl TestGpu {
         }
         let slot = device.new_slot()?;
         let mut notes = Vec::new();
-        let arith = KernelTable::load(&slot.shared.ctx, slot.shared.cc, &["arith"], &mut notes)?;
+        let modules: Vec<&str> = MODULES.iter().copied().chain(["arith"]).collect();
+        let kernels = KernelTable::load(&slot.shared.ctx, slot.shared.cc, &modules, &mut notes)?;
         Ok(TestGpu {
             device,
             slot,
-            arith,
+            kernels,
         })
     }
 
@@ -115,7 +119,7 @@ impl TestGpu {
         arena: &Arena,
         f: impl FnOnce(&crate::slot::SlotExec<'_>) -> Result<T, GpuError>,
     ) -> Result<T, GpuError> {
-        self.slot.run_with(Lane::Compute, arena, &self.arith, f)
+        self.slot.run_with(Lane::Compute, arena, &self.kernels, f)
     }
 
     /// Fr element-wise op; returns raw limbs (Montgomery form, or canonical for FromMont).

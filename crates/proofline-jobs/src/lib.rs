@@ -11,6 +11,7 @@
 pub mod builtin;
 pub mod error;
 pub mod params_store;
+pub mod priority;
 pub mod request;
 
 use std::collections::BTreeMap;
@@ -21,9 +22,9 @@ use blstrs::Scalar;
 use proofline_groth16::PartitionCircuit;
 
 pub use error::{ErrorKind, JobError};
-pub use params_store::{ParamsCheck, ParamsSpec, ParamsStore};
-pub use proofline_wire::JobRequest;
-pub use request::{expected_public_inputs, parse_scalar_hex, scalar_to_hex};
+pub use params_store::{ParamsCheck, ParamsSpec, ParamsStore, Resident};
+pub use proofline_wire::{JobRequest, Payload};
+pub use request::{expected_public_inputs, parse_scalar_hex, request_digest, scalar_to_hex};
 
 /// Builds one partition's circuit; runs on a synthesis thread, not on the request path.
 pub type CircuitThunk =
@@ -88,6 +89,11 @@ pub trait JobAdapter: Send + Sync + 'static {
 
     /// Circuits this adapter offers, with their parameter sets (for `setup`, `vk`, listings).
     fn circuits(&self) -> Vec<CircuitInfo>;
+
+    /// The priority of this kind's jobs when a request gives none ([`priority`]).
+    fn default_priority(&self) -> i32 {
+        priority::DEFAULT
+    }
 }
 
 /// A circuit an adapter can prove.
@@ -138,6 +144,15 @@ impl AdapterRegistry {
     /// Plans a request with the adapter of its kind.
     pub fn plan(&self, request: &JobRequest) -> Result<JobPlan, JobError> {
         self.get(&request.kind)?.plan(request)
+    }
+
+    /// The effective priority of a request: its own, else its kind's default.
+    pub fn priority_of(&self, request: &JobRequest) -> i32 {
+        request.priority.unwrap_or_else(|| {
+            self.adapters
+                .get(request.kind.as_str())
+                .map_or(priority::DEFAULT, |a| a.default_priority())
+        })
     }
 
     /// Every circuit of every adapter.

@@ -1,21 +1,42 @@
-//! From configuration to a running pipeline: logging, the metrics recorder, the adapters of every
-//! job kind, the resident parameter store (with a progress bar on loads), and the backend.
+//! From configuration to a running pipeline: logging, the metrics recorder ([`observe`]), the
+//! adapters of every job kind, the resident parameter store (with a progress bar on loads), the
+//! compute devices (every GPU of `pipeline.devices`, else the host), parameters preloaded at start
+//! (`params.preload`), and the GPUs' own readings ([`nvml`]).
 //!
 //! The daemon, the CLI's in-process `prove`, the integration harness and a sealing worker that
-//! embeds proofline all start the pipeline through [`start_pipeline`].
+//! embeds proofline all start the pipeline through [`start_pipeline`]. A Rust sealing worker
+//! holds a [`Prover`] ([`prover`]): `Prover::start(&config)`, then `prove_porep_c2` with the C1
+//! output as a struct, or `submit`/`prove` with any job request. Errors are typed
+//! ([`RuntimeError`], [`ProveError`]).
+//!
+//! * [`error`]: why the runtime could not start, why a proof was not made;
+//! * [`prover`]: the embedding handle;
+//! * [`gpu`]: the GPUs as compute devices (each slot's engine, the allocator's device handle,
+//!   the byte sizing of every stage).
+
+pub mod error;
+pub mod prover;
+
+pub mod nvml;
+pub mod observe;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use proofline_actors::{DeviceSetup, Pipeline, PipelineOptions};
-use proofline_config::{BackendKind, Config, Devices, PoolSizes};
+use proofline_actors::store::embedded::FILE_NAME;
+use proofline_actors::store::shared::SharedSpec;
+use proofline_actors::{DeviceSetup, Pipeline, PipelineError, PipelineOptions, StoreSpec};
+use proofline_config::{BackendKind, Config, Devices, PoolSizes, StoreKind};
 use proofline_gpu::DeviceOptions;
 use proofline_jobs::builtin::{params_spec_in, BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsSpec, ParamsStore};
 
 pub mod gpu;
+
+pub use error::{ProveError, RuntimeError};
+pub use proofline_filecoin::SealCommitPhase1Output;
+pub use prover::Prover;
 
 /// Installs the tracing subscriber once (later calls are no-ops).
 pub fn init_logging(cfg: &Config) {
@@ -35,23 +56,7 @@ pub fn init_logging(cfg: &Config) {
     });
 }
 
-/// Installs the Prometheus recorder once and returns its handle.
-pub fn metrics_handle() -> Option<PrometheusHandle> {
-    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            const BUCKETS: &[f64] = &[
-                0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
-                300.0,
-            ];
-            PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Full("proofline_stage_seconds".into()), BUCKETS)
-                .ok()?
-                .install_recorder()
-                .ok()
-        })
-        .clone()
-}
+pub use observe::{build_info, metrics_handle};
 
 /// A progress bar for parameter loads, on stderr.
 fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
@@ -74,18 +79,40 @@ fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
     })
 }
 
+/// The Filecoin adapters' configuration of `cfg` (`[filecoin]`).
+fn filecoin_config(cfg: &Config) -> proofline_filecoin::FilecoinConfig {
+    proofline_filecoin::FilecoinConfig {
+        params_dir: cfg.filecoin_params_dir(),
+        verify_digests: cfg.filecoin.verify_digests,
+    }
+}
+
+/// The `porep-c2` adapter of `cfg` (`[filecoin]`).
+pub fn porep_adapter(cfg: &Config) -> proofline_filecoin::PorepC2Adapter {
+    proofline_filecoin::PorepC2Adapter::new(filecoin_config(cfg))
+}
+
 /// The adapters of every job kind this build serves.
-pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
+pub fn registry(cfg: &Config) -> Result<AdapterRegistry, RuntimeError> {
     let mut reg = AdapterRegistry::new();
-    let demo = BuiltinCircuit::parse(&cfg.demo.circuit)
-        .with_context(|| format!("configuration key 'demo.circuit' = '{}'", cfg.demo.circuit))?;
+    let demo = BuiltinCircuit::parse(&cfg.demo.circuit).map_err(|source| RuntimeError::Config {
+        key: "demo.circuit",
+        value: cfg.demo.circuit.clone(),
+        source,
+    })?;
     reg.register(Arc::new(BuiltinAdapter::new(cfg.params_dir(), vec![demo])));
-    reg.register(Arc::new(proofline_filecoin::PorepC2Adapter::new(
-        proofline_filecoin::FilecoinConfig {
-            params_dir: cfg.filecoin_params_dir(),
-            verify_digests: cfg.filecoin.verify_digests,
-        },
+    let filecoin = filecoin_config(cfg);
+    use proofline_filecoin::{PoStAdapter, PoStKind, SnapUpdateAdapter};
+    reg.register(Arc::new(porep_adapter(cfg)));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Window,
+        filecoin.clone(),
     )));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Winning,
+        filecoin.clone(),
+    )));
+    reg.register(Arc::new(SnapUpdateAdapter::new(filecoin)));
     Ok(reg)
 }
 
@@ -148,25 +175,20 @@ pub fn pipeline_options(
     cfg: &Config,
     reg: AdapterRegistry,
     store: Arc<ParamsStore>,
-) -> anyhow::Result<PipelineOptions> {
+) -> Result<PipelineOptions, RuntimeError> {
     let cpu = |reg, store| PipelineOptions::cpu(&cfg.pipeline, reg, store);
     let opts = match cfg.pipeline.backend {
         BackendKind::Cpu => cpu(reg, store),
         BackendKind::Gpu => {
             let (devices, sizes) = gpu_devices(cfg, DeviceOptions::default())
                 .map(SelectedGpus::setups)
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                    "configuration key 'pipeline.backend' = \"gpu\", but no GPU is usable: {e} \
-                     (use \"auto\" to fall back to the CPU)"
-                )
-                })?;
-            cpu(reg, store).with_devices(devices, sizes)
+                .map_err(RuntimeError::GpuUnavailable)?;
+            with_nvml(cpu(reg, store).with_devices(devices, sizes))
         }
         BackendKind::Auto => match gpu_devices(cfg, DeviceOptions::default()) {
             Ok(selected) => {
                 let (devices, sizes) = selected.setups();
-                cpu(reg, store).with_devices(devices, sizes)
+                with_nvml(cpu(reg, store).with_devices(devices, sizes))
             }
             Err(e) => {
                 tracing::info!(reason = %e, "no usable GPU: running the CPU backend");
@@ -177,9 +199,20 @@ pub fn pipeline_options(
     Ok(opts)
 }
 
+/// Adds the GPUs' own readings (NVML) for the status page and `/metrics`, where available.
+fn with_nvml(mut opts: PipelineOptions) -> PipelineOptions {
+    match nvml::NvmlProbe::open() {
+        Ok(probe) => opts.gpu_probe = Some(Arc::new(probe)),
+        Err(e) => {
+            tracing::info!(reason = %e, "NVML not available: no GPU utilisation, memory or temperature figures")
+        }
+    }
+    opts
+}
+
 /// The parameter specs of `params.preload`: built-in circuit names and Filecoin registered
 /// proofs, as `GET /v1/circuits` lists them.
-pub fn preload_specs(cfg: &Config) -> anyhow::Result<Vec<ParamsSpec>> {
+pub fn preload_specs(cfg: &Config) -> Result<Vec<ParamsSpec>, RuntimeError> {
     cfg.params
         .preload
         .iter()
@@ -187,28 +220,76 @@ pub fn preload_specs(cfg: &Config) -> anyhow::Result<Vec<ParamsSpec>> {
             if let Ok(c) = BuiltinCircuit::parse(name) {
                 return Ok(params_spec_in(&cfg.params_dir(), &c));
             }
-            let rp = proofline_filecoin::shapes::parse(name).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "configuration key 'params.preload': unknown circuit '{name}' (see GET /v1/circuits)"
-                )
-            })?;
+            let rp =
+                proofline_filecoin::shapes::parse(name).ok_or_else(|| RuntimeError::Preload {
+                    name: name.clone(),
+                    reason: "unknown circuit (see GET /v1/circuits)".into(),
+                })?;
             proofline_filecoin::params::params_spec(
                 rp,
                 &cfg.filecoin_params_dir(),
                 cfg.filecoin.verify_digests,
             )
-            .map_err(|e| anyhow::anyhow!("configuration key 'params.preload': {name}: {e}"))
+            .map_err(|e| RuntimeError::Preload {
+                name: name.clone(),
+                reason: e.to_string(),
+            })
         })
         .collect()
 }
 
+/// This host's name (for claim holders); "host" when unknown.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "host".into())
+}
+
+/// Where the pipeline keeps its jobs: the shared queue when `queue.postgres_url` is set, else
+/// `state.store`.
+pub fn store_spec(cfg: &Config) -> StoreSpec {
+    if !cfg.queue.postgres_url.is_empty() {
+        let holder = if cfg.queue.holder.is_empty() {
+            format!("{}-{}", host_name(), std::process::id())
+        } else {
+            cfg.queue.holder.clone()
+        };
+        return StoreSpec::Shared(SharedSpec {
+            url: cfg.queue.postgres_url.clone(),
+            lease: Duration::from_secs(cfg.queue.lease_s),
+            holder,
+            max_claimed: cfg.queue.max_claimed_jobs,
+            poll: Duration::from_millis(cfg.queue.poll_ms.max(10)),
+        });
+    }
+    match cfg.state.store {
+        StoreKind::Embedded => StoreSpec::Embedded {
+            path: cfg.state_dir().join(FILE_NAME),
+        },
+        StoreKind::Memory => StoreSpec::Memory,
+    }
+}
+
 /// Starts the pipeline described by `cfg`.
-pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
+pub fn start_pipeline(cfg: &Config) -> Result<Pipeline, RuntimeError> {
     let store = Arc::new(ParamsStore::new(cfg.params.check_points).with_progress(load_progress()));
     let reg = registry(cfg)?;
     let preload = preload_specs(cfg)?;
-    let opts = pipeline_options(cfg, reg, store)?.with_journal(cfg.state_dir());
-    let p = Pipeline::start(opts).context("starting the actor pipeline")?;
+    let opts = pipeline_options(cfg, reg, store)?
+        .with_store(store_spec(cfg))
+        .with_retention_age(
+            (cfg.state.retain_finished_s > 0)
+                .then(|| Duration::from_secs(cfg.state.retain_finished_s)),
+        );
+    let opts = PipelineOptions {
+        build: build_info(),
+        ..opts
+    };
+    let p = Pipeline::start(opts)?;
+    observe::publish_build_info(p.backend_name());
     tracing::info!(backend = p.backend_name(), kinds = ?p.registry().kinds(), "pipeline started");
     if !preload.is_empty() {
         // in the background: the daemon serves (and /healthz shows progress) meanwhile
@@ -224,7 +305,7 @@ pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
                     }
                 }
             })
-            .context("starting the preload thread")?;
+            .map_err(|e| RuntimeError::Pipeline(PipelineError::Thread(e)))?;
     }
     Ok(p)
 }
