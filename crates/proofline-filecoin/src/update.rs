@@ -280,7 +280,7 @@ fn circuit_of<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 ) -> anyhow::Result<EmptySectorUpdateCircuit<Tree>> {
     <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>>>::circuit(
         &p.pub_inputs,
-        Default::default(),
+        (),
         &p.vanilla[k],
         &p.pub_params,
         Some(k),
