@@ -105,7 +105,12 @@ async fn drive_stages(
     t: &mut StageTimings,
 ) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
     let s = Instant::now();
-    let pk = stages.params.send(LoadParams { spec: params }).await??;
+    let pk = stages
+        .params
+        .send(LoadParams {
+            spec: params.clone(),
+        })
+        .await??;
     t.params_s = s.secs();
 
     let s = Instant::now();
@@ -116,7 +121,8 @@ async fn drive_stages(
             partition: k,
             circuit,
             expected_inputs: expected.clone(),
-            pk: pk.clone(),
+            params,
+            shape: pk.shape(),
             cancel: cancel.clone(),
         })
         .await??;

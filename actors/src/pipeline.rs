@@ -32,7 +32,9 @@ use std::thread::JoinHandle;
 use actix::prelude::*;
 use proofline_config::PipelineConfig;
 use proofline_groth16::{CpuBackend, ProverBackend};
-use proofline_jobs::{AdapterRegistry, JobError, JobRequest, ParamsStore};
+use proofline_jobs::{
+    AdapterRegistry, ConstraintsStore, JobError, JobRequest, ParamsStore, SynthesisMode,
+};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
@@ -53,6 +55,8 @@ pub struct PipelineOptions {
     pub registry: AdapterRegistry,
     /// Resident parameters.
     pub store: Arc<ParamsStore>,
+    /// Recorded constraint systems of the synthesis actors.
+    pub constraints: Arc<ConstraintsStore>,
     /// Backend of the compute actors.
     pub backend: Arc<dyn ProverBackend>,
     /// Backend of the CPU-MSM actors (G2 MSM).
@@ -67,7 +71,7 @@ pub struct PipelineOptions {
 
 impl PipelineOptions {
     /// The CPU backend with a host-memory budget of `config.memory_budget_bytes` (0: 90% of the
-    /// memory available at start).
+    /// memory available at start), and synthesis as `config.synthesis_mode` says.
     pub fn cpu(
         config: &PipelineConfig,
         registry: AdapterRegistry,
@@ -77,10 +81,17 @@ impl PipelineOptions {
             0 => host_available_bytes() / 10 * 9,
             b => b,
         };
+        let mode = match config.synthesis_mode {
+            proofline_config::SynthesisMode::Precompiled => SynthesisMode::Precompiled,
+            proofline_config::SynthesisMode::Plain => SynthesisMode::Plain,
+        };
+        let constraints_dir = (!config.constraints_dir.is_empty())
+            .then(|| proofline_config::expand_home(&config.constraints_dir));
         PipelineOptions {
             config: config.clone(),
             registry,
             store,
+            constraints: Arc::new(ConstraintsStore::new(mode, constraints_dir)),
             backend: Arc::new(CpuBackend),
             cpu_backend: Arc::new(CpuBackend),
             memory: Box::new(HostMemory),
@@ -194,6 +205,7 @@ impl Pipeline {
         );
         let (tx, rx) = std::sync::mpsc::channel();
         let cfg = opts.config;
+        let constraints = opts.constraints;
         let (store, backend, cpu_backend, memory, budget) = (
             opts.store,
             opts.backend,
@@ -209,10 +221,10 @@ impl Pipeline {
                     let params = Mailbox::new(SyncArbiter::start(1, move || {
                         ParamsLoader::new(store.clone())
                     }));
-                    let synthesis = Mailbox::new(SyncArbiter::start(
-                        cfg.synthesis_workers,
-                        SynthesisActor::default,
-                    ));
+                    let synthesis =
+                        Mailbox::new(SyncArbiter::start(cfg.synthesis_workers, move || {
+                            SynthesisActor::new(constraints.clone())
+                        }));
                     let cpu_msm =
                         Mailbox::new(SyncArbiter::start(cfg.cpu_msm_workers, move || {
                             CpuMsmActor::new(cpu_backend.clone())

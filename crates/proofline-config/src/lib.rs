@@ -73,6 +73,17 @@ pub enum BackendKind {
     Auto,
 }
 
+/// How partitions are synthesized.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SynthesisMode {
+    /// Witness generation plus the shape's recorded A, B, C matrices (recorded by the first
+    /// partition of a shape whose file is missing).
+    Precompiled,
+    /// Every constraint of every partition evaluated (nothing recorded).
+    Plain,
+}
+
 /// `[pipeline]`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -81,6 +92,11 @@ pub struct PipelineConfig {
     pub backend: BackendKind,
     /// Synthesis actor threads.
     pub synthesis_workers: usize,
+    /// Synthesis through recorded constraint systems, or plain.
+    pub synthesis_mode: SynthesisMode,
+    /// Directory of recorded constraint systems (`<params stem>.r1cs`); empty: beside each
+    /// parameter file.
+    pub constraints_dir: String,
     /// CPU-MSM actor threads.
     pub cpu_msm_workers: usize,
     /// Compute actors per device.
@@ -250,6 +266,13 @@ impl Config {
         }
     }
 
+    /// The directory of recorded constraint systems, if one is set (else they live beside the
+    /// parameter files).
+    pub fn constraints_dir(&self) -> Option<PathBuf> {
+        (!self.pipeline.constraints_dir.is_empty())
+            .then(|| expand_home(&self.pipeline.constraints_dir))
+    }
+
     /// The journal directory, if any.
     pub fn state_dir(&self) -> Option<PathBuf> {
         (!self.state.dir.is_empty()).then(|| expand_home(&self.state.dir))
@@ -280,6 +303,8 @@ mod tests {
         let c = Config::embedded_default().unwrap();
         assert_eq!(c.server.bind, "127.0.0.1:9797");
         assert_eq!(c.pipeline.backend, BackendKind::Cpu);
+        assert_eq!(c.pipeline.synthesis_mode, SynthesisMode::Precompiled);
+        assert_eq!(c.constraints_dir(), None);
         assert!(c.to_toml().contains("[pipeline]"));
     }
 
@@ -313,6 +338,12 @@ mod tests {
         let e =
             Config::load_with_env(None, env(&[("PROOFLINE_SERVER__BIND", "nowhere")])).unwrap_err();
         assert!(e.to_string().contains("server.bind"), "{e}");
+        let e = Config::load_with_env(
+            None,
+            env(&[("PROOFLINE_PIPELINE__SYNTHESIS_MODE", "magic")]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("magic"), "{e}");
         let e = Config::load_with_env(None, env(&[("PROOFLINE_PIPELINE__BACKEND", "fpga")]))
             .unwrap_err();
         assert!(
