@@ -1,0 +1,177 @@
+//! One PoRep partition as a [`PartitionCircuit`], with its witness generated in parallel.
+//!
+//! Full synthesis and recording run storage-proofs' own circuit
+//! (`StackedCompound::circuit(.., Some(k))`, exactly as `seal_commit_phase2`), one challenge
+//! after another. Witness generation (values only, for synthesis from recorded matrices) uses
+//! the circuit's structure: `StackedCircuit::synthesize` first allocates the values every
+//! challenge shares (replica id and its bits, comm_d, comm_r, comm_r_last, comm_c, and the check
+//! comm_r = H(comm_c, comm_r_last)), then one independent sub-circuit per challenge. So:
+//!
+//! 1. the shared part alone is `StackedCircuit::synthesize` with no challenge; its input and aux
+//!    counts say where every challenge's variables start;
+//! 2. each challenge runs as `StackedCircuit::synthesize` with that one challenge, in its own
+//!    witness system, all challenges at once on rayon; each result minus the shared prefix is
+//!    the challenge's part;
+//! 3. the assignment is the shared part followed by the challenges' parts in challenge order —
+//!    the order of the sequential synthesis, which `tests/precompiled_porep.rs` checks variable
+//!    for variable.
+//!
+//! Every challenge recomputes the shared part (a few hundred constraints against hundreds of
+//! thousands per challenge) so that only public storage-proofs calls are made.
+
+use std::sync::Arc;
+
+use bellpepper_core::{Circuit, SynthesisError};
+use filecoin_hashers::Hasher;
+use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, VanillaSealProof as RawProof};
+use proofline_groth16::{PartitionCircuit, Synthesizer};
+use proofline_r1cs::{Recorder, WithValues, Witness, WitnessCs};
+use rayon::prelude::*;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
+use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
+
+/// Public inputs, public parameters and vanilla proofs of one sector, shared by the partition
+/// circuits of its job.
+pub(crate) struct Prepared<Tree: 'static + MerkleTreeTrait> {
+    pub pub_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    pub pub_params: stacked::PublicParams<Tree>,
+    pub vanilla: Vec<Vec<RawProof<Tree>>>,
+}
+
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+type Stacked<Tree> = StackedCircuit<Tree, DefaultPieceHasher>;
+
+/// storage-proofs' circuit of partition `k`, as `seal_commit_phase2` builds it.
+pub(crate) fn circuit_of<Tree: 'static + MerkleTreeTrait>(
+    p: &Prepared<Tree>,
+    k: usize,
+) -> anyhow::Result<Stacked<Tree>> {
+    <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, Stacked<Tree>>>::circuit(
+        &p.pub_inputs,
+        (),
+        &p.vanilla[k],
+        &p.pub_params,
+        Some(k),
+    )
+}
+
+/// Partition `k` of a prepared sector.
+pub(crate) struct PorepPartition<Tree: 'static + MerkleTreeTrait> {
+    prepared: Arc<Prepared<Tree>>,
+    k: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepPartition<Tree> {
+    /// Partition `k`; checks what `StackedCompound::circuit` checks (challenge proofs present,
+    /// one comm_r_last and one comm_c across them), so that building it later cannot fail.
+    pub(crate) fn new(prepared: Arc<Prepared<Tree>>, k: usize) -> anyhow::Result<Self> {
+        let proofs = prepared
+            .vanilla
+            .get(k)
+            .ok_or_else(|| anyhow::anyhow!("no vanilla proofs for partition {k}"))?;
+        let first = proofs
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("partition {k} has no challenge proofs"))?;
+        let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+        anyhow::ensure!(
+            proofs.iter().all(|p| p.comm_r_last() == comm_r_last),
+            "inconsistent comm_r_lasts in partition {k}"
+        );
+        anyhow::ensure!(
+            proofs.iter().all(|p| p.comm_c() == comm_c),
+            "inconsistent comm_cs in partition {k}"
+        );
+        Ok(PorepPartition { prepared, k })
+    }
+
+    fn circuit(&self) -> Result<Stacked<Tree>, SynthesisError> {
+        circuit_of(&self.prepared, self.k).map_err(|e| {
+            tracing::error!(partition = self.k, error = %e, "building the PoRep circuit");
+            SynthesisError::AssignmentMissing
+        })
+    }
+
+    /// Runs `StackedCircuit::synthesize` with the shared values and the given challenges into a
+    /// fresh witness system.
+    fn witness_with(&self, challenges: &[RawProof<Tree>]) -> Result<Witness, SynthesisError> {
+        let p = &self.prepared;
+        let vanilla = &p.vanilla[self.k];
+        let tau = p.pub_inputs.tau.as_ref();
+        let mut cs = WitnessCs::root();
+        Stacked::<Tree>::synthesize(
+            &mut cs,
+            Some(p.pub_inputs.replica_id),
+            tau.map(|t| t.comm_d),
+            tau.map(|t| t.comm_r),
+            vanilla.first().map(|v| v.comm_r_last()),
+            vanilla.first().map(|v| v.comm_c()),
+            challenges.iter().cloned().map(Into::into).collect(),
+        )?;
+        Ok(cs.finish())
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuit for PorepPartition<Tree> {
+    fn synthesize_into(self: Box<Self>, cs: &mut Synthesizer) -> Result<(), SynthesisError> {
+        self.circuit()?.synthesize(cs)
+    }
+
+    fn record_into(self: Box<Self>, cs: &mut Recorder<WithValues>) -> Result<(), SynthesisError> {
+        self.circuit()?.synthesize(cs)
+    }
+
+    fn witness(self: Box<Self>) -> Result<Witness, SynthesisError> {
+        let shared = self.witness_with(&[])?;
+        let (n_in, n_aux) = (shared.input.len(), shared.aux.len());
+        let challenges = &self.prepared.vanilla[self.k];
+        let parts: Vec<Witness> = challenges
+            .par_iter()
+            .map(|c| self.witness_with(std::slice::from_ref(c)))
+            .collect::<Result<_, _>>()?;
+        join(shared, parts, n_in, n_aux)
+    }
+}
+
+/// The shared witness followed by each part's variables after the shared prefix.
+fn join(
+    shared: Witness,
+    parts: Vec<Witness>,
+    n_in: usize,
+    n_aux: usize,
+) -> Result<Witness, SynthesisError> {
+    let prefix_ok = |w: &Witness| {
+        w.input.get(..n_in) == Some(&shared.input[..])
+            && w.aux.get(..n_aux) == Some(&shared.aux[..])
+    };
+    if !parts.iter().all(prefix_ok) {
+        // A challenge changed the shared values: the circuit is not the one this code knows.
+        tracing::error!("a PoRep challenge's witness does not start with the shared values");
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    let inputs = n_in + parts.iter().map(|w| w.input.len() - n_in).sum::<usize>();
+    let aux = n_aux + parts.iter().map(|w| w.aux.len() - n_aux).sum::<usize>();
+    let Witness {
+        input: mut all_in,
+        aux: mut all_aux,
+    } = shared;
+    all_in.reserve_exact(inputs - n_in);
+    all_aux.reserve_exact(aux - n_aux);
+    for w in parts {
+        all_in.extend_from_slice(&w.input[n_in..]);
+        all_aux.extend_from_slice(&w.aux[n_aux..]);
+    }
+    Ok(Witness {
+        input: all_in,
+        aux: all_aux,
+    })
+}
+
+impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PorepPartition<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PorepPartition")
+            .field("k", &self.k)
+            .field("challenges", &self.prepared.vanilla[self.k].len())
+            .finish()
+    }
+}
