@@ -304,3 +304,117 @@ impl Drop for RecordTicket {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proofline_circuits::Sha256Preimage;
+    use proofline_groth16::precompiled::record_blank;
+    use proofline_groth16::prover::params_shape_of;
+    use proofline_groth16::synthesis::synthesize;
+
+    fn spec(dir: &Path) -> ParamsSpec {
+        ParamsSpec {
+            id: "proofline-sha256-1.params".into(),
+            path: dir.join("proofline-sha256-1.params"),
+            check: None,
+            hint: String::new(),
+        }
+    }
+
+    fn system(key: &str) -> (RecordedSystem, ParamsShape) {
+        let blank = Sha256Preimage::blank(1).unwrap();
+        let sys = record_blank(blank, key, "test").unwrap();
+        let real = Sha256Preimage::new(1, Sha256Preimage::demo_preimage(1, 1)).unwrap();
+        (sys, params_shape_of(&synthesize(real).unwrap()))
+    }
+
+    fn wait_for(path: &Path) {
+        for _ in 0..200 {
+            if path.is_file() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("{} was not written", path.display());
+    }
+
+    #[test]
+    fn missing_files_are_recorded_once_then_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec(dir.path());
+        let (sys, shape) = system(&spec.id);
+        let store = ConstraintsStore::new(SynthesisMode::Precompiled, None);
+        let path = store.path_for(&spec);
+        assert_eq!(path, dir.path().join("proofline-sha256-1.r1cs"));
+
+        // The first partition records; the others synthesize plainly meanwhile.
+        let Precompiled::Record(ticket) = store.lookup(&spec, &shape) else {
+            panic!("a missing file must be recorded")
+        };
+        assert!(matches!(
+            store.lookup(&spec, &shape),
+            Precompiled::Plain(PlainReason::BeingRecorded)
+        ));
+        // A recording that fails (ticket dropped) lets the next partition try again.
+        drop(ticket);
+        let Precompiled::Record(ticket) = store.lookup(&spec, &shape) else {
+            panic!("the next partition records after a failed recording")
+        };
+        assert_eq!(ticket.key(), spec.id);
+        ticket.complete(sys.clone());
+        assert!(matches!(store.lookup(&spec, &shape), Precompiled::Ready(_)));
+        assert_eq!(store.resident().len(), 1);
+        wait_for(&path);
+
+        // A new process loads the file.
+        let fresh = ConstraintsStore::new(SynthesisMode::Precompiled, None);
+        let Precompiled::Ready(loaded) = fresh.lookup(&spec, &shape) else {
+            panic!("the written file must load")
+        };
+        assert_eq!(loaded.matrices(), sys.matrices());
+
+        // The witness of another shape withdraws it: plain synthesis from then on.
+        fresh.disable(&spec, "test");
+        assert!(matches!(
+            fresh.lookup(&spec, &shape),
+            Precompiled::Plain(PlainReason::Disabled)
+        ));
+
+        // Plain mode reads nothing.
+        let plain = ConstraintsStore::new(SynthesisMode::Plain, None);
+        assert!(matches!(
+            plain.lookup(&spec, &shape),
+            Precompiled::Plain(PlainReason::ModePlain)
+        ));
+    }
+
+    #[test]
+    fn unusable_files_are_recorded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let spec = spec(dir.path());
+        let (sys, shape) = system(&spec.id);
+        let store = ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
+        let path = store.path_for(&spec);
+        assert!(path.starts_with(elsewhere.path()));
+        proofline_r1cs::file::write(&sys, &path).unwrap();
+
+        // Parameters of another shape: the file does not fit them.
+        let mut other = shape;
+        other.l += 1;
+        assert!(matches!(store.lookup(&spec, &other), Precompiled::Record(_)));
+
+        // A truncated file.
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let store = ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
+        assert!(matches!(store.lookup(&spec, &shape), Precompiled::Record(_)));
+
+        // Another shape's file under this name.
+        let (foreign, _) = system("proofline-sha256-9.params");
+        proofline_r1cs::file::write(&foreign, &path).unwrap();
+        let store = ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
+        assert!(matches!(store.lookup(&spec, &shape), Precompiled::Record(_)));
+    }
+}
