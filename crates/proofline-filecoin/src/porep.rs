@@ -247,6 +247,32 @@ fn take_vanilla<Tree: 'static + MerkleTreeTrait>(
 pub fn plan_shape<Tree: 'static + MerkleTreeTrait>(
     input: C2Input,
 ) -> Result<Vec<PartitionPlan>, JobError> {
+    let (prepared, rp) = prepare::<Tree>(input)?;
+    let hint = shapes::constraints_hint(rp);
+    (0..prepared.vanilla.len())
+        .map(|k| {
+            let public_inputs = public_inputs_of(&prepared, k).map_err(|e| {
+                JobError::Internal(format!("public inputs of partition {k}: {e:#}"))
+            })?;
+            let shared = Arc::clone(&prepared);
+            let circuit: CircuitThunk = Box::new(move || {
+                let c = PorepPartition::new(shared, k)
+                    .map_err(|e| JobError::Internal(format!("circuit of partition {k}: {e:#}")))?;
+                Ok(Box::new(c) as Box<dyn PartitionCircuit>)
+            });
+            Ok(PartitionPlan {
+                public_inputs,
+                circuit,
+                constraints_hint: hint,
+            })
+        })
+        .collect()
+}
+
+/// Validates a sector's C1 output and prepares what its partition circuits share.
+pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
+    input: C2Input,
+) -> Result<(Arc<Prepared<Tree>>, RegisteredSealProof), JobError> {
     let f = input.c1_field;
     let SealCommitPhase1Output {
         registered_proof: rp,
@@ -334,23 +360,5 @@ pub fn plan_shape<Tree: 'static + MerkleTreeTrait>(
         pub_params,
         vanilla,
     });
-    let hint = shapes::constraints_hint(rp);
-    (0..partitions)
-        .map(|k| {
-            let public_inputs = public_inputs_of(&prepared, k).map_err(|e| {
-                JobError::Internal(format!("public inputs of partition {k}: {e:#}"))
-            })?;
-            let shared = Arc::clone(&prepared);
-            let circuit: CircuitThunk = Box::new(move || {
-                let c = PorepPartition::new(shared, k)
-                    .map_err(|e| JobError::Internal(format!("circuit of partition {k}: {e:#}")))?;
-                Ok(Box::new(c) as Box<dyn PartitionCircuit>)
-            });
-            Ok(PartitionPlan {
-                public_inputs,
-                circuit,
-                constraints_hint: hint,
-            })
-        })
-        .collect()
+    Ok((prepared, rp))
 }

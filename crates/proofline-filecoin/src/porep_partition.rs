@@ -175,3 +175,74 @@ impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for PorepPartition<Tree> {
             .finish()
     }
 }
+
+/// One part of a PoRep witness, generated alone on one thread.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PartProfile {
+    /// Seconds.
+    pub secs: f64,
+    /// Inputs it allocates.
+    pub inputs: usize,
+    /// Aux variables it allocates.
+    pub aux: usize,
+}
+
+/// Where the witness time of one PoRep partition goes.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct WitnessProfile {
+    /// Partition.
+    pub partition: usize,
+    /// rayon threads of the parallel run.
+    pub threads: usize,
+    /// The shared values (replica id, commitments), alone.
+    pub shared: PartProfile,
+    /// Each challenge alone (its run minus the shared part).
+    pub challenges: Vec<PartProfile>,
+    /// The whole witness as the synthesis actors generate it (challenges in parallel, joined).
+    pub parallel_secs: f64,
+    /// Inputs and aux variables of the whole witness.
+    pub total: (usize, usize),
+}
+
+/// Profiles the witness of partition `k` of a sector: the shared part and every challenge one
+/// at a time on the calling thread, then the parallel witness.
+pub fn witness_profile<Tree: 'static + MerkleTreeTrait>(
+    input: crate::C2Input,
+    k: usize,
+) -> Result<WitnessProfile, proofline_jobs::JobError> {
+    use std::time::Instant;
+    let internal = |e: &dyn std::fmt::Display| proofline_jobs::JobError::Internal(e.to_string());
+    let (prepared, _) = crate::porep::prepare::<Tree>(input)?;
+    let part = PorepPartition::new(prepared, k).map_err(|e| internal(&e))?;
+    let t = Instant::now();
+    let shared = part.witness_with(&[]).map_err(|e| internal(&e))?;
+    let shared = PartProfile {
+        secs: t.elapsed().as_secs_f64(),
+        inputs: shared.input.len(),
+        aux: shared.aux.len(),
+    };
+    let mut challenges = Vec::new();
+    for c in &part.prepared.vanilla[k] {
+        let t = Instant::now();
+        let w = part
+            .witness_with(std::slice::from_ref(c))
+            .map_err(|e| internal(&e))?;
+        challenges.push(PartProfile {
+            secs: (t.elapsed().as_secs_f64() - shared.secs).max(0.0),
+            inputs: w.input.len() - shared.inputs,
+            aux: w.aux.len() - shared.aux,
+        });
+    }
+    let t = Instant::now();
+    let w = (Box::new(part) as Box<dyn PartitionCircuit>)
+        .witness()
+        .map_err(|e| internal(&e))?;
+    Ok(WitnessProfile {
+        partition: k,
+        threads: rayon::current_num_threads(),
+        shared,
+        challenges,
+        parallel_secs: t.elapsed().as_secs_f64(),
+        total: (w.input.len(), w.aux.len()),
+    })
+}
