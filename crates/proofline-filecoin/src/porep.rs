@@ -243,6 +243,15 @@ fn take_vanilla<Tree: 'static + MerkleTreeTrait>(
         .map_err(|_| JobError::Internal("vanilla proof shape does not match the tree shape".into()))
 }
 
+/// Plans the partitions of one sector, whatever its size (tools and benchmarks; the adapter
+/// checks the request around it).
+pub fn plan_partitions(input: C2Input) -> Result<Vec<PartitionPlan>, JobError> {
+    let size = u64::from(input.c1.registered_proof.sector_size());
+    with_tree_shape!(size, plan_shape(input), |s| Err(JobError::Internal(format!(
+        "unsupported sector size {s}"
+    ))))
+}
+
 /// Plans the partitions of one sector; generic over the tree shape of its sector size.
 pub fn plan_shape<Tree: 'static + MerkleTreeTrait>(
     input: C2Input,

@@ -204,6 +204,17 @@ pub struct WitnessProfile {
     pub total: (usize, usize),
 }
 
+/// [`witness_profile`] for a sector of any size.
+pub fn profile(
+    input: crate::C2Input,
+    k: usize,
+) -> Result<WitnessProfile, proofline_jobs::JobError> {
+    let size = u64::from(input.c1.registered_proof.sector_size());
+    crate::with_tree_shape!(size, witness_profile(input, k), |s| Err(
+        proofline_jobs::JobError::Internal(format!("unsupported sector size {s}"))
+    ))
+}
+
 /// Profiles the witness of partition `k` of a sector: the shared part and every challenge one
 /// at a time on the calling thread, then the parallel witness.
 pub fn witness_profile<Tree: 'static + MerkleTreeTrait>(
