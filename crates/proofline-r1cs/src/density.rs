@@ -22,7 +22,7 @@ impl Density {
     pub fn full(len: usize) -> Self {
         let mut words = vec![u64::MAX; len.div_ceil(64)];
         if let Some(last) = words.last_mut() {
-            if len % 64 != 0 {
+            if !len.is_multiple_of(64) {
                 *last = (1u64 << (len % 64)) - 1;
             }
         }
@@ -49,7 +49,7 @@ impl Density {
         if words.len() != len.div_ceil(64) {
             return None;
         }
-        if len % 64 != 0 {
+        if !len.is_multiple_of(64) {
             let last = *words.last()?;
             if last >> (len % 64) != 0 {
                 return None;
