@@ -257,7 +257,11 @@ fn constraints_are_recorded_by_the_first_job_and_used_by_the_next() {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        assert_eq!(std::fs::read(&file).unwrap(), bytes, "re-recorded identically");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            bytes,
+            "re-recorded identically"
+        );
     });
 }
 

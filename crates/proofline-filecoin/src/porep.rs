@@ -247,9 +247,9 @@ fn take_vanilla<Tree: 'static + MerkleTreeTrait>(
 /// checks the request around it).
 pub fn plan_partitions(input: C2Input) -> Result<Vec<PartitionPlan>, JobError> {
     let size = u64::from(input.c1.registered_proof.sector_size());
-    with_tree_shape!(size, plan_shape(input), |s| Err(JobError::Internal(format!(
-        "unsupported sector size {s}"
-    ))))
+    with_tree_shape!(size, plan_shape(input), |s| Err(JobError::Internal(
+        format!("unsupported sector size {s}")
+    )))
 }
 
 /// Plans the partitions of one sector; generic over the tree shape of its sector size.

@@ -395,7 +395,8 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         let spec = spec(dir.path());
         let (sys, shape) = system(&spec.id);
-        let store = ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
+        let store =
+            ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
         let path = store.path_for(&spec);
         assert!(path.starts_with(elsewhere.path()));
         proofline_r1cs::file::write(&sys, &path).unwrap();
@@ -403,18 +404,29 @@ mod tests {
         // Parameters of another shape: the file does not fit them.
         let mut other = shape;
         other.l += 1;
-        assert!(matches!(store.lookup(&spec, &other), Precompiled::Record(_)));
+        assert!(matches!(
+            store.lookup(&spec, &other),
+            Precompiled::Record(_)
+        ));
 
         // A truncated file.
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-        let store = ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
-        assert!(matches!(store.lookup(&spec, &shape), Precompiled::Record(_)));
+        let store =
+            ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
+        assert!(matches!(
+            store.lookup(&spec, &shape),
+            Precompiled::Record(_)
+        ));
 
         // Another shape's file under this name.
         let (foreign, _) = system("proofline-sha256-9.params");
         proofline_r1cs::file::write(&foreign, &path).unwrap();
-        let store = ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
-        assert!(matches!(store.lookup(&spec, &shape), Precompiled::Record(_)));
+        let store =
+            ConstraintsStore::new(SynthesisMode::Precompiled, Some(elsewhere.path().into()));
+        assert!(matches!(
+            store.lookup(&spec, &shape),
+            Precompiled::Record(_)
+        ));
     }
 }
