@@ -10,7 +10,7 @@
 //! yet: it records them from the real circuit while keeping its witness, and returns both the
 //! partition (evaluated from the new matrices, like every later one) and the system.
 
-use bellpepper_core::Circuit;
+use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
 use proofline_r1cs::{Blank, RecordedSystem, Recorder, WithValues, Witness};
 
@@ -19,11 +19,23 @@ use crate::synthesis::{Assignment, PartitionCircuit, SynthesizedPartition};
 
 /// A partition from a witness and its shape's recorded system. The densities are copied from the
 /// system (one bit per variable: 1/256 of the assignment's size); the witness moves in.
+///
+/// Every constraint is checked (`a·b = c`, one multiplication each): a witness that does not
+/// satisfy the circuit is refused here, with the first failing constraint in the log, rather
+/// than turned into a proof that fails verification.
 pub fn partition_from(
     sys: &RecordedSystem,
     w: Witness,
 ) -> Result<SynthesizedPartition, ProverError> {
     let e = sys.evaluate(&w)?;
+    if let Some(row) = e.first_unsatisfied() {
+        tracing::error!(
+            constraints = sys.key(),
+            row,
+            "the witness does not satisfy the recorded constraints"
+        );
+        return Err(ProverError::Synthesis(SynthesisError::Unsatisfiable));
+    }
     let Witness { input, aux } = w;
     Ok(SynthesizedPartition {
         a: e.a,

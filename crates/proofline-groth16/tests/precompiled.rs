@@ -203,7 +203,7 @@ fn sha256_circuits_match_the_full_synthesis() {
 }
 
 #[test]
-fn a_witness_of_another_shape_is_refused() {
+fn a_witness_of_another_shape_or_an_unsatisfying_one_is_refused() {
     let sys = record_blank(
         Corners {
             x: None,
@@ -227,6 +227,21 @@ fn a_witness_of_another_shape_is_refused() {
         "{e}"
     );
     assert!(e.to_string().contains("corners-3"), "{e}");
+
+    // A witness of the right shape that does not satisfy the circuit is refused too.
+    let mut w = (Box::new(Corners {
+        x: Some(Scalar::ONE),
+        rounds: 3,
+        extras: Extras::All,
+    }) as Box<dyn PartitionCircuit>)
+        .witness()
+        .unwrap();
+    w.aux[1] += Scalar::ONE;
+    let e = partition_from(&sys, w).unwrap_err();
+    assert!(
+        matches!(e, ProverError::Synthesis(SynthesisError::Unsatisfiable)),
+        "{e}"
+    );
 }
 
 #[test]

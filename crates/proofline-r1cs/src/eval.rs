@@ -29,6 +29,21 @@ pub struct Evaluations {
     pub c: Vec<Scalar>,
 }
 
+impl Evaluations {
+    /// The first constraint `i` with `a[i]·b[i] ≠ c[i]`, if any: a witness that satisfies the
+    /// circuit has none (the checks run in parallel, one multiplication per constraint).
+    pub fn first_unsatisfied(&self) -> Option<usize> {
+        let n = self.a.len().min(self.b.len()).min(self.c.len());
+        if self.a.len() != n || self.b.len() != n || self.c.len() != n {
+            return Some(n);
+        }
+        (0..n)
+            .into_par_iter()
+            .with_min_len(MIN_ROWS_PER_TASK)
+            .find_first(|&i| self.a[i] * self.b[i] != self.c[i])
+    }
+}
+
 impl RecordedSystem {
     /// a, b and c at `w`, which must have exactly the system's inputs and aux variables. Each
     /// vector has room for the NTT domain (the constraint count rounded up to a power of two),
