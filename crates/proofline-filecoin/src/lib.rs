@@ -33,6 +33,7 @@ pub mod paramgen;
 pub mod params;
 pub mod porep;
 pub mod porep_partition;
+mod sha256_witness;
 pub mod shapes;
 pub mod stats;
 pub mod verify;
