@@ -462,7 +462,7 @@ pub struct WitnessProfile {
     pub threads: usize,
     /// The shared values (replica id, commitments), alone.
     pub shared: PartProfile,
-    /// Each challenge alone (its run minus the shared part).
+    /// Each challenge alone, given the shared values.
     pub challenges: Vec<PartProfile>,
     /// The whole witness as the synthesis actors generate it (challenges in parallel, joined).
     pub parallel_secs: f64,

@@ -488,9 +488,8 @@ fn big_shape(args: &Args, cache: &Path) -> anyhow::Result<serde_json::Value> {
     let aux_bytes = (c.aux * 32) as f64;
     let join_secs = aux_bytes / copy_bandwidth();
     let witness_one_thread = profile.shared.secs + challenges as f64 * per_challenge;
-    // Every challenge task recomputes the shared values before its own part.
-    let witness_parallel =
-        profile.shared.secs + rounds as f64 * (profile.shared.secs + per_challenge) + join_secs;
+    // The shared values once, then the challenges in rounds of one per thread, then the join.
+    let witness_parallel = profile.shared.secs + rounds as f64 * per_challenge + join_secs;
     let total = witness_parallel + products_median;
     Ok(serde_json::json!({
         "harness": "synthesis",
