@@ -21,7 +21,8 @@
 # Device-tool calls (this workplace), one or two phases per call to stay within 10 minutes:
 #   run carry=[".synth-bin"] command="bash scripts/synth-suite.sh device 2kib 8mib"
 #   run carry=[".synth-bin"] command="bash scripts/synth-suite.sh device 32gib"
-# Environment: OUT, SYNTH_TIMEOUT (seconds per phase, default 540).
+# Environment: OUT, SYNTH_TIMEOUT (seconds per phase, default 540), SYNTH_BIN_DIR (use the
+#   proofline-synth found there instead of unpacking .synth-bin).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.synth-bin"
@@ -75,7 +76,13 @@ device() {
     SUMMARY="$OUT/synth-summary.txt"
     : > "$SUMMARY"
     WORK="$(mktemp -d /tmp/proofline-synth.XXXXXX)"
-    tar -C "$WORK" -xJf "$BIN/synth.tar.xz"
+    if [[ -n "${SYNTH_BIN_DIR:-}" ]]; then
+        # binaries already unpacked (scripts/gpu-suite.sh's synth phase)
+        ln -s "$SYNTH_BIN_DIR" "$WORK/bin"
+        cp "$SYNTH_BIN_DIR/../commit.txt" "$WORK/" 2>/dev/null || echo unknown > "$WORK/commit.txt"
+    else
+        tar -C "$WORK" -xJf "$BIN/synth.tar.xz"
+    fi
     mkdir -p "$WORK/cache"
     note "date: $(date -u +%Y-%m-%dT%H:%MZ), commit: $(cat "$WORK/commit.txt"), cpus: $(nproc), memory: $(free -g | awk '/^Mem:/{print $2}') GiB"
     local status=0 phases=("$@")
