@@ -214,7 +214,7 @@ impl ConstraintSystem<Scalar> for Synthesizer {
             .extend_from(&ot.assignment.a_aux_density, 0);
         me.assignment
             .b_input_density
-            .extend_from(&ot.assignment.b_input_density, 1);
+            .extend_child_inputs(&ot.assignment.b_input_density);
         me.assignment
             .b_aux_density
             .extend_from(&ot.assignment.b_aux_density, 0);

@@ -169,6 +169,57 @@ where
     sys
 }
 
+/// x · (y + 1) = 3y + x, directly or in a child system with its own temporary ONE (as
+/// WindowPoSt's circuit does): ONE is used in B only, and in the child case only in the child.
+#[derive(Clone, Copy)]
+struct Chunked {
+    in_child: bool,
+}
+
+impl Chunked {
+    fn body<CS: ConstraintSystem<Scalar>>(cs: &mut CS) -> Result<(), SynthesisError> {
+        let x = cs.alloc_input(|| "x", || Ok(Scalar::from(3u64)))?;
+        let y = cs.alloc(|| "y", || Ok(Scalar::from(5u64)))?;
+        cs.enforce(
+            || "x * (y + 1)",
+            |lc| lc + x,
+            |lc| lc + y + CS::one(),
+            |lc| lc + (Scalar::from(3u64), y) + x,
+        );
+        Ok(())
+    }
+}
+
+impl Circuit<Scalar> for Chunked {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        if self.in_child && CS::is_extensible() {
+            let mut child = CS::new();
+            child.alloc_input(|| "temp ONE", || Ok(Scalar::ONE))?;
+            Chunked::body(&mut child)?;
+            cs.extend(&child);
+            Ok(())
+        } else {
+            Chunked::body(cs)
+        }
+    }
+}
+
+#[test]
+fn a_child_systems_use_of_one_is_recorded_like_the_full_synthesis() {
+    let direct = synthesize(Chunked { in_child: false }).unwrap();
+    for in_child in [false, true] {
+        let c = Chunked { in_child };
+        check_equivalence(&format!("chunked-{in_child}"), c, || c);
+        let full = synthesize(c).unwrap();
+        assert!(full.assignment.b_input_density.get(0), "ONE is used in B");
+        assert_same(
+            &format!("chunked-{in_child} against direct"),
+            &direct,
+            &full,
+        );
+    }
+}
+
 #[test]
 fn corner_cases_match_the_full_synthesis() {
     let sys = check_equivalence(
@@ -236,7 +287,8 @@ fn a_witness_of_another_shape_or_an_unsatisfying_one_is_refused() {
     }) as Box<dyn PartitionCircuit>)
         .witness()
         .unwrap();
-    w.aux[1] += Scalar::ONE;
+    // aux 2 is the first round's bit: 2 is not a bit.
+    w.aux[2] += Scalar::ONE;
     let e = partition_from(&sys, w).unwrap_err();
     assert!(
         matches!(e, ProverError::Synthesis(SynthesisError::Unsatisfiable)),

@@ -107,12 +107,22 @@ impl Density {
         self.ones
     }
 
-    /// Appends the variables of `other` from index `from` on (a child system's first input is
-    /// its own ONE, which its parent skips).
+    /// Appends the variables of `other` from index `from` on.
     pub fn extend_from(&mut self, other: &Density, from: usize) {
         for i in from..other.len {
             self.push(other.get(i));
         }
+    }
+
+    /// Appends a child system's input density: its first input is the child's own ONE, which
+    /// the parent skips, but a child that used it still marks the parent's ONE, as bellperson's
+    /// `DensityTracker::extend` does for input densities (circuits that synthesize in child
+    /// systems, WindowPoSt's for one, may use ONE in B only there).
+    pub fn extend_child_inputs(&mut self, child: &Density) {
+        if !self.is_empty() && !child.is_empty() && child.get(0) {
+            self.set(0);
+        }
+        self.extend_from(child, 1);
     }
 
     /// Bytes held.
@@ -165,5 +175,29 @@ mod tests {
         assert_eq!(parent.len(), 3);
         assert!(parent.get(0) && !parent.get(1) && parent.get(2));
         assert_eq!(parent.count_ones(), 2);
+    }
+
+    #[test]
+    fn a_childs_one_marks_the_parents_one() {
+        let mut parent = Density::new();
+        parent.push(false);
+        let mut child = Density::new();
+        for set in [true, false, true] {
+            child.push(set);
+        }
+        parent.extend_child_inputs(&child);
+        assert_eq!(parent.len(), 3);
+        assert!(parent.get(0) && !parent.get(1) && parent.get(2));
+        assert_eq!(parent.count_ones(), 2);
+
+        // An unused child ONE leaves the parent's as it was.
+        let mut parent = Density::new();
+        parent.push(false);
+        let mut child = Density::new();
+        child.push(false);
+        child.push(true);
+        parent.extend_child_inputs(&child);
+        assert!(!parent.get(0) && parent.get(1));
+        assert_eq!(parent.count_ones(), 1);
     }
 }

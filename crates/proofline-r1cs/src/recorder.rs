@@ -411,7 +411,8 @@ impl<V: Values> ConstraintSystem<Scalar> for Recorder<V> {
             }
         }
         self.a_aux_density.extend_from(&other.a_aux_density, 0);
-        self.b_input_density.extend_from(&other.b_input_density, 1);
+        self.b_input_density
+            .extend_child_inputs(&other.b_input_density);
         self.b_aux_density.extend_from(&other.b_aux_density, 0);
         self.inputs += other.inputs.saturating_sub(1);
         self.aux += other.aux;
