@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SHELL := /bin/bash
 
-.PHONY: run test lint fmt bench harness build gpu-suite docs-check
+.PHONY: run test lint fmt bench harness crash-load build gpu-suite docs-check
 
 ## Build, then run the demo: daemon on a free local port, demo parameters generated if missing,
 ## one job proved over HTTP, proof verified and printed with its stage timings, daemon stopped.
@@ -33,3 +33,8 @@ bench:
 ## HTTP load harness against an in-process daemon.
 harness:
 	$(CARGO) run --release -p proofline-integration --bin proofline-harness -- --jobs 8 --concurrency 2
+
+## kill -9 of a loaded daemon and a restart: every accepted job completes once (docs/benchmarks.md).
+crash-load:
+	$(CARGO) build --release -p proofline -p proofline-integration --bins
+	$${CARGO_TARGET_DIR:-target}/release/proofline-crash-load --jobs 40 --concurrency 2

@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 use crate::messages::{
     AllocatorSnapshot, LeaseError, ReleaseLease, RequestLease, Snapshot, TrimWhenIdle,
 };
-use crate::telemetry::{actor, Busy, Mailbox, Named};
+use crate::telemetry::{actor, Mailbox, Named};
 
 /// The device-global memory operations an allocator may perform.
 pub trait MemoryDevice: Send + 'static {
@@ -146,6 +146,8 @@ impl Named for VramAllocator {
     const NAME: &'static str = actor::ALLOCATOR;
 }
 
+crate::counted_handlers!(VramAllocator);
+
 impl Actor for VramAllocator {
     type Context = Context<Self>;
 
@@ -160,7 +162,6 @@ impl Handler<RequestLease> for VramAllocator {
     type Result = ResponseFuture<Result<Lease, LeaseError>>;
 
     fn handle(&mut self, msg: RequestLease, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         if msg.bytes > self.budget {
             let err = LeaseError::ExceedsBudget {
                 requested: msg.bytes,
@@ -185,7 +186,6 @@ impl Handler<ReleaseLease> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: ReleaseLease, ctx: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         if let Some(bytes) = self.active.remove(&msg.id) {
             self.leased -= bytes;
         }
@@ -202,7 +202,6 @@ impl Handler<TrimWhenIdle> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, _: TrimWhenIdle, _: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         if self.active.is_empty() {
             self.device.trim();
         } else {
@@ -215,7 +214,6 @@ impl Handler<Snapshot> for VramAllocator {
     type Result = MessageResult<Snapshot>;
 
     fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         MessageResult(AllocatorSnapshot {
             device: self.label.clone(),
             budget: self.budget,

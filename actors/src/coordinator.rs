@@ -1,28 +1,34 @@
 //! The job coordinator: accepts planned jobs, admits their partitions into the pipeline by
-//! priority, assembles results, handles cancellation, and journals job state.
+//! priority, assembles results, handles cancellation and draining, and sends each outcome to
+//! the store writer (the request was stored before the job reached the coordinator).
 //!
 //! Each admitted partition runs as one future on the coordinator's context (the partition
 //! driver, [`crate::partition`]): it sends typed messages to the stage actors and awaits their
 //! replies; the coordinator's own state changes only in its handlers and in the completion
-//! callback of that future, so no lock guards it.
+//! callback of that future, so no lock guards it. The driver records each stage transition in
+//! the partition's `Progress`, which [`InFlight`] reads for the status page.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
 use blstrs::{Bls12, Scalar};
-use metrics::{counter, gauge};
+use metrics::{counter, gauge, histogram};
 use proofline_groth16::{proof_to_bytes, Proof, SharedProvingKey};
 use proofline_jobs::{scalar_to_hex, CircuitThunk, ParamsSpec};
+use proofline_wire::{JobCounts, JobInFlight, PartitionProgress, PartitionStage};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::backpressure::RecentRuns;
+use crate::idempotency::{Digest, Repeat, RepeatIndex};
 use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
-use crate::journal::{FinishedRecord, Journal};
 use crate::messages::*;
-use crate::partition::{drive_partition, Stages};
-use crate::telemetry::{actor, Busy, Named, Secs};
+use crate::partition::{drive_partition, Progress, Stages};
+use crate::store::writer::StoreWriter;
+use crate::store::{FinishOutcome, FinishedRecord};
+use crate::telemetry::{actor, Mailbox, Named, Secs};
 
 /// Coordinator limits.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +41,12 @@ pub struct Limits {
     pub retain_finished: usize,
 }
 
+/// An admitted partition: its driver future and where it is.
+struct Running {
+    handle: SpawnHandle,
+    progress: Arc<Progress>,
+}
+
 struct JobEntry {
     status: JobStatus,
     seq: u64,
@@ -42,10 +54,13 @@ struct JobEntry {
     pending: VecDeque<(usize, CircuitThunk)>,
     expected: Vec<Vec<Scalar>>,
     proofs: Vec<Option<Proof<Bls12>>>,
-    running: HashMap<usize, SpawnHandle>,
+    running: HashMap<usize, Running>,
     submitted: Instant,
     cancel: CancelToken,
     waiters: Vec<oneshot::Sender<JobStatus>>,
+    /// The outcome is in the store (or the store gave up on it). Until then a finished job is
+    /// shown as still running, so that no client sees an outcome a crash could undo.
+    recorded: bool,
     result: Option<Arc<JobResult>>,
     final_check: Option<proofline_jobs::FinalCheck>,
     final_handle: Option<SpawnHandle>,
@@ -60,12 +75,32 @@ pub struct JobCoordinator {
     finished_order: VecDeque<JobId>,
     seq: u64,
     in_flight: usize,
-    journal: Option<Journal>,
+    store: Mailbox<StoreWriter>,
+    /// Ids whose requests are being written to the store (counted as unfinished).
+    reserved: HashSet<JobId>,
+    /// Draining: only jobs already running are admitted; waiters learn when none is left.
+    draining: bool,
+    drain_waiters: Vec<oneshot::Sender<usize>>,
+    /// Outcomes sent to the store writer and not yet written.
+    writes_in_flight: usize,
+    flush_waiters: Vec<oneshot::Sender<()>>,
+    me: Option<Addr<Self>>,
+    finished_totals: FinishedTotals,
+    repeats: RepeatIndex,
+    runs: RecentRuns,
+}
+
+/// Jobs ended since start, by outcome.
+#[derive(Clone, Copy, Debug, Default)]
+struct FinishedTotals {
+    succeeded: u64,
+    failed: u64,
+    cancelled: u64,
 }
 
 impl JobCoordinator {
-    /// A coordinator over the stage actors.
-    pub fn new(stages: Stages, limits: Limits, journal: Option<Journal>) -> Self {
+    /// A coordinator over the stage actors, sending outcomes to `store`.
+    pub fn new(stages: Stages, limits: Limits, store: Mailbox<StoreWriter>) -> Self {
         JobCoordinator {
             stages,
             limits,
@@ -73,15 +108,112 @@ impl JobCoordinator {
             finished_order: VecDeque::new(),
             seq: 0,
             in_flight: 0,
-            journal,
+            store,
+            reserved: HashSet::new(),
+            draining: false,
+            drain_waiters: Vec::new(),
+            writes_in_flight: 0,
+            flush_waiters: Vec::new(),
+            me: None,
+            finished_totals: FinishedTotals::default(),
+            repeats: RepeatIndex::default(),
+            runs: RecentRuns::default(),
         }
     }
 
+    /// Whether a submission named by `client_id` / `key` repeats a retained job: `None` when
+    /// not, else the existing job's status or the conflict.
+    fn find_repeat(
+        &self,
+        client_id: Option<&JobId>,
+        key: Option<&str>,
+        digest: &Digest,
+    ) -> Option<Result<JobStatus, SubmitError>> {
+        match self.repeats.find(client_id, key, digest, |id| {
+            self.jobs.contains_key(id) || self.reserved.contains(id)
+        }) {
+            Repeat::New => None,
+            Repeat::Same(id) if self.reserved.contains(&id) => {
+                Some(Err(SubmitError::BeingAccepted(id)))
+            }
+            Repeat::Same(id) => self.jobs.get(&id).map(|j| Ok(visible(j))),
+            Repeat::Conflict { id, reason } => Some(Err(SubmitError::Conflict {
+                id,
+                reason: reason.to_string(),
+            })),
+        }
+    }
+
+    /// Seconds a refused client should wait: when the running job closest to its expected end
+    /// should be done (see [`crate::backpressure`]).
+    fn retry_after_s(&self) -> u64 {
+        let now = now_ms();
+        self.runs.retry_after_s(self.jobs.values().filter_map(|j| {
+            let started = j.status.started_at_ms?;
+            (j.status.state == JobState::Running)
+                .then(|| now.saturating_sub(started) as f64 / 1000.0)
+        }))
+    }
+
     fn unfinished(&self) -> usize {
-        self.jobs
+        self.reserved.len()
+            + self
+                .jobs
+                .values()
+                .filter(|j| !j.status.state.is_terminal())
+                .count()
+    }
+
+    /// Tells drain waiters once no job is running.
+    fn check_drained(&mut self) {
+        if !self.draining || self.drain_waiters.is_empty() {
+            return;
+        }
+        let running = self
+            .jobs
             .values()
-            .filter(|j| !j.status.state.is_terminal())
-            .count()
+            .any(|j| j.status.state == JobState::Running);
+        if !running {
+            let left = self.unfinished();
+            for w in self.drain_waiters.drain(..) {
+                let _ = w.send(left);
+            }
+        }
+    }
+
+    /// An unfinished job as the status page shows it.
+    fn in_flight(&self, job: &JobEntry) -> JobInFlight {
+        let partitions = (0..job.status.partitions)
+            .map(|k| {
+                let (stage, stage_s, device) = match job.running.get(&k) {
+                    Some(r) => {
+                        let (stage, secs) = r.progress.read();
+                        (stage, secs, Some(self.stages.device.to_string()))
+                    }
+                    None if job.proofs.get(k).is_some_and(Option::is_some) => {
+                        (PartitionStage::Done, 0.0, None)
+                    }
+                    None => (PartitionStage::Queued, 0.0, None),
+                };
+                PartitionProgress {
+                    partition: k,
+                    stage,
+                    device,
+                    stage_s,
+                }
+            })
+            .collect();
+        JobInFlight {
+            id: job.status.id.clone(),
+            kind: job.status.kind.clone(),
+            label: job.status.label.clone(),
+            state: job.status.state,
+            priority: job.status.priority,
+            partitions_done: job.status.partitions_done,
+            age_s: job.submitted.secs(),
+            final_check: job.final_handle.is_some(),
+            partitions,
+        }
     }
 
     fn publish(&self) {
@@ -107,6 +239,8 @@ impl JobCoordinator {
                 .jobs
                 .iter()
                 .filter(|(_, j)| !j.status.state.is_terminal() && !j.pending.is_empty())
+                // Draining: finish what runs, start nothing new.
+                .filter(|(_, j)| !self.draining || j.status.state == JobState::Running)
                 .max_by_key(|(_, j)| (j.status.priority, std::cmp::Reverse(j.seq)))
                 .map(|(id, _)| id.clone());
             let Some(id) = next else { break };
@@ -121,6 +255,7 @@ impl JobCoordinator {
                 job.status.started_at_ms = Some(now_ms());
             }
             let queued_s = job.submitted.secs();
+            let progress = Arc::new(Progress::admitted());
             let fut = drive_partition(
                 self.stages.clone(),
                 id.clone(),
@@ -129,6 +264,7 @@ impl JobCoordinator {
                 thunk,
                 job.expected[k].clone(),
                 job.cancel.clone(),
+                progress.clone(),
             )
             .instrument(tracing::info_span!("partition", job = %id, partition = k));
             let job_id = id.clone();
@@ -139,7 +275,7 @@ impl JobCoordinator {
                 },
             ));
             if let Some(job) = self.jobs.get_mut(&id) {
-                job.running.insert(k, handle);
+                job.running.insert(k, Running { handle, progress });
             }
             self.in_flight += 1;
         }
@@ -289,8 +425,8 @@ impl JobCoordinator {
         if let Some(job) = self.jobs.get_mut(id) {
             job.cancel.cancel();
             job.pending.clear();
-            for (_, h) in job.running.drain() {
-                ctx.cancel_future(h);
+            for (_, r) in job.running.drain() {
+                ctx.cancel_future(r.handle);
                 self.in_flight = self.in_flight.saturating_sub(1);
             }
             if let Some(h) = job.final_handle.take() {
@@ -309,59 +445,120 @@ impl JobCoordinator {
         job.proofs.clear();
         job.pk = None;
         job.final_check = None;
+        if let (JobState::Succeeded, Some(started)) = (state, job.status.started_at_ms) {
+            self.runs
+                .record(now_ms().saturating_sub(started) as f64 / 1000.0);
+        }
         let label = match state {
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            _ => "cancelled",
+            JobState::Succeeded => {
+                self.finished_totals.succeeded += 1;
+                histogram!("proofline_job_seconds", "kind" => job.status.kind.clone())
+                    .record(job.submitted.secs());
+                "succeeded"
+            }
+            JobState::Failed => {
+                self.finished_totals.failed += 1;
+                "failed"
+            }
+            _ => {
+                self.finished_totals.cancelled += 1;
+                "cancelled"
+            }
         };
         counter!("proofline_jobs_finished_total", "state" => label).increment(1);
         tracing::info!(job = %id, state = label, secs = job.submitted.secs(), "job finished");
-        if let Some(journal) = &self.journal {
-            let record = FinishedRecord {
+        // The store writes on its own thread; a claim lost meanwhile (shared queue) means
+        // another daemon runs the job now, so this copy is forgotten.
+        let write = self.store.send(RecordOutcome {
+            id: id.clone(),
+            record: FinishedRecord {
                 status: job.status.clone(),
                 result: job.result.as_deref().cloned(),
-            };
-            if let Err(e) = journal.finished(id, &record) {
-                tracing::error!(job = %id, error = %e, "cannot journal the finished job");
+            },
+        });
+        self.writes_in_flight += 1;
+        let (me, job_id) = (self.me.clone(), id.clone());
+        actix::spawn(async move {
+            let claim_lost = matches!(write.await, Ok(Ok(FinishOutcome::ClaimLost)));
+            if let Some(me) = me {
+                me.do_send(OutcomeWritten {
+                    id: job_id,
+                    claim_lost,
+                });
             }
-        }
-        for w in job.waiters.drain(..) {
-            let _ = w.send(job.status.clone());
-        }
+        });
         self.finished_order.push_back(id.clone());
         while self.finished_order.len() > self.limits.retain_finished {
             if let Some(old) = self.finished_order.pop_front() {
                 self.jobs.remove(&old);
+                self.repeats.forget(&old);
             }
         }
+        self.check_drained();
     }
+}
+
+/// What clients see of a job: a finished job whose outcome is not yet in the store still shows
+/// as running (or queued), without its outcome.
+fn visible(j: &JobEntry) -> JobStatus {
+    let mut s = j.status.clone();
+    if s.state.is_terminal() && !j.recorded {
+        s.state = if s.started_at_ms.is_some() {
+            JobState::Running
+        } else {
+            JobState::Queued
+        };
+        s.finished_at_ms = None;
+        s.error = None;
+    }
+    s
 }
 
 impl Actor for JobCoordinator {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.me = Some(ctx.address());
+        // Series that alerts watch exist from the start, at zero.
+        counter!("proofline_verification_failures_total").increment(0);
+        counter!("proofline_jobs_accepted_total").increment(0);
+        self.publish();
+    }
 }
 
 impl Named for JobCoordinator {
     const NAME: &'static str = actor::COORDINATOR;
 }
 
+crate::counted_handlers!(JobCoordinator);
+
+impl Handler<FindRepeat> for JobCoordinator {
+    type Result = Option<Result<JobStatus, SubmitError>>;
+
+    fn handle(&mut self, msg: FindRepeat, _: &mut Context<Self>) -> Self::Result {
+        self.find_repeat(msg.id.as_ref(), msg.key.as_deref(), &msg.digest)
+    }
+}
+
 impl Handler<SubmitPlanned> for JobCoordinator {
-    type Result = Result<JobStatus, SubmitError>;
+    type Result = Result<Submitted, SubmitError>;
 
     fn handle(&mut self, msg: SubmitPlanned, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
-        let unfinished = self.unfinished();
-        if unfinished >= self.limits.max_queued {
-            return Err(SubmitError::QueueFull(unfinished));
-        }
-        if self.jobs.contains_key(&msg.id) {
-            return Err(SubmitError::Duplicate(msg.id));
+        // A client's job passed `Reserve` (repeats, capacity, id); a restored or claimed one is
+        // already in the store and is never refused for capacity.
+        let reserved = msg.admission == Admission::Reserved && self.reserved.remove(&msg.id);
+        if !reserved && self.jobs.contains_key(&msg.id) {
+            return Err(SubmitError::Conflict {
+                id: msg.id,
+                reason: "the job id is in use".into(),
+            });
         }
         let SubmitPlanned {
             id,
             request,
             plan,
-            journal,
+            digest,
+            ..
         } = msg;
         let n = plan.partitions.len();
         let mut expected = Vec::with_capacity(n);
@@ -385,17 +582,9 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             partition_timings: vec![StageTimings::default(); n],
             error: None,
         };
-        if journal {
-            if let Some(j) = &self.journal {
-                if let Err(e) = j.accepted(&id, &request) {
-                    // Accepting a job we could lose on restart would break our promise.
-                    tracing::error!(job = %id, error = %e, "cannot journal the job; refusing it");
-                    return Err(SubmitError::Journal {
-                        id,
-                        message: e.to_string(),
-                    });
-                }
-            }
+        if let Some(digest) = digest {
+            self.repeats
+                .record(&id, request.idempotency_key.as_deref(), digest);
         }
         self.seq += 1;
         tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, "job accepted");
@@ -413,6 +602,7 @@ impl Handler<SubmitPlanned> for JobCoordinator {
                 submitted: Instant::now(),
                 cancel: CancelToken::default(),
                 waiters: Vec::new(),
+                recorded: false,
                 result: None,
                 final_check: plan.final_check,
                 final_handle: None,
@@ -420,11 +610,129 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             },
         );
         self.pump(ctx);
-        Ok(self
-            .jobs
-            .get(&id)
-            .map(|j| j.status.clone())
-            .unwrap_or(status))
+        Ok(Submitted {
+            status: self
+                .jobs
+                .get(&id)
+                .map(|j| j.status.clone())
+                .unwrap_or(status),
+            outcome: SubmitOutcome::Accepted,
+        })
+    }
+}
+
+impl Handler<Reserve> for JobCoordinator {
+    type Result = Result<Reservation, SubmitError>;
+
+    fn handle(&mut self, msg: Reserve, _: &mut Context<Self>) -> Self::Result {
+        // A repeat is answered with the existing job even when the queue is full or draining.
+        if let Some(digest) = &msg.digest {
+            if let Some(found) =
+                self.find_repeat(msg.client_id.as_ref(), msg.key.as_deref(), digest)
+            {
+                return found.map(|s| Reservation::Existing(Box::new(s)));
+            }
+        }
+        if self.draining {
+            return Err(SubmitError::Draining);
+        }
+        let unfinished = self.unfinished();
+        if unfinished >= self.limits.max_queued {
+            return Err(SubmitError::QueueFull {
+                unfinished,
+                retry_after_s: self.retry_after_s(),
+            });
+        }
+        if self.jobs.contains_key(&msg.id) || !self.reserved.insert(msg.id.clone()) {
+            return Err(SubmitError::Conflict {
+                id: msg.id,
+                reason: "the job id is in use".into(),
+            });
+        }
+        // Named now, so that a retry arriving while this request is being stored is recognised.
+        if let Some(digest) = msg.digest {
+            self.repeats.record(&msg.id, msg.key.as_deref(), digest);
+        }
+        Ok(Reservation::Reserved)
+    }
+}
+
+impl Handler<Unreserve> for JobCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unreserve, _: &mut Context<Self>) {
+        if self.reserved.remove(&msg.0) {
+            self.repeats.forget(&msg.0);
+        }
+    }
+}
+
+impl JobCoordinator {
+    fn forget(&mut self, id: &JobId, ctx: &mut Context<Self>) {
+        self.stop_running(id, ctx);
+        if self.jobs.remove(id).is_some() {
+            self.finished_order.retain(|j| j != id);
+            tracing::info!(job = %id, "job forgotten here");
+        }
+        self.check_drained();
+        self.pump(ctx);
+    }
+}
+
+impl Handler<ForgetJob> for JobCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: ForgetJob, ctx: &mut Context<Self>) {
+        self.forget(&msg.0, ctx);
+    }
+}
+
+impl Handler<OutcomeWritten> for JobCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, msg: OutcomeWritten, ctx: &mut Context<Self>) {
+        self.writes_in_flight = self.writes_in_flight.saturating_sub(1);
+        if msg.claim_lost {
+            self.forget(&msg.id, ctx);
+        } else if let Some(job) = self.jobs.get_mut(&msg.id) {
+            // Durable now (or the store gave up and logged it): clients may see the outcome.
+            job.recorded = true;
+            for w in job.waiters.drain(..) {
+                let _ = w.send(job.status.clone());
+            }
+        }
+        if self.writes_in_flight == 0 {
+            for w in self.flush_waiters.drain(..) {
+                let _ = w.send(());
+            }
+        }
+    }
+}
+
+impl Handler<FlushOutcomes> for JobCoordinator {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: FlushOutcomes, _: &mut Context<Self>) -> Self::Result {
+        if self.writes_in_flight == 0 {
+            return Box::pin(async {});
+        }
+        let (tx, rx) = oneshot::channel();
+        self.flush_waiters.push(tx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}
+
+impl Handler<Drain> for JobCoordinator {
+    type Result = ResponseFuture<usize>;
+
+    fn handle(&mut self, _: Drain, _: &mut Context<Self>) -> Self::Result {
+        self.draining = true;
+        let (tx, rx) = oneshot::channel();
+        self.drain_waiters.push(tx);
+        self.check_drained();
+        Box::pin(async move { rx.await.unwrap_or(0) })
     }
 }
 
@@ -432,7 +740,6 @@ impl Handler<RestoreFinished> for JobCoordinator {
     type Result = ();
 
     fn handle(&mut self, msg: RestoreFinished, _: &mut Context<Self>) {
-        let _busy = Busy::start(Self::NAME);
         let FinishedRecord { status, result } = msg.0;
         let id = status.id.clone();
         self.seq += 1;
@@ -454,6 +761,7 @@ impl Handler<RestoreFinished> for JobCoordinator {
                 submitted: Instant::now(),
                 cancel: CancelToken::default(),
                 waiters: Vec::new(),
+                recorded: true,
                 result: result.map(Arc::new),
                 final_check: None,
                 final_handle: None,
@@ -468,8 +776,7 @@ impl Handler<GetStatus> for JobCoordinator {
     type Result = Option<JobStatus>;
 
     fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
-        self.jobs.get(&msg.0).map(|j| j.status.clone())
+        self.jobs.get(&msg.0).map(visible)
     }
 }
 
@@ -477,10 +784,9 @@ impl Handler<GetResult> for JobCoordinator {
     type Result = Option<(JobStatus, Option<Arc<JobResult>>)>;
 
     fn handle(&mut self, msg: GetResult, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         self.jobs
             .get(&msg.0)
-            .map(|j| (j.status.clone(), j.result.clone()))
+            .map(|j| (visible(j), j.result.clone().filter(|_| j.recorded)))
     }
 }
 
@@ -488,23 +794,21 @@ impl Handler<ListJobs> for JobCoordinator {
     type Result = MessageResult<ListJobs>;
 
     fn handle(&mut self, _: ListJobs, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
-        let mut v: Vec<(u64, JobStatus)> = self
-            .jobs
-            .values()
-            .map(|j| (j.seq, j.status.clone()))
-            .collect();
+        let mut v: Vec<(u64, JobStatus)> =
+            self.jobs.values().map(|j| (j.seq, visible(j))).collect();
         v.sort_by_key(|e| std::cmp::Reverse(e.0));
         MessageResult(v.into_iter().map(|(_, s)| s).collect())
     }
 }
 
 impl Handler<CancelJob> for JobCoordinator {
-    type Result = Option<JobStatus>;
+    type Result = ResponseFuture<Option<JobStatus>>;
 
+    /// Answers once the cancellation is in the store, like every outcome.
     fn handle(&mut self, msg: CancelJob, ctx: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
-        let state = self.jobs.get(&msg.0)?.status.state;
+        let Some(state) = self.jobs.get(&msg.0).map(|j| j.status.state) else {
+            return Box::pin(async { None });
+        };
         if !state.is_terminal() {
             self.stop_running(&msg.0, ctx);
             self.finish(
@@ -518,7 +822,18 @@ impl Handler<CancelJob> for JobCoordinator {
             );
             self.pump(ctx);
         }
-        self.jobs.get(&msg.0).map(|j| j.status.clone())
+        match self.jobs.get_mut(&msg.0) {
+            None => Box::pin(async { None }),
+            Some(j) if j.recorded => {
+                let s = j.status.clone();
+                Box::pin(async move { Some(s) })
+            }
+            Some(j) => {
+                let (tx, rx) = oneshot::channel();
+                j.waiters.push(tx);
+                Box::pin(async move { rx.await.ok() })
+            }
+        }
     }
 }
 
@@ -526,10 +841,9 @@ impl Handler<AwaitJob> for JobCoordinator {
     type Result = ResponseFuture<Option<JobStatus>>;
 
     fn handle(&mut self, msg: AwaitJob, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         match self.jobs.get_mut(&msg.0) {
             None => Box::pin(async { None }),
-            Some(j) if j.status.state.is_terminal() => {
+            Some(j) if j.status.state.is_terminal() && j.recorded => {
                 let s = j.status.clone();
                 Box::pin(async move { Some(s) })
             }
@@ -546,7 +860,6 @@ impl Handler<Counts> for JobCoordinator {
     type Result = MessageResult<Counts>;
 
     fn handle(&mut self, _: Counts, _: &mut Context<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let mut c = PipelineCounts {
             partitions_in_flight: self.in_flight,
             ..Default::default()
@@ -559,5 +872,43 @@ impl Handler<Counts> for JobCoordinator {
             }
         }
         MessageResult(c)
+    }
+}
+
+impl Handler<InFlight> for JobCoordinator {
+    type Result = MessageResult<InFlight>;
+
+    fn handle(&mut self, _: InFlight, _: &mut Context<Self>) -> Self::Result {
+        let mut unfinished: Vec<&JobEntry> = self
+            .jobs
+            .values()
+            .filter(|j| !j.status.state.is_terminal())
+            .collect();
+        unfinished.sort_by_key(|j| {
+            (
+                j.status.state != JobState::Running,
+                std::cmp::Reverse(j.status.priority),
+                j.seq,
+            )
+        });
+        let mut counts = JobCounts {
+            succeeded_total: self.finished_totals.succeeded,
+            failed_total: self.finished_totals.failed,
+            cancelled_total: self.finished_totals.cancelled,
+            ..Default::default()
+        };
+        for j in self.jobs.values() {
+            match j.status.state {
+                JobState::Queued => counts.queued += 1,
+                JobState::Running => counts.running += 1,
+                _ => counts.finished_retained += 1,
+            }
+        }
+        MessageResult(InFlightView {
+            jobs: unfinished.into_iter().map(|j| self.in_flight(j)).collect(),
+            counts,
+            partitions_in_flight: self.in_flight,
+            max_partitions_in_flight: self.limits.max_in_flight,
+        })
     }
 }

@@ -15,7 +15,9 @@
 //! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2                     |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
+//! | `RecordOutcome`    | coordinator → StoreWriter   | a finished job's status and result          |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
+//! | `InFlight`         | `Pipeline` → JobCoordinator | returns the jobs in flight for the status page |
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,10 +29,10 @@ use proofline_groth16::{
     SynthesizedPartition,
 };
 use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
-use proofline_wire::{JobResult, JobStatus};
+use proofline_wire::{JobCounts, JobInFlight, JobResult, JobStatus};
 
 use crate::allocator::Lease;
-use crate::journal::FinishedRecord;
+use crate::store::{FinishOutcome, FinishedRecord};
 
 pub use proofline_wire::JobId;
 
@@ -213,7 +215,7 @@ pub struct ReleaseLease {
 
 /// Split the assignment into the 0/1/tail scalars of the A, B and L queries.
 #[derive(Message)]
-#[rtype(result = "MsmPlan")]
+#[rtype(result = "Result<MsmPlan, StageError>")]
 pub struct PlanMsm {
     /// The assignment, shared with nobody else at this point but kept in an `Arc` so the driver
     /// retains it for public inputs.
@@ -294,36 +296,164 @@ pub struct AssembleVerify {
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum SubmitError {
     /// Too many unfinished jobs.
-    #[error("queue full: {0} unfinished jobs (pipeline.max_queued_jobs)")]
-    QueueFull(usize),
-    /// A job with this id exists.
-    #[error("job id {0} already exists")]
-    Duplicate(String),
-    /// The job could not be written to the journal, so it would not survive a restart.
+    #[error("queue full: {unfinished} unfinished jobs (pipeline.max_queued_jobs); retry in about {retry_after_s} s")]
+    QueueFull {
+        /// Unfinished jobs.
+        unfinished: usize,
+        /// Seconds until a slot is expected to free (from recent run times).
+        retry_after_s: u64,
+    },
+    /// The submission's job id or idempotency key belongs to a job of another request.
+    #[error("job {id}: {reason}")]
+    Conflict {
+        /// The job holding the id or key.
+        id: JobId,
+        /// Why the submission is not the same request.
+        reason: String,
+    },
+    /// The same request under the same name is being accepted right now (its record is being
+    /// written); a retry in a moment gets the job.
+    #[error("job {0}: the same request is being accepted under this name; retry shortly")]
+    BeingAccepted(JobId),
+    /// The job could not be written to the store, so it would not survive a restart.
     #[error("cannot journal job {id}: {message}")]
     Journal {
         /// Job id.
         id: String,
-        /// The I/O error.
+        /// The store's error.
         message: String,
     },
+    /// The daemon is draining before a stop: it takes no new job.
+    #[error("the daemon is draining before a stop and takes no new job")]
+    Draining,
+}
+
+/// Holds a place for a job in the coordinator (queue capacity, id, names) while its request is
+/// written to the store; followed by [`SubmitPlanned`] or [`Unreserve`]. A named submission
+/// that repeats a retained job gets that job instead of a place.
+#[derive(Message)]
+#[rtype(result = "Result<Reservation, SubmitError>")]
+pub struct Reserve {
+    /// The job id the place is for.
+    pub id: JobId,
+    /// The client's own job id, when it named the job.
+    pub client_id: Option<JobId>,
+    /// The idempotency key, if any.
+    pub key: Option<String>,
+    /// The request's digest, for named submissions.
+    pub digest: Option<crate::idempotency::Digest>,
+}
+
+/// What [`Reserve`] gave.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reservation {
+    /// A place: write the request, then send [`SubmitPlanned`].
+    Reserved,
+    /// The submission repeats this retained job.
+    Existing(Box<JobStatus>),
+}
+
+/// Gives back a place taken by [`Reserve`] (the store refused the job).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unreserve(pub JobId);
+
+/// How a planned job came to the coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// A client's submission, stored and holding a place taken by [`Reserve`].
+    Reserved,
+    /// Re-run from the store after a restart (never refused for capacity).
+    Restored,
+    /// Claimed from the shared queue (the claim bounds how many run here).
+    Claimed,
+}
+
+/// Forget a job without recording an outcome: its claim in the shared queue was lost to
+/// another daemon, which now runs it. Running partitions are cancelled.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ForgetJob(pub JobId);
+
+/// Stop admitting queued jobs; resolves when no job is running any more (the ones already
+/// running are finished), with the number of unfinished jobs left for the next start.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct Drain;
+
+/// Resolves once every outcome sent to the store writer so far is written (before a stop).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct FlushOutcomes;
+
+/// The store writer finished writing a job's outcome (sent by the coordinator to itself).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct OutcomeWritten {
+    /// Job id.
+    pub id: JobId,
+    /// The shared queue's claim was lost: another daemon runs the job now.
+    pub claim_lost: bool,
+}
+
+/// Record a finished job in the store (on the writer's thread) and prune old outcomes.
+#[derive(Message)]
+#[rtype(result = "Result<FinishOutcome, String>")]
+pub struct RecordOutcome {
+    /// Job id.
+    pub id: JobId,
+    /// Final status and result.
+    pub record: FinishedRecord,
+}
+
+/// How a submission was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitOutcome {
+    /// A new job was accepted.
+    Accepted,
+    /// The submission repeats an earlier one (same job id or idempotency key, same request):
+    /// the existing job, whatever its state.
+    Existing,
+}
+
+/// An accepted (or repeated) submission.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Submitted {
+    /// The job's status.
+    pub status: JobStatus,
+    /// New or existing.
+    pub outcome: SubmitOutcome,
 }
 
 /// Accept a planned job.
 #[derive(Message)]
-#[rtype(result = "Result<JobStatus, SubmitError>")]
+#[rtype(result = "Result<Submitted, SubmitError>")]
 pub struct SubmitPlanned {
-    /// Id (fresh, or the journaled one after a restart).
+    /// Id (fresh, the client's, or the stored one after a restart or a claim).
     pub id: JobId,
-    /// The request, journaled so the job survives a restart.
+    /// The request (already in the store).
     pub request: JobRequest,
     /// The adapter's plan.
     pub plan: JobPlan,
-    /// Whether to journal the request (false when it is being replayed from the journal).
-    pub journal: bool,
+    /// How the job came here.
+    pub admission: Admission,
+    /// The request's digest, for submissions named by a client id or an idempotency key.
+    pub digest: Option<crate::idempotency::Digest>,
 }
 
-/// Restore a finished job from the journal.
+/// Before planning a named submission: is it a repeat? `None`: no job under its names.
+#[derive(Message)]
+#[rtype(result = "Option<Result<JobStatus, SubmitError>>")]
+pub struct FindRepeat {
+    /// The client's job id.
+    pub id: Option<JobId>,
+    /// The idempotency key.
+    pub key: Option<String>,
+    /// The request's digest.
+    pub digest: crate::idempotency::Digest,
+}
+
+/// Restore a finished job from the store.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct RestoreFinished(pub FinishedRecord);
@@ -369,4 +499,22 @@ pub struct PipelineCounts {
     pub finished: usize,
     /// Partitions in the pipeline.
     pub partitions_in_flight: usize,
+}
+
+/// The coordinator's part of the status page: unfinished jobs with each partition's stage.
+#[derive(Message)]
+#[rtype(result = "InFlightView")]
+pub struct InFlight;
+
+/// Unfinished jobs, job counts and admission figures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InFlightView {
+    /// Unfinished jobs, running first, then queued; by priority, then age.
+    pub jobs: Vec<JobInFlight>,
+    /// Job counts.
+    pub counts: JobCounts,
+    /// Partitions admitted now.
+    pub partitions_in_flight: usize,
+    /// Partitions admitted at most.
+    pub max_partitions_in_flight: usize,
 }

@@ -7,16 +7,21 @@
 //!            ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
 //! ```
 //! (`‖`: the two run at once on different actors.)
+//!
+//! The driver records each stage transition in the partition's [`Progress`], which the
+//! coordinator reads for the status page.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::{Bls12, Scalar};
 use proofline_groth16::{MsmResults, Proof, SharedProvingKey, SynthesizedPartition};
 use proofline_jobs::{CircuitThunk, ParamsSpec};
+use proofline_wire::PartitionStage;
 
 use crate::allocator::{Lease, VramAllocator};
-use crate::job::StageTimings;
+use crate::job::{now_ms, StageTimings};
 use crate::messages::*;
 use crate::telemetry::{self, Mailbox, Secs};
 use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
@@ -34,6 +39,42 @@ pub struct Stages {
     pub allocator: Mailbox<VramAllocator>,
     /// Compute actors of the device.
     pub compute: Mailbox<ComputeActor>,
+    /// The compute device's label (`host`, `cuda:0`), reported per partition.
+    pub device: Arc<str>,
+}
+
+/// Where one admitted partition is: its stage and when it entered it, in one atomic word
+/// (stage index in the top 8 bits, Unix milliseconds below), so that a reader never sees a
+/// stage with another stage's start time. Written by the driver, read by the coordinator.
+#[derive(Debug)]
+pub(crate) struct Progress(AtomicU64);
+
+const MS_BITS: u32 = 56;
+
+impl Progress {
+    /// A partition just admitted: looking up its parameters.
+    pub(crate) fn admitted() -> Self {
+        let p = Progress(AtomicU64::new(0));
+        p.enter(PartitionStage::Params);
+        p
+    }
+
+    /// Records entering `stage` now.
+    pub(crate) fn enter(&self, stage: PartitionStage) {
+        let word = ((stage.index() as u64) << MS_BITS) | (now_ms() & ((1 << MS_BITS) - 1));
+        self.0.store(word, Ordering::Relaxed);
+    }
+
+    /// The stage and the seconds spent in it so far.
+    pub(crate) fn read(&self) -> (PartitionStage, f64) {
+        let word = self.0.load(Ordering::Relaxed);
+        let stage = PartitionStage::ALL
+            .get((word >> MS_BITS) as usize)
+            .copied()
+            .unwrap_or(PartitionStage::Params);
+        let since = word & ((1 << MS_BITS) - 1);
+        (stage, now_ms().saturating_sub(since) as f64 / 1e3)
+    }
 }
 
 /// Bytes of device memory the H stage of a partition holds: a, b, c over the domain.
@@ -55,7 +96,9 @@ async fn request_lease(
     bytes: u64,
     owner: String,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<Lease, StageError> {
+    progress.enter(PartitionStage::LeaseWait);
     let s = Instant::now();
     let lease = stages
         .allocator
@@ -72,7 +115,9 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
     (r, s.secs())
 }
 
-/// Drives one partition through the stages. Returns the verified proof and the stage timings.
+/// Drives one partition through the stages, recording each in `progress`. Returns the verified
+/// proof and the stage timings.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive_partition(
     stages: Stages,
     job: JobId,
@@ -81,13 +126,17 @@ pub(crate) async fn drive_partition(
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
     cancel: CancelToken,
+    progress: Arc<Progress>,
 ) -> (
     Result<(Proof<Bls12>, SharedProvingKey), StageError>,
     StageTimings,
 ) {
     let mut t = StageTimings::default();
     let start = Instant::now();
-    let res = drive_stages(&stages, &job, k, params, circuit, expected, cancel, &mut t).await;
+    let res = drive_stages(
+        &stages, &job, k, params, circuit, expected, cancel, &mut t, &progress,
+    )
+    .await;
     t.total_s = start.secs();
     telemetry::stage("partition_total", t.total_s);
     (res, t)
@@ -103,7 +152,9 @@ async fn drive_stages(
     expected: Vec<Scalar>,
     cancel: CancelToken,
     t: &mut StageTimings,
+    progress: &Progress,
 ) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
+    progress.enter(PartitionStage::Params);
     let s = Instant::now();
     let pk = stages
         .params
@@ -113,6 +164,7 @@ async fn drive_stages(
         .await??;
     t.params_s = s.secs();
 
+    progress.enter(PartitionStage::Synthesis);
     let s = Instant::now();
     let synth = stages
         .synthesis
@@ -136,7 +188,14 @@ async fn drive_stages(
         assignment,
     } = synth;
     let assignment = Arc::new(assignment);
-    let lease = request_lease(stages, h_stage_bytes(a.len()), format!("{job}/{k}/h"), t).await?;
+    let lease = request_lease(
+        stages,
+        h_stage_bytes(a.len()),
+        format!("{job}/{k}/h"),
+        t,
+        progress,
+    )
+    .await?;
 
     // H on the compute actor while the CPU-MSM actor splits the sparse scalars.
     let h_fut = stages.compute.send(ComputeH {
@@ -147,6 +206,7 @@ async fn drive_stages(
         lease,
         cancel: cancel.clone(),
     });
+    progress.enter(PartitionStage::H);
     let plan_fut = stages.cpu_msm.send(PlanMsm {
         assignment: assignment.clone(),
     });
@@ -154,7 +214,7 @@ async fn drive_stages(
     t.h_s = h_s;
     t.msm_plan_s = plan_s;
     let h = h??;
-    let plan = Arc::new(plan?);
+    let plan = Arc::new(plan??);
     drop(assignment);
     cancel.check()?;
 
@@ -163,6 +223,7 @@ async fn drive_stages(
         sparse_stage_bytes(&plan),
         format!("{job}/{k}/msm"),
         t,
+        progress,
     )
     .await?;
 
@@ -173,6 +234,7 @@ async fn drive_stages(
         lease,
         cancel: cancel.clone(),
     });
+    progress.enter(PartitionStage::Msm);
     let g2_fut = stages.cpu_msm.send(MsmG2 {
         pk: pk.clone(),
         plan: plan.clone(),
@@ -185,6 +247,7 @@ async fn drive_stages(
     let b_g2 = g2??;
     drop(plan);
 
+    progress.enter(PartitionStage::Verify);
     let s = Instant::now();
     let proof = stages
         .cpu_msm

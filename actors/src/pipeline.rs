@@ -24,27 +24,42 @@
 //!
 //! The pipeline runs on its own thread with its own actix system; every method of [`Pipeline`]
 //! is a plain future usable from any executor (tokio, actix, or `futures::executor`).
+//!
+//! Jobs are kept where [`PipelineOptions::persistence`] says ([`StoreSpec`]): in memory, in an
+//! embedded database file, or in a PostgreSQL queue shared with other daemons. A submission is
+//! written to the store before it is acknowledged, on a thread of its own, so the coordinator
+//! (and every status query) never waits for that write.
 
-use std::path::PathBuf;
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use proofline_config::PipelineConfig;
 use proofline_groth16::{CpuBackend, ProverBackend};
 use proofline_jobs::{
-    AdapterRegistry, ConstraintsStore, JobError, JobRequest, ParamsStore, SynthesisMode,
+    request_digest, AdapterRegistry, ConstraintsStore, JobError, JobPlan, JobRequest, ParamsStore,
+    SynthesisMode,
 };
+use proofline_wire::{DeviceStatus, GpuFigures, ResidentParams, StatusPage};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
 use crate::allocator::{HostMemory, MemoryDevice, VramAllocator};
 use crate::coordinator::{JobCoordinator, Limits};
-use crate::job::{JobResult, JobState, JobStatus};
-use crate::journal::{Backlog, Journal};
+use crate::idempotency::valid_key;
+use crate::job::{now_ms, queued_status, JobFailure, JobResult, JobState, JobStatus};
 use crate::messages::*;
 use crate::partition::Stages;
-use crate::telemetry::Mailbox;
+use crate::store::claimer::{self, ClaimerCommand};
+use crate::store::embedded::EmbeddedStore;
+use crate::store::shared::SharedQueue;
+use crate::store::writer::StoreWriter;
+use crate::store::{
+    valid_id, Backlog, FinishedRecord, JobStore, MemoryStore, Retention, StoreError, StoreSpec,
+};
+use crate::telemetry::{self, actor, ActorStats, GpuProbe, Mailbox, Secs};
 use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Everything the pipeline is started with.
@@ -65,8 +80,34 @@ pub struct PipelineOptions {
     pub memory: Box<dyn MemoryDevice>,
     /// Allocator budget in bytes.
     pub memory_budget: u64,
-    /// Journal directory, if any.
-    pub journal_dir: Option<PathBuf>,
+    /// Where jobs are kept.
+    pub persistence: StoreSpec,
+    /// Finished jobs older than this are pruned from the store (`None`: by count only,
+    /// `config.retain_finished_jobs`).
+    pub retain_finished_for: Option<Duration>,
+    /// What the status page says about this build.
+    pub build: BuildInfo,
+    /// The GPUs' own readings (NVML) for the status page and `/metrics`, where available.
+    pub gpu_probe: Option<Arc<dyn GpuProbe>>,
+}
+
+/// Version and source commit, as the status page reports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildInfo {
+    /// Version.
+    pub version: String,
+    /// Source commit, "unknown" when not known.
+    pub commit: String,
+}
+
+impl Default for BuildInfo {
+    /// This crate's version; the commit is filled in by whoever knows it (proofline-runtime).
+    fn default() -> Self {
+        BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: "unknown".to_string(),
+        }
+    }
 }
 
 impl PipelineOptions {
@@ -96,13 +137,22 @@ impl PipelineOptions {
             cpu_backend: Arc::new(CpuBackend),
             memory: Box::new(HostMemory),
             memory_budget,
-            journal_dir: None,
+            persistence: StoreSpec::Memory,
+            retain_finished_for: None,
+            build: BuildInfo::default(),
+            gpu_probe: None,
         }
     }
 
-    /// Adds a journal directory.
-    pub fn with_journal(mut self, dir: Option<PathBuf>) -> Self {
-        self.journal_dir = dir;
+    /// Keeps jobs where `spec` says.
+    pub fn with_store(mut self, spec: StoreSpec) -> Self {
+        self.persistence = spec;
+        self
+    }
+
+    /// Prunes finished jobs older than `age` from the store.
+    pub fn with_retention_age(mut self, age: Option<Duration>) -> Self {
+        self.retain_finished_for = age;
         self
     }
 }
@@ -130,9 +180,9 @@ pub enum PipelineError {
     /// The actor thread could not start.
     #[error("cannot start the pipeline thread: {0}")]
     Thread(#[from] std::io::Error),
-    /// The journal could not be opened or read.
-    #[error("job journal: {0}")]
-    Journal(std::io::Error),
+    /// The job store could not be opened or read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// The actor system stopped during start-up.
     #[error("the actor system stopped during start-up")]
     Startup,
@@ -169,14 +219,116 @@ pub enum ResultError {
     ShuttingDown,
 }
 
+/// What draining did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainReport {
+    /// Every running job finished within the timeout.
+    pub drained: bool,
+    /// Jobs left unfinished (they stay in the store and run after the next start).
+    pub unfinished: usize,
+}
+
+/// The claimer of a daemon attached to the shared queue.
+struct SharedPart {
+    queue: Arc<SharedQueue>,
+    commands: mpsc::Sender<ClaimerCommand>,
+    thread: Option<JoinHandle<()>>,
+}
+
 /// Handle to a running pipeline.
 pub struct Pipeline {
     coordinator: Mailbox<JobCoordinator>,
     allocator: Mailbox<VramAllocator>,
     registry: Arc<AdapterRegistry>,
     backend_name: String,
+    params: Arc<ParamsStore>,
+    build: BuildInfo,
+    gpu_probe: Option<Arc<dyn GpuProbe>>,
+    started: Instant,
+    store: Arc<dyn JobStore>,
+    shared: Option<SharedPart>,
+    retain: usize,
     system: System,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Longest client-chosen job id.
+pub const MAX_ID_LEN: usize = 64;
+
+/// Whether a request is named by the client (job id or idempotency key), so that a repeat of it
+/// is recognised.
+fn named(request: &JobRequest) -> bool {
+    request.id.is_some() || request.idempotency_key.is_some()
+}
+
+/// Runs a blocking call on a thread of its own; `None` if the thread could not run it.
+async fn blocking<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .ok()?;
+    rx.await.ok()
+}
+
+/// Runs request-path work too heavy for the caller's executor (hashing or parsing a large
+/// document) on a thread of its own.
+async fn on_worker<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, SubmitRejected> {
+    blocking(name, f).await.ok_or(SubmitRejected::ShuttingDown)
+}
+
+/// Runs a future to completion on a thread of its own, waiting at most `timeout` for it.
+fn wait_at_most<F>(fut: F, timeout: Duration) -> Option<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("proofline-wait".into())
+        .spawn(move || {
+            let _ = tx.send(futures::executor::block_on(fut));
+        })
+        .ok()?;
+    rx.recv_timeout(timeout).ok()
+}
+
+/// A store refusal as the API reports it.
+fn store_refusal(id: &str, e: StoreError) -> SubmitRejected {
+    match e {
+        StoreError::Duplicate(id) => SubmitError::Conflict {
+            id,
+            reason: "the job id is in use".into(),
+        }
+        .into(),
+        other => {
+            tracing::error!(job = %id, error = %other, "cannot store the job; refusing it");
+            SubmitError::Journal {
+                id: id.to_string(),
+                message: other.to_string(),
+            }
+            .into()
+        }
+    }
+}
+
+/// How often a status wait polls the shared queue.
+const SHARED_POLL: Duration = Duration::from_millis(250);
+
+/// The answer to a submission that repeats a retained job.
+fn existing(status: JobStatus) -> Submitted {
+    Submitted {
+        status,
+        outcome: SubmitOutcome::Existing,
+    }
 }
 
 /// A fresh job id: 16 random hex digits.
@@ -185,18 +337,47 @@ pub fn new_job_id() -> JobId {
 }
 
 impl Pipeline {
-    /// Starts the actors on a dedicated thread and replays the journal.
+    /// Starts the actors on a dedicated thread and restores the store's jobs.
     pub fn start(opts: PipelineOptions) -> Result<Self, PipelineError> {
-        let journal = match &opts.journal_dir {
-            Some(d) => Some(Journal::open(d).map_err(PipelineError::Journal)?),
-            None => None,
+        let retention = Retention {
+            keep: opts.config.retain_finished_jobs,
+            max_age: opts.retain_finished_for,
         };
-        let backlog = match &journal {
-            Some(j) => j.load().map_err(PipelineError::Journal)?,
-            None => Backlog::default(),
-        };
+        let (store, queue): (Arc<dyn JobStore>, Option<Arc<SharedQueue>>) =
+            match opts.persistence.clone() {
+                StoreSpec::Memory => (Arc::new(MemoryStore), None),
+                StoreSpec::Embedded { path } => (Arc::new(EmbeddedStore::open(path)?), None),
+                StoreSpec::Custom(store) => (store, None),
+                StoreSpec::Shared(spec) => {
+                    let q = Arc::new(SharedQueue::connect(spec)?);
+                    (q.clone(), Some(q))
+                }
+            };
+        let backlog = store.load(&retention)?;
+        tracing::info!(
+            store = %store.location(),
+            pending = backlog.pending.len(),
+            finished = backlog.finished.len(),
+            "job store opened"
+        );
+        let writer_store = store.clone();
         let registry = Arc::new(opts.registry);
         let backend_name = opts.backend.name().to_string();
+        let device: Arc<str> = opts.memory.label().into();
+        // The status page and /metrics list actors in the order they were first seen: pipeline
+        // order.
+        for name in [
+            actor::COORDINATOR,
+            actor::PARAMS,
+            actor::SYNTHESIS,
+            actor::ALLOCATOR,
+            actor::COMPUTE,
+            actor::CPU_MSM,
+            actor::STORE,
+        ] {
+            ActorStats::of(name);
+        }
+        let (build, gpu_probe, page_store) = (opts.build, opts.gpu_probe, opts.store.clone());
         tracing::info!(
             backend = %backend_name,
             device = %opts.memory.label(),
@@ -206,7 +387,7 @@ impl Pipeline {
         let (tx, rx) = std::sync::mpsc::channel();
         let cfg = opts.config;
         let constraints = opts.constraints;
-        let (store, backend, cpu_backend, memory, budget) = (
+        let (params_store, backend, cpu_backend, memory, budget) = (
             opts.store,
             opts.backend,
             opts.cpu_backend,
@@ -218,20 +399,28 @@ impl Pipeline {
             .spawn(move || {
                 let sys = System::new();
                 let addrs = sys.block_on(async move {
-                    let params = Mailbox::new(SyncArbiter::start(1, move || {
-                        ParamsLoader::new(store.clone())
-                    }));
-                    let synthesis =
-                        Mailbox::new(SyncArbiter::start(cfg.synthesis_workers, move || {
+                    let params = Mailbox::pool(
+                        SyncArbiter::start(1, move || ParamsLoader::new(params_store.clone())),
+                        1,
+                    );
+                    let synthesis = Mailbox::pool(
+                        SyncArbiter::start(cfg.synthesis_workers, move || {
                             SynthesisActor::new(constraints.clone())
-                        }));
-                    let cpu_msm =
-                        Mailbox::new(SyncArbiter::start(cfg.cpu_msm_workers, move || {
+                        }),
+                        cfg.synthesis_workers,
+                    );
+                    let cpu_msm = Mailbox::pool(
+                        SyncArbiter::start(cfg.cpu_msm_workers, move || {
                             CpuMsmActor::new(cpu_backend.clone())
-                        }));
-                    let compute = Mailbox::new(SyncArbiter::start(cfg.compute_slots, move || {
-                        ComputeActor::new(backend.clone())
-                    }));
+                        }),
+                        cfg.cpu_msm_workers,
+                    );
+                    let compute = Mailbox::pool(
+                        SyncArbiter::start(cfg.compute_slots, move || {
+                            ComputeActor::new(backend.clone())
+                        }),
+                        cfg.compute_slots,
+                    );
                     let allocator = Mailbox::new(VramAllocator::new(memory, budget).start());
                     let stages = Stages {
                         params,
@@ -239,14 +428,18 @@ impl Pipeline {
                         cpu_msm,
                         allocator: allocator.clone(),
                         compute,
+                        device,
                     };
                     let limits = Limits {
                         max_in_flight: cfg.max_partitions_in_flight,
                         max_queued: cfg.max_queued_jobs,
                         retain_finished: cfg.retain_finished_jobs,
                     };
+                    let writer = Mailbox::new(SyncArbiter::start(1, move || {
+                        StoreWriter::new(writer_store.clone(), retention)
+                    }));
                     let coordinator =
-                        Mailbox::new(JobCoordinator::new(stages, limits, journal).start());
+                        Mailbox::new(JobCoordinator::new(stages, limits, writer).start());
                     (System::current(), coordinator, allocator)
                 });
                 if tx.send(addrs).is_ok() {
@@ -254,38 +447,98 @@ impl Pipeline {
                 }
             })?;
         let (system, coordinator, allocator) = rx.recv().map_err(|_| PipelineError::Startup)?;
+        let shared = match queue {
+            Some(queue) => {
+                let (tx, rx) = mpsc::channel();
+                let (q, c, r) = (queue.clone(), coordinator.clone(), registry.clone());
+                let thread = std::thread::Builder::new()
+                    .name("proofline-claimer".into())
+                    .spawn(move || claimer::run(q, c, r, rx))?;
+                Some(SharedPart {
+                    queue,
+                    commands: tx,
+                    thread: Some(thread),
+                })
+            }
+            None => None,
+        };
         let pipeline = Pipeline {
             coordinator,
             allocator,
             registry,
             backend_name,
+            params: page_store,
+            build,
+            gpu_probe,
+            started: Instant::now(),
+            store,
+            shared,
+            retain: retention.keep,
             system,
             thread: Some(thread),
         };
-        pipeline.replay(backlog);
+        pipeline.restore(backlog);
         Ok(pipeline)
     }
 
-    fn replay(&self, backlog: Backlog) {
+    /// Serves the stored outcomes again and re-runs the stored jobs that never finished.
+    fn restore(&self, backlog: Backlog) {
         for rec in backlog.finished {
             self.coordinator.do_send(RestoreFinished(rec));
         }
         for (id, request) in backlog.pending {
             match self.registry.plan(&request) {
                 Ok(plan) => {
-                    tracing::info!(job = %id, "re-running a journaled job after restart");
+                    tracing::info!(job = %id, "re-running a stored job after a restart");
+                    // Its client id and idempotency key are stored with it: a client retrying
+                    // after the restart gets this job back.
+                    let digest = named(&request).then(|| request_digest(&request));
                     self.coordinator.do_send(SubmitPlanned {
                         id,
                         request,
                         plan,
-                        journal: false,
+                        admission: Admission::Restored,
+                        digest,
                     });
                 }
                 Err(e) => {
-                    tracing::error!(job = %id, error = %e, "a journaled job can no longer be planned; it stays in the journal");
+                    // Visible, not dropped: the job fails with the planning error.
+                    tracing::error!(job = %id, error = %e, "a stored job can no longer be planned; it fails");
+                    let mut status = queued_status(
+                        &id,
+                        &request.kind,
+                        request.circuit.as_deref().unwrap_or(&request.kind),
+                        request.priority,
+                        0,
+                    );
+                    status.state = JobState::Failed;
+                    status.finished_at_ms = Some(now_ms());
+                    status.error = Some(JobFailure {
+                        code: e.code().to_string(),
+                        message: format!("after a restart: {e}"),
+                        partition: None,
+                    });
+                    let record = FinishedRecord {
+                        status,
+                        result: None,
+                    };
+                    if let Err(e) = self.store.finish(&id, &record) {
+                        tracing::error!(job = %id, error = %e, "cannot record the failure");
+                    }
+                    self.coordinator.do_send(RestoreFinished(record));
                 }
             }
         }
+    }
+
+    /// Where jobs are kept (a file, a database, or "memory").
+    pub fn store_location(&self) -> String {
+        self.store.location()
+    }
+
+    /// The shared queue, when this pipeline takes its jobs from one.
+    pub fn shared_queue(&self) -> Option<&Arc<SharedQueue>> {
+        self.shared.as_ref().map(|s| &s.queue)
     }
 
     /// The compute backend's name.
@@ -298,41 +551,186 @@ impl Pipeline {
         &self.registry
     }
 
+    /// Whether accepted jobs are stored durably, i.e. survive a restart (`state.store`).
+    pub fn persists(&self) -> bool {
+        self.store.durable()
+    }
+
     /// Validates and plans `request` (on a worker thread: parsing a C1 output takes a while),
-    /// then hands it to the coordinator. Returns the accepted job's status.
+    /// then hands it to the coordinator. Returns the job's status: a new job's, or, when the
+    /// request repeats an earlier one under the same client id or idempotency key, the existing
+    /// job's ([`Pipeline::submit_request`] says which).
     pub async fn submit(&self, request: JobRequest) -> Result<JobStatus, SubmitRejected> {
-        self.submit_with_id(new_job_id(), request).await
+        self.submit_request(request).await.map(|s| s.status)
     }
 
     /// As [`Pipeline::submit`] with a caller-chosen id (letters, digits, '-').
     pub async fn submit_with_id(
         &self,
         id: JobId,
-        request: JobRequest,
+        mut request: JobRequest,
     ) -> Result<JobStatus, SubmitRejected> {
-        if !crate::journal::valid_id(&id) {
-            return Err(JobError::field("id", "letters, digits and '-' only").into());
-        }
+        request.id = Some(id);
+        self.submit(request).await
+    }
+
+    /// Submits `request`, saying whether a new job was accepted or the request repeats an
+    /// earlier one. A request named by a client id (`request.id`) or an idempotency key
+    /// (`request.idempotency_key`) that matches a retained job with the same request (same
+    /// [`request_digest`]) gets that job back, even when the queue is full; the same name with
+    /// another request is refused with [`SubmitError::Conflict`].
+    pub async fn submit_request(&self, request: JobRequest) -> Result<Submitted, SubmitRejected> {
         let registry = self.registry.clone();
-        let (tx, rx) = oneshot::channel();
-        std::thread::Builder::new()
-            .name("proofline-plan".into())
-            .spawn(move || {
-                let r = registry.plan(&request).map(|plan| (request, plan));
-                let _ = tx.send(r);
+        self.submit_planned(request, move |r| registry.plan(r))
+            .await
+    }
+
+    /// Submits `request` planned by `planner` instead of the registry's adapter for its kind: an
+    /// embedder that holds the parsed input (e.g. a C1 output as a struct) plans it directly and
+    /// passes the request only as the record to store. The planner runs on a worker thread.
+    ///
+    /// The request is written to the store (on a thread of its own: tens of MB and an fsync for
+    /// a C1 output) before the job is acknowledged; with a shared queue it goes into the queue
+    /// and whichever daemon claims it runs it.
+    pub async fn submit_planned<F>(
+        &self,
+        request: JobRequest,
+        planner: F,
+    ) -> Result<Submitted, SubmitRejected>
+    where
+        F: FnOnce(&JobRequest) -> Result<JobPlan, JobError> + Send + 'static,
+    {
+        if let Some(id) = &request.id {
+            if !(valid_id(id) && id.len() <= MAX_ID_LEN) {
+                return Err(JobError::field(
+                    "id",
+                    format!("letters, digits and '-' only, at most {MAX_ID_LEN} characters"),
+                )
+                .into());
+            }
+        }
+        if let Some(key) = &request.idempotency_key {
+            if !valid_key(key) {
+                return Err(JobError::field(
+                    "idempotency_key",
+                    "1 to 255 visible ASCII characters (no spaces)",
+                )
+                .into());
+            }
+        }
+        // A named submission: compare it with the jobs under its names before planning, so
+        // that a retry of a 50 MB C1 output is answered without parsing it again.
+        let (request, digest) = if named(&request) {
+            let (request, digest) = on_worker("proofline-digest", move || {
+                let d = request_digest(&request);
+                (request, d)
             })
-            .map_err(|e| JobError::Internal(format!("cannot start planning thread: {e}")))?;
-        let (request, plan) = rx.await.map_err(|_| SubmitRejected::ShuttingDown)??;
-        self.coordinator
-            .send(SubmitPlanned {
-                id,
-                request,
-                plan,
-                journal: true,
+            .await?;
+            let found = self
+                .coordinator
+                .send(FindRepeat {
+                    id: request.id.clone(),
+                    key: request.idempotency_key.clone(),
+                    digest,
+                })
+                .await
+                .map_err(|_| SubmitRejected::ShuttingDown)?;
+            if let Some(found) = found {
+                return found.map(existing).map_err(SubmitRejected::from);
+            }
+            (request, Some(digest))
+        } else {
+            (request, None)
+        };
+        let (request, plan) = on_worker("proofline-plan", move || {
+            let plan = planner(&request);
+            plan.map(|p| (request, p))
+        })
+        .await??;
+        let id = request.id.clone().unwrap_or_else(new_job_id);
+        let status = queued_status(
+            &id,
+            &request.kind,
+            &plan.label,
+            request.priority,
+            plan.partitions.len(),
+        );
+        if let Some(shared) = &self.shared {
+            // Into the shared queue; whichever daemon claims it plans and runs it.
+            drop(plan);
+            let (queue, sid, st) = (shared.queue.clone(), id.clone(), status.clone());
+            blocking("proofline-store", move || {
+                let mut request = request;
+                queue.accept(&sid, &mut request, &st)
             })
             .await
-            .map_err(|_| SubmitRejected::ShuttingDown)?
-            .map_err(SubmitRejected::from)
+            .ok_or(SubmitRejected::ShuttingDown)?
+            .map_err(|e| store_refusal(&id, e))?;
+            tracing::info!(job = %id, "job queued in the shared queue");
+            return Ok(Submitted {
+                status,
+                outcome: SubmitOutcome::Accepted,
+            });
+        }
+        let reservation = self
+            .coordinator
+            .send(Reserve {
+                id: id.clone(),
+                client_id: request.id.clone(),
+                key: request.idempotency_key.clone(),
+                digest,
+            })
+            .await
+            .map_err(|_| SubmitRejected::ShuttingDown)??;
+        if let Reservation::Existing(status) = reservation {
+            // A retry that raced the first attempt's planning.
+            return Ok(existing(*status));
+        }
+        // The write (tens of MB for a C1 output, then an fsync) on a thread of its own.
+        let (store, sid) = (self.store.clone(), id.clone());
+        let stored = blocking("proofline-store", move || {
+            let mut request = request;
+            let r = store.accept(&sid, &mut request, &status);
+            (request, r)
+        })
+        .await;
+        let request = match stored {
+            Some((request, Ok(()))) => request,
+            Some((_, Err(e))) => {
+                self.coordinator.do_send(Unreserve(id.clone()));
+                return Err(store_refusal(&id, e));
+            }
+            None => {
+                self.coordinator.do_send(Unreserve(id.clone()));
+                return Err(SubmitRejected::ShuttingDown);
+            }
+        };
+        let r = self
+            .coordinator
+            .send(SubmitPlanned {
+                id: id.clone(),
+                request,
+                plan,
+                admission: Admission::Reserved,
+                digest,
+            })
+            .await;
+        match r {
+            Ok(r) => r.map_err(SubmitRejected::from),
+            Err(_) => {
+                // Refused after all: keep the promise that a refused job is not kept.
+                let _ = self.store.forget(&id);
+                Err(SubmitRejected::ShuttingDown)
+            }
+        }
+    }
+
+    /// The local coordinator's view of a job that is still unfinished here.
+    async fn local_live(&self, id: &str) -> Option<JobStatus> {
+        self.ask(GetStatus(id.to_string()))
+            .await
+            .flatten()
+            .filter(|s| !s.state.is_terminal())
     }
 
     async fn ask<M>(&self, msg: M) -> Option<M::Result>
@@ -344,33 +742,108 @@ impl Pipeline {
         self.coordinator.send(msg).await.ok()
     }
 
-    /// Status of a job.
+    /// Runs a shared-queue query on a thread of its own.
+    async fn queue_query<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SharedQueue) -> Result<T, StoreError> + Send + 'static,
+    ) -> Option<T> {
+        let queue = self.shared.as_ref()?.queue.clone();
+        match blocking("proofline-query", move || f(&queue)).await? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!(error = %e, "shared queue query failed");
+                None
+            }
+        }
+    }
+
+    /// Status of a job (on a shared queue: from whichever daemon runs it).
     pub async fn status(&self, id: &str) -> Option<JobStatus> {
+        if self.shared.is_some() {
+            if let Some(s) = self.local_live(id).await {
+                return Some(s);
+            }
+            let sid = id.to_string();
+            return self.queue_query(move |q| q.status(&sid)).await.flatten();
+        }
         self.ask(GetStatus(id.to_string())).await.flatten()
     }
 
     /// All retained jobs, newest first.
     pub async fn list(&self) -> Vec<JobStatus> {
-        self.ask(ListJobs).await.unwrap_or_default()
+        let local = self.ask(ListJobs).await.unwrap_or_default();
+        if self.shared.is_none() {
+            return local;
+        }
+        let retain = self.retain;
+        let mut all = self
+            .queue_query(move |q| q.list(retain))
+            .await
+            .unwrap_or_default();
+        // Live progress of the jobs running here.
+        for s in local.into_iter().filter(|s| !s.state.is_terminal()) {
+            if let Some(e) = all.iter_mut().find(|e| e.id == s.id) {
+                *e = s;
+            }
+        }
+        all
     }
 
     /// Cancels a job; returns its status (unchanged when already finished).
     pub async fn cancel(&self, id: &str) -> Option<JobStatus> {
+        if self.shared.is_some() && self.local_live(id).await.is_none() {
+            let sid = id.to_string();
+            return self.queue_query(move |q| q.cancel(&sid)).await.flatten();
+        }
         self.ask(CancelJob(id.to_string())).await.flatten()
     }
 
     /// Waits until the job is finished and returns its final status.
     pub async fn wait(&self, id: &str) -> Result<JobStatus, ResultError> {
-        match self.ask(AwaitJob(id.to_string())).await {
-            None => Err(ResultError::ShuttingDown),
-            Some(None) => Err(ResultError::NotFound(id.to_string())),
-            Some(Some(s)) => Ok(s),
+        if self.shared.is_none() {
+            return match self.ask(AwaitJob(id.to_string())).await {
+                None => Err(ResultError::ShuttingDown),
+                Some(None) => Err(ResultError::NotFound(id.to_string())),
+                Some(Some(s)) => Ok(s),
+            };
+        }
+        loop {
+            if self.local_live(id).await.is_some() {
+                // Running here: the coordinator says when (unless the claim is lost).
+                if let Some(Some(s)) = self.ask(AwaitJob(id.to_string())).await {
+                    return Ok(s);
+                }
+            }
+            let sid = id.to_string();
+            let s = self
+                .queue_query(move |q| {
+                    let s = q.status(&sid)?;
+                    if s.as_ref().is_some_and(|s| !s.state.is_terminal()) {
+                        std::thread::sleep(SHARED_POLL);
+                    }
+                    Ok(s)
+                })
+                .await
+                .ok_or(ResultError::ShuttingDown)?;
+            match s {
+                None => return Err(ResultError::NotFound(id.to_string())),
+                Some(s) if s.state.is_terminal() => return Ok(s),
+                Some(_) => {}
+            }
         }
     }
 
     /// The result of a succeeded job.
     pub async fn result(&self, id: &str) -> Result<Arc<JobResult>, ResultError> {
-        match self.ask(GetResult(id.to_string())).await {
+        let found = if self.shared.is_some() {
+            let sid = id.to_string();
+            self.queue_query(move |q| q.result(&sid))
+                .await
+                .map(|r| r.map(|(s, r)| (s, r.map(Arc::new))))
+        } else {
+            self.ask(GetResult(id.to_string())).await
+        };
+        match found {
             None => Err(ResultError::ShuttingDown),
             Some(None) => Err(ResultError::NotFound(id.to_string())),
             Some(Some((status, result))) => match (status.state, result) {
@@ -391,15 +864,157 @@ impl Pipeline {
         self.allocator.send(Snapshot).await.ok()
     }
 
-    /// Stops the actors and joins the pipeline thread. Unfinished jobs stay in the journal.
+    /// Seconds since the pipeline started.
+    pub fn uptime_s(&self) -> f64 {
+        self.started.secs()
+    }
+
+    fn resident_params(&self) -> Vec<ResidentParams> {
+        self.params
+            .resident()
+            .into_iter()
+            .map(|r| ResidentParams {
+                id: r.id,
+                host_bytes: r.bytes as u64,
+                load_s: r.load_s,
+            })
+            .collect()
+    }
+
+    fn gpu_figures(&self) -> Vec<GpuFigures> {
+        self.gpu_probe
+            .as_ref()
+            .map(|p| p.sample())
+            .unwrap_or_default()
+    }
+
+    /// The status page: jobs in flight with each partition's stage and device, the devices'
+    /// memory, resident parameters, every actor's mailbox depth and busy time, every stage's
+    /// totals, uptime and version.
+    pub async fn status_page(&self) -> StatusPage {
+        let view = self.ask(InFlight).await.unwrap_or_default();
+        let memory = self.memory().await;
+        let params = self.resident_params();
+        let mut gpus = self.gpu_figures();
+        let host_label = HostMemory.label();
+        let devices = memory
+            .into_iter()
+            .map(|m| {
+                // Parameters are held in host memory; none are resident in device memory yet.
+                let resident_bytes = if m.device == host_label {
+                    params.iter().map(|p| p.host_bytes).sum()
+                } else {
+                    0
+                };
+                let gpu = gpus
+                    .iter()
+                    .position(|g| g.device == m.device)
+                    .map(|i| gpus.swap_remove(i));
+                DeviceStatus {
+                    kernel_busy_ratio: telemetry::gpu_busy_ratio(&m.device),
+                    device: m.device,
+                    budget_bytes: m.budget,
+                    leased_bytes: m.leased,
+                    leases: m.leases,
+                    waiting_requests: m.waiting,
+                    resident_bytes,
+                    gpu,
+                }
+            })
+            .collect();
+        StatusPage {
+            version: self.build.version.clone(),
+            commit: self.build.commit.clone(),
+            backend: self.backend_name.clone(),
+            uptime_s: self.uptime_s(),
+            now_ms: now_ms(),
+            jobs: view.counts,
+            partitions_in_flight: view.partitions_in_flight,
+            max_partitions_in_flight: view.max_partitions_in_flight,
+            jobs_in_flight: view.jobs,
+            actors: telemetry::actors(),
+            stages: telemetry::stages(),
+            devices,
+            params,
+        }
+    }
+
+    /// Publishes the sampled figures (uptime, resident parameters, GPU readings) to the metrics
+    /// facade; call before rendering `/metrics`.
+    pub fn publish_sampled(&self) {
+        telemetry::publish_sampled(
+            self.uptime_s(),
+            &self.resident_params(),
+            &self.gpu_figures(),
+        );
+    }
+
+    /// Takes no new job, finishes the running ones within `timeout`, and leaves the rest in
+    /// the store for the next start (on a shared queue: gives their claims back, so another
+    /// daemon takes them at once). Call [`Pipeline::shutdown`] afterwards.
+    pub fn drain(&self, timeout: Duration) -> DrainReport {
+        if let Some(s) = &self.shared {
+            let _ = s.commands.send(ClaimerCommand::StopClaiming);
+        }
+        let outcome = wait_at_most(self.coordinator.send(Drain), timeout).and_then(Result::ok);
+        if let Some(s) = &self.shared {
+            if let Err(e) = s.queue.release_all() {
+                tracing::warn!(error = %e, "cannot give claims back; they expire");
+            }
+        }
+        let report = match outcome {
+            Some(unfinished) => DrainReport {
+                drained: true,
+                unfinished,
+            },
+            None => {
+                let c = futures::executor::block_on(self.counts());
+                DrainReport {
+                    drained: false,
+                    unfinished: c.queued + c.running,
+                }
+            }
+        };
+        tracing::info!(
+            drained = report.drained,
+            unfinished = report.unfinished,
+            store = %self.store.location(),
+            "drained: unfinished jobs stay in the store for the next start"
+        );
+        report
+    }
+
+    /// Stops the actors and joins the pipeline thread. Unfinished jobs stay in the store.
     pub fn shutdown(mut self) {
         self.stop();
     }
 
     fn stop(&mut self) {
+        // Outcomes already sent to the store writer are written before the actors stop.
+        if wait_at_most(
+            self.coordinator.send(FlushOutcomes),
+            Duration::from_secs(30),
+        )
+        .is_none()
+        {
+            tracing::warn!("outcomes still being written at the stop; their jobs run again after the next start");
+        }
+        if let Some(s) = &mut self.shared {
+            let _ = s.commands.send(ClaimerCommand::Stop);
+            if let Some(t) = s.thread.take() {
+                let _ = t.join();
+            }
+        }
         self.system.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        // The store writer's thread ends once the coordinator is gone; wait (briefly) until it
+        // let go of the store, so that the store file can be opened again at once.
+        let own = 1 + usize::from(self.shared.is_some());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while Arc::strong_count(&self.store) > own && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }

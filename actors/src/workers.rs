@@ -8,6 +8,9 @@
 //!   backend now; on a GPU, one actor per device slot owning its context and streams.
 //!
 //! Handlers do the work synchronously on their thread; the messages carry buffers by move.
+//! Every handler runs its work inside [`guarded`]: a panic (a circuit's assertion, a backend
+//! bug) fails that job with `internal_error`, and the pool's thread lives on. A `SyncArbiter`
+//! thread that unwinds out of a handler would be gone for good, leaving the pool short.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +27,7 @@ use proofline_r1cs::R1csError;
 use tracing::info_span;
 
 use crate::messages::*;
-use crate::telemetry::{self, actor, Busy, Named, Secs};
+use crate::telemetry::{self, actor, Named, Secs};
 
 /// Runs a stage, turning a panic (a circuit's assertion, a backend bug) into a stage error, so
 /// that one bad job fails alone and the actor's thread keeps serving.
@@ -66,13 +69,16 @@ impl Named for ParamsLoader {
     const NAME: &'static str = actor::PARAMS;
 }
 
+crate::counted_handlers!(ParamsLoader);
+
 impl Handler<LoadParams> for ParamsLoader {
     type Result = Result<SharedProvingKey, JobError>;
 
     fn handle(&mut self, msg: LoadParams, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let _span = info_span!("load_params", params = %msg.spec.id).entered();
-        self.store.get(&msg.spec)
+        let store = &self.store;
+        guarded("load_params", || Ok(store.get(&msg.spec)))
+            .unwrap_or_else(|e| Err(JobError::Internal(e.to_string())))
     }
 }
 
@@ -96,11 +102,12 @@ impl Named for SynthesisActor {
     const NAME: &'static str = actor::SYNTHESIS;
 }
 
+crate::counted_handlers!(SynthesisActor);
+
 impl Handler<Synthesize> for SynthesisActor {
     type Result = Result<SynthesizedPartition, StageError>;
 
     fn handle(&mut self, msg: Synthesize, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let _span = info_span!("synthesize", job = %msg.job, partition = msg.partition).entered();
         msg.cancel.check()?;
         let store = &self.constraints;
@@ -183,15 +190,16 @@ impl Named for CpuMsmActor {
     const NAME: &'static str = actor::CPU_MSM;
 }
 
+crate::counted_handlers!(CpuMsmActor);
+
 impl Handler<PlanMsm> for CpuMsmActor {
-    type Result = MessageResult<PlanMsm>;
+    type Result = Result<MsmPlan, StageError>;
 
     fn handle(&mut self, msg: PlanMsm, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
-        let plan = MsmPlan::build(&msg.assignment);
+        let plan = guarded("msm_plan", || Ok(MsmPlan::build(&msg.assignment)))?;
         telemetry::stage("msm_plan", t.secs());
-        MessageResult(plan)
+        Ok(plan)
     }
 }
 
@@ -199,7 +207,6 @@ impl Handler<MsmG2> for CpuMsmActor {
     type Result = Result<G2Projective, StageError>;
 
     fn handle(&mut self, msg: MsmG2, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let t = Instant::now();
         let r = guarded("msm_g2", || {
@@ -214,13 +221,15 @@ impl Handler<AssembleVerify> for CpuMsmActor {
     type Result = Result<Proof<Bls12>, StageError>;
 
     fn handle(&mut self, msg: AssembleVerify, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
-        let (r, s) = prover::random_r_s(&mut rand::rngs::OsRng);
-        let proof = prover::assemble(&msg.pk, &msg.results, r, s);
-        if !prover::verify(&msg.pk, &proof, &msg.public_inputs)? {
-            return Err(ProverError::VerificationFailed.into());
-        }
+        let proof = guarded("assemble_verify", || {
+            let (r, s) = prover::random_r_s(&mut rand::rngs::OsRng);
+            let proof = prover::assemble(&msg.pk, &msg.results, r, s);
+            if !prover::verify(&msg.pk, &proof, &msg.public_inputs)? {
+                return Err(ProverError::VerificationFailed.into());
+            }
+            Ok(proof)
+        })?;
         telemetry::stage("assemble_verify", t.secs());
         Ok(proof)
     }
@@ -230,7 +239,6 @@ impl Handler<RunFinalCheck> for CpuMsmActor {
     type Result = MessageResult<RunFinalCheck>;
 
     fn handle(&mut self, msg: RunFinalCheck, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         let t = Instant::now();
         let RunFinalCheck { check, pk, proof } = msg;
         let verdict = guarded("final_check", || {
@@ -265,11 +273,12 @@ impl Named for ComputeActor {
     const NAME: &'static str = actor::COMPUTE;
 }
 
+crate::counted_handlers!(ComputeActor);
+
 impl Handler<ComputeH> for ComputeActor {
     type Result = Result<G1Projective, StageError>;
 
     fn handle(&mut self, msg: ComputeH, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let ComputeH {
             pk, a, b, c, lease, ..
@@ -293,7 +302,6 @@ impl Handler<ComputeSparseG1> for ComputeActor {
     type Result = Result<(G1Projective, G1Projective, G1Projective), StageError>;
 
     fn handle(&mut self, msg: ComputeSparseG1, _: &mut SyncContext<Self>) -> Self::Result {
-        let _busy = Busy::start(Self::NAME);
         msg.cancel.check()?;
         let t = Instant::now();
         let r = guarded("msm_g1_sparse", || {

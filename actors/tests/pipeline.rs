@@ -1,5 +1,5 @@
 //! The actor pipeline end to end on the CPU backend: proofs verify with bellperson, a job with
-//! bad parameters fails loudly, cancellation and priorities behave, the journal re-runs jobs.
+//! bad parameters fails loudly, cancellation and priorities behave, the store re-runs jobs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,9 +8,10 @@ use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use bellperson::groth16;
 use blstrs::Bls12;
 use blstrs::Scalar;
-use proofline_actors::{
-    JobState, Pipeline, PipelineOptions, ResultError, SubmitError, SubmitRejected,
-};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use proofline_actors::{JobState, Pipeline, PipelineOptions, ResultError, StoreSpec};
 use proofline_circuits::Sha256Preimage;
 use proofline_config::{Config, SynthesisMode};
 use proofline_groth16::PartitionCircuit;
@@ -19,6 +20,7 @@ use proofline_jobs::{
     parse_scalar_hex, AdapterRegistry, CircuitInfo, JobAdapter, JobError, JobPlan, JobRequest,
     ParamsSpec, ParamsStore, PartitionPlan,
 };
+use proofline_wire::{PartitionStage, StatusPage};
 use rand::SeedableRng;
 
 fn write_params(dir: &Path, blocks: usize, seed: u64) {
@@ -99,6 +101,58 @@ impl JobAdapter for CheckedAdapter {
     }
 }
 
+/// A gate that circuits of kind "gated" wait at, during synthesis, until it opens.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.cv.wait(open).unwrap();
+        }
+    }
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+}
+
+/// The built-in kind whose circuits wait at a gate before they are built.
+struct GatedAdapter {
+    inner: BuiltinAdapter,
+    gate: Arc<Gate>,
+}
+
+impl JobAdapter for GatedAdapter {
+    fn kind(&self) -> &'static str {
+        "gated"
+    }
+    fn plan(&self, req: &JobRequest) -> Result<JobPlan, JobError> {
+        let mut r = req.clone();
+        r.kind = "groth16".into();
+        let mut plan = self.inner.plan(&r)?;
+        for p in &mut plan.partitions {
+            let inner = std::mem::replace(
+                &mut p.circuit,
+                Box::new(|| Err(JobError::Internal("replaced".into()))),
+            );
+            let gate = self.gate.clone();
+            p.circuit = Box::new(move || {
+                gate.wait();
+                inner()
+            });
+        }
+        Ok(plan)
+    }
+    fn circuits(&self) -> Vec<CircuitInfo> {
+        vec![]
+    }
+}
+
 fn start(dir: &Path, journal: Option<&Path>, tweak: impl FnOnce(&mut Config)) -> Pipeline {
     let mut cfg = Config::embedded_default().unwrap();
     tweak(&mut cfg);
@@ -114,7 +168,12 @@ fn start(dir: &Path, journal: Option<&Path>, tweak: impl FnOnce(&mut Config)) ->
         params: params_spec_in(dir, &BuiltinCircuit::Sha256 { blocks: 1 }),
     }));
     let opts = PipelineOptions::cpu(&cfg.pipeline, reg, Arc::new(ParamsStore::new(false)))
-        .with_journal(journal.map(Path::to_path_buf));
+        .with_store(match journal {
+            Some(dir) => StoreSpec::Embedded {
+                path: dir.join("jobs.redb"),
+            },
+            None => StoreSpec::Memory,
+        });
     Pipeline::start(opts).unwrap()
 }
 
@@ -125,6 +184,7 @@ fn request(circuit: &str, seed: u64, priority: i32) -> JobRequest {
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
         priority,
+        ..Default::default()
     }
 }
 
@@ -266,7 +326,7 @@ fn constraints_are_recorded_by_the_first_job_and_used_by_the_next() {
 }
 
 #[test]
-fn cancellation_priorities_and_journal_replay() {
+fn cancellation_priorities_and_store_replay() {
     let dir = tempfile::tempdir().unwrap();
     let journal = tempfile::tempdir().unwrap();
     write_params(dir.path(), 1, 3);
@@ -311,11 +371,7 @@ fn cancellation_priorities_and_journal_replay() {
             JobState::Cancelled
         );
         let st = p.wait(&pending.id).await.unwrap();
-        assert_eq!(
-            st.state,
-            JobState::Succeeded,
-            "journaled job re-ran: {st:?}"
-        );
+        assert_eq!(st.state, JobState::Succeeded, "stored job re-ran: {st:?}");
     });
     p.shutdown();
 }
@@ -374,24 +430,6 @@ fn the_final_check_gates_the_result() {
 }
 
 #[test]
-fn a_job_that_cannot_be_journaled_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    write_params(dir.path(), 1, 6);
-    let journal = tempfile::tempdir().unwrap();
-    let p = start(dir.path(), Some(journal.path()), |_| {});
-    std::fs::remove_dir_all(journal.path()).unwrap();
-    block_on(async {
-        let e = p.submit(request("sha256-1", 1, 0)).await.unwrap_err();
-        assert!(
-            matches!(e, SubmitRejected::Refused(SubmitError::Journal { .. })),
-            "{e}"
-        );
-        assert!(p.list().await.is_empty(), "a refused job is not kept");
-    });
-    p.shutdown();
-}
-
-#[test]
 fn invalid_requests_are_rejected_before_acceptance() {
     let dir = tempfile::tempdir().unwrap();
     let p = start(dir.path(), None, |_| {});
@@ -411,5 +449,99 @@ fn invalid_requests_are_rejected_before_acceptance() {
             .contains("unknown job kind"));
         assert!(p.list().await.is_empty());
     });
+    p.shutdown();
+}
+
+/// Polls the status page until `pred` holds (at most 60 s).
+fn page_until(p: &Pipeline, what: &str, pred: impl Fn(&StatusPage) -> bool) -> StatusPage {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let page = block_on(p.status_page());
+        if pred(&page) {
+            return page;
+        }
+        assert!(Instant::now() < deadline, "never saw {what}: {page:#?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_status_page_shows_where_each_partition_is() {
+    let dir = tempfile::tempdir().unwrap();
+    write_params(dir.path(), 1, 8);
+    let mut cfg = Config::embedded_default().unwrap();
+    cfg.pipeline.max_partitions_in_flight = 2;
+    cfg.pipeline.synthesis_workers = 1;
+    let gate = Arc::new(Gate::default());
+    let mut reg = AdapterRegistry::new();
+    reg.register(Arc::new(BuiltinAdapter::new(dir.path(), vec![])));
+    reg.register(Arc::new(GatedAdapter {
+        inner: BuiltinAdapter::new(dir.path(), vec![]),
+        gate: gate.clone(),
+    }));
+    let p = Pipeline::start(PipelineOptions::cpu(
+        &cfg.pipeline,
+        reg,
+        Arc::new(ParamsStore::new(false)),
+    ))
+    .unwrap();
+    let mut gated = request("sha256-1", 1, 0);
+    gated.kind = "gated".into();
+    // The gated job holds the only synthesis thread; the second job's partition waits in the
+    // synthesis mailbox; the third is not admitted (two partitions in flight at most).
+    let a = block_on(p.submit(gated)).unwrap();
+    let b = block_on(p.submit(request("sha256-1", 2, 0))).unwrap();
+    let c = block_on(p.submit(request("sha256-1", 3, 0))).unwrap();
+    let page = page_until(&p, "both admitted partitions in synthesis", |page| {
+        page.jobs_in_flight.len() == 3
+            && page.jobs_in_flight[..2]
+                .iter()
+                .all(|j| j.partitions[0].stage == PartitionStage::Synthesis)
+    });
+    let ids: Vec<_> = page.jobs_in_flight.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, [&a.id, &b.id, &c.id], "running first, oldest first");
+    let queued = &page.jobs_in_flight[2];
+    assert_eq!(queued.state, JobState::Queued);
+    assert_eq!(queued.partitions[0].stage, PartitionStage::Queued);
+    assert_eq!(queued.partitions[0].device, None);
+    for j in &page.jobs_in_flight[..2] {
+        assert_eq!(j.state, JobState::Running);
+        assert_eq!(j.partitions[0].device.as_deref(), Some("host"));
+    }
+    assert_eq!((page.jobs.running, page.jobs.queued), (2, 1));
+    assert_eq!(
+        (page.partitions_in_flight, page.max_partitions_in_flight),
+        (2, 2)
+    );
+    let synthesis = page.actors.iter().find(|a| a.actor == "synthesis").unwrap();
+    assert!(
+        synthesis.mailbox_depth >= 1,
+        "the second partition waits in the synthesis mailbox: {synthesis:?}"
+    );
+    assert_eq!(page.backend, "cpu");
+    assert_eq!(page.devices.len(), 1);
+    let dev = &page.devices[0];
+    assert_eq!(dev.device, "host");
+    assert!(dev.budget_bytes > 0);
+    let params = &page.params;
+    assert_eq!(params.len(), 1, "{params:?}");
+    assert!(params[0].host_bytes > 0 && params[0].load_s.is_some_and(|s| s > 0.0));
+    assert_eq!(dev.resident_bytes, params[0].host_bytes);
+    // Time in the stage grows while the gate is shut.
+    std::thread::sleep(Duration::from_millis(300));
+    let later = block_on(p.status_page());
+    assert!(later.jobs_in_flight[0].partitions[0].stage_s >= 0.3);
+
+    gate.open();
+    for id in [&a.id, &b.id, &c.id] {
+        assert_eq!(block_on(p.wait(id)).unwrap().state, JobState::Succeeded);
+    }
+    let page = block_on(p.status_page());
+    assert!(page.jobs_in_flight.is_empty());
+    assert_eq!(page.jobs.succeeded_total, 3);
+    assert_eq!(page.partitions_in_flight, 0);
+    let synth = page.stages.iter().find(|s| s.stage == "synthesis").unwrap();
+    assert!(synth.count >= 3 && synth.seconds_total > 0.0, "{synth:?}");
+    assert!(page.uptime_s > 0.3);
     p.shutdown();
 }

@@ -1,6 +1,8 @@
 //! Shared helpers of the integration tests, the load harness and the benchmarks: a daemon on a
-//! free loopback port over a temporary parameter directory, cached parameter generation, and
-//! small statistics.
+//! free loopback port over a temporary parameter directory, cached parameter generation, a bare
+//! HTTP GET, small statistics, and a headless browser for the dashboard test ([`webdriver`]).
+
+pub mod webdriver;
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +36,8 @@ pub fn test_config(params_dir: &Path) -> anyhow::Result<Config> {
     cfg.server.bind = "127.0.0.1:0".into();
     cfg.params.dir = params_dir.display().to_string();
     cfg.log.level = "warn".into();
+    // Tests that need a durable store choose their own directory.
+    cfg.state.store = proofline_config::StoreKind::Memory;
     Ok(cfg)
 }
 
@@ -52,9 +56,62 @@ pub fn api_error<T: std::fmt::Debug>(
             status,
             code,
             message,
+            ..
         }) => (status, code, message),
         other => panic!("expected an API error, got {other:?}"),
     }
+}
+
+/// An HTTP answer: status code, headers (lower-case names), body as text.
+#[derive(Clone, Debug)]
+pub struct HttpReply {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names in lower case.
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: String,
+}
+
+impl HttpReply {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A bare HTTP/1.1 GET over a TCP socket (loopback), for endpoints the client crate has no call
+/// for (the dashboard's files).
+pub fn http_get(base: &str, path: &str) -> std::io::Result<HttpReply> {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr)?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok(HttpReply {
+        status,
+        headers,
+        body: body.to_string(),
+    })
 }
 
 /// Percentile (0..=100) of unsorted samples, nearest-rank; 0 for none.

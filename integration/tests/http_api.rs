@@ -18,6 +18,7 @@ fn req(circuit: &str, input: serde_json::Value) -> JobRequest {
         input,
         public_inputs: None,
         priority: 0,
+        ..Default::default()
     }
 }
 
@@ -140,7 +141,7 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
     let m = c.metrics().unwrap();
     for name in [
         "proofline_mailbox_depth",
-        "proofline_actor_busy_microseconds_total",
+        "proofline_actor_busy_seconds_total",
         "proofline_stage_seconds_bucket",
         "proofline_memory_budget_bytes",
         "proofline_jobs_finished_total",

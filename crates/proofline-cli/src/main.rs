@@ -5,15 +5,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use base64::Engine;
 use bellperson::groth16;
 use blstrs::Bls12;
 use clap::{Args, Parser, Subcommand};
 use proofline::daemon::Daemon;
-use proofline::setup;
+use proofline::exit::{self, ExitCode, JobEnded, UsageError};
+use proofline::{setup, status, top};
 use proofline_actors::{JobState, JobStatus};
-use proofline_client::Client;
-use proofline_config::Config;
+use proofline_client::{new_idempotency_key, Client};
+use proofline_config::{expand_home, Config, StoreKind};
 use proofline_jobs::builtin::BuiltinCircuit;
 use proofline_jobs::{parse_scalar_hex, JobRequest};
 use proofline_runtime as runtime;
@@ -22,10 +22,12 @@ use proofline_runtime as runtime;
 #[command(
     name = "proofline",
     version,
-    about = "Groth16 proving daemon for Filecoin sealing"
+    about = "Groth16 proving daemon for Filecoin sealing",
+    after_help = exit::HELP
 )]
 struct Cli {
-    /// Configuration file layered over the embedded default (PROOFLINE_* variables override both).
+    /// Configuration file layered over the embedded default (PROOFLINE_<SECTION>__<KEY> variables
+    /// override both).
     #[arg(long, global = true, env = "PROOFLINE_CONFIG")]
     config: Option<PathBuf>,
     #[command(subcommand)]
@@ -87,16 +89,33 @@ enum Command {
         /// With --wait: write the proof bytes here.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print the job status as JSON (with --wait: the final status).
+        #[arg(long)]
+        json: bool,
     },
-    /// Show a job's status (optionally waiting up to SECS for it to finish).
+    /// Without a job id: the daemon's status page (jobs in flight with each partition's stage,
+    /// devices, resident parameters, mailbox depths, uptime, version). With one: that job's
+    /// status (optionally waiting up to SECS for it to finish).
     Status {
-        /// Job id.
-        id: String,
+        /// Job id; without it, the daemon's status page.
+        id: Option<String>,
         #[command(flatten)]
         server: ServerArg,
-        /// Long-poll for up to this many seconds.
-        #[arg(long)]
+        /// With a job id: long-poll for up to this many seconds.
+        #[arg(long, requires = "id")]
         wait: Option<u64>,
+        /// Print the status page as JSON (as `GET /v1/status` returns it).
+        #[arg(long, conflicts_with = "id")]
+        json: bool,
+    },
+    /// A live terminal view of the daemon: mailbox depth and busy threads per actor, jobs in
+    /// flight with each partition's stage, memory per device. `q` quits.
+    Top {
+        #[command(flatten)]
+        server: ServerArg,
+        /// Refresh interval in milliseconds.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+        interval_ms: u64,
     },
     /// Fetch a finished job's proof.
     Result {
@@ -119,6 +138,9 @@ enum Command {
     List {
         #[command(flatten)]
         server: ServerArg,
+        /// Print `{"jobs": [status...]}` as JSON, as the API returns it.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the effective configuration.
     Config,
@@ -127,7 +149,7 @@ enum Command {
 #[derive(Args)]
 struct ServerArg {
     /// Daemon URL (default: http:// + server.bind of the configuration).
-    #[arg(long)]
+    #[arg(long, env = "PROOFLINE_URL")]
     server: Option<String>,
 }
 
@@ -136,14 +158,19 @@ struct JobArgs {
     /// A JSON job request file (see docs/api.md); '-' reads standard input.
     #[arg(long, conflicts_with_all = ["circuit", "seed", "preimage_hex", "c1"])]
     request: Option<PathBuf>,
-    /// A Filecoin C1 output file (SealCommitPhase1Output JSON, as the sealing worker wrote it):
-    /// proves a porep-c2 job; needs --prover-id and --sector-id.
-    #[arg(long, conflicts_with_all = ["circuit", "seed", "preimage_hex"], requires_all = ["prover_id", "sector_id"])]
+    /// A Filecoin porep-c2 document: the C1 output (SealCommitPhase1Output JSON, as the sealing
+    /// worker wrote it) or a Lotus/Curio Commit2In file (lotus-bench prove's input), recognised
+    /// by its content. Needs --miner or --prover-id; --sector-id unless the file is a Commit2In.
+    #[arg(long, conflicts_with_all = ["circuit", "seed", "preimage_hex"])]
     c1: Option<PathBuf>,
+    /// With --c1: the miner actor id (f01000, t01000 or 1000); the prover id is derived from it
+    /// as filecoin-ffi does.
+    #[arg(long, conflicts_with = "prover_id")]
+    miner: Option<String>,
     /// With --c1: the prover id, 32 bytes as 64 hex digits.
     #[arg(long)]
     prover_id: Option<String>,
-    /// With --c1: the sector number.
+    /// With --c1: the sector number (taken from a Commit2In file's SectorNum when left out).
     #[arg(long)]
     sector_id: Option<u64>,
     /// Built-in circuit (kind groth16), e.g. sha256-2.
@@ -158,10 +185,50 @@ struct JobArgs {
     /// Priority (higher first).
     #[arg(long, default_value_t = 0)]
     priority: i32,
+    /// Job id to use (letters, digits, '-'); submitting the same job again under it returns the
+    /// existing job.
+    #[arg(long)]
+    id: Option<String>,
+}
+
+/// A `--c1` document and the fields that go with it.
+struct C1Job {
+    document: Vec<u8>,
+    fields: Vec<(&'static str, String)>,
 }
 
 impl JobArgs {
+    fn c1_job(&self) -> anyhow::Result<Option<C1Job>> {
+        let Some(path) = &self.c1 else {
+            return Ok(None);
+        };
+        let mut fields = Vec::new();
+        match (&self.miner, &self.prover_id) {
+            (Some(m), _) => fields.push(("miner_id", m.clone())),
+            (None, Some(p)) => fields.push(("prover_id", p.clone())),
+            (None, None) => {
+                return Err(UsageError(
+                    "--c1 needs the prover: --miner f01000 or --prover-id <64 hex digits>".into(),
+                )
+                .into())
+            }
+        }
+        if let Some(s) = self.sector_id {
+            fields.push(("sector_id", s.to_string()));
+        }
+        let document = std::fs::read(path).with_context(|| format!("--c1 {}", path.display()))?;
+        Ok(Some(C1Job { document, fields }))
+    }
+
     fn request(&self, cfg: &Config) -> anyhow::Result<JobRequest> {
+        let mut req = self.request_body(cfg)?;
+        if self.id.is_some() {
+            req.id = self.id.clone();
+        }
+        Ok(req)
+    }
+
+    fn request_body(&self, cfg: &Config) -> anyhow::Result<JobRequest> {
         if let Some(path) = &self.request {
             let bytes = if path.as_os_str() == "-" {
                 let mut v = Vec::new();
@@ -173,19 +240,24 @@ impl JobArgs {
             return serde_json::from_slice(&bytes)
                 .with_context(|| "--request: not a valid job request (see docs/api.md)");
         }
-        if let Some(path) = &self.c1 {
-            let bytes = std::fs::read(path).with_context(|| format!("--c1 {}", path.display()))?;
+        if let Some(job) = self.c1_job()? {
+            // The document travels as the request's payload: parsed once, no base64 in process.
+            let input: serde_json::Map<String, serde_json::Value> = job
+                .fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v)))
+                .collect();
             return Ok(JobRequest {
-                kind: "porep-c2".into(),
-                circuit: None,
-                input: serde_json::json!({
-                    "c1_output_base64": base64::engine::general_purpose::STANDARD.encode(bytes),
-                    "prover_id": self.prover_id.clone().unwrap_or_default(),
-                    "sector_id": self.sector_id.unwrap_or_default(),
-                }),
-                public_inputs: None,
+                input: input.into(),
+                payload: Some(job.document.into()),
                 priority: self.priority,
+                ..JobRequest::new("porep-c2")
             });
+        }
+        if self.miner.is_some() || self.prover_id.is_some() || self.sector_id.is_some() {
+            return Err(
+                UsageError("--miner, --prover-id and --sector-id go with --c1".into()).into(),
+            );
         }
         let circuit = self
             .circuit
@@ -197,21 +269,45 @@ impl JobArgs {
             (None, None) => serde_json::json!({ "seed": cfg.demo.seed }),
         };
         Ok(JobRequest {
-            kind: "groth16".into(),
             circuit: Some(circuit),
             input,
-            public_inputs: None,
             priority: self.priority,
+            ..JobRequest::new("groth16")
         })
+    }
+
+    /// Submits the job to a daemon: a `--c1` document as the raw body of `POST
+    /// /v1/jobs/porep-c2`, anything else as JSON. One idempotency key for all retries.
+    fn submit(&self, cfg: &Config, c: &Client) -> anyhow::Result<JobStatus> {
+        let key = new_idempotency_key();
+        if let Some(mut job) = self.c1_job()? {
+            job.fields.push(("priority", self.priority.to_string()));
+            if let Some(id) = &self.id {
+                job.fields.push(("id", id.clone()));
+            }
+            let s = c.submit_document("porep-c2", &job.document, &job.fields, &key)?;
+            return Ok(s.status);
+        }
+        Ok(c.submit_keyed(&self.request(cfg)?, &key)?.status)
     }
 }
 
-fn client(cfg: &Config, s: &ServerArg) -> Client {
-    Client::new(
+/// A client of the configured daemon, with its token and, when it serves TLS, its certificate.
+fn client(cfg: &Config, s: &ServerArg) -> anyhow::Result<Client> {
+    let tls = !cfg.server.tls_cert.is_empty();
+    let scheme = if tls { "https" } else { "http" };
+    let mut c = Client::new(
         s.server
             .clone()
-            .unwrap_or_else(|| format!("http://{}", cfg.server.bind)),
-    )
+            .unwrap_or_else(|| format!("{scheme}://{}", cfg.server.bind)),
+    );
+    if let Some(t) = cfg.auth_token()? {
+        c = c.with_token(t);
+    }
+    if tls {
+        c = c.with_root_cert(&expand_home(&cfg.server.tls_cert))?;
+    }
+    Ok(c)
 }
 
 fn print_status(s: &JobStatus) {
@@ -281,6 +377,9 @@ fn demo(cfg: &Config) -> anyhow::Result<()> {
     }
     let mut local = cfg.clone();
     local.server.bind = "127.0.0.1:0".into();
+    // A throwaway run: no store (and no lock on the state file of a daemon running here).
+    local.state.store = StoreKind::Memory;
+    local.queue.postgres_url.clear();
     let daemon = Daemon::start(&local)?;
     println!(
         "daemon listening on {} (backend {})",
@@ -289,11 +388,9 @@ fn demo(cfg: &Config) -> anyhow::Result<()> {
     );
     let c = Client::new(daemon.url());
     let req = JobRequest {
-        kind: "groth16".into(),
         circuit: Some(circuit.name()),
         input: serde_json::json!({ "seed": cfg.demo.seed }),
-        public_inputs: None,
-        priority: 0,
+        ..JobRequest::new("groth16")
     };
     let accepted = c.submit(&req)?;
     println!("submitted job {} over HTTP", accepted.id);
@@ -361,6 +458,16 @@ async fn tokio_select<A: std::future::Future, B: std::future::Future>(a: A, b: B
     }
 }
 
+/// Where the configured daemon keeps its jobs, for messages.
+fn store_location(cfg: &Config) -> String {
+    match runtime::store_spec(cfg) {
+        proofline_actors::StoreSpec::Memory => "memory (state.store = \"memory\": not kept)".into(),
+        proofline_actors::StoreSpec::Embedded { path } => path.display().to_string(),
+        proofline_actors::StoreSpec::Shared(_) => "the shared queue".into(),
+        proofline_actors::StoreSpec::Custom(s) => s.location(),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let cfg = Config::load(cli.config.as_deref())?;
     runtime::init_logging(&cfg);
@@ -374,8 +481,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let daemon = Daemon::start(&cfg)?;
             println!("proofline listening on {}", daemon.url());
             actix_web::rt::System::new().block_on(wait_for_signal());
-            tracing::info!("signal received: stopping");
-            daemon.stop();
+            let timeout = Duration::from_secs(cfg.server.drain_timeout_s);
+            tracing::info!(
+                timeout_s = timeout.as_secs(),
+                "signal received: draining (running jobs finish, new ones are refused)"
+            );
+            let report = daemon.drain_and_stop(timeout);
+            println!(
+                "proofline stopped: {} ({} unfinished job(s) kept in {} for the next start)",
+                if report.drained {
+                    "running jobs finished"
+                } else {
+                    "drain timeout reached"
+                },
+                report.unfinished,
+                store_location(&cfg)
+            );
         }
         Command::Demo => demo(&cfg)?,
         Command::Setup {
@@ -414,6 +535,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Prove { job, out } => {
             let req = job.request(&cfg)?;
+            // One job in this process: nothing to keep, and no lock on a daemon's state file.
+            let mut cfg = cfg;
+            cfg.state.store = StoreKind::Memory;
+            cfg.queue.postgres_url.clear();
             let pipeline = runtime::start_pipeline(&cfg)?;
             let r = futures::executor::block_on(async {
                 let accepted = pipeline.submit(req).await?;
@@ -424,6 +549,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             pipeline.shutdown();
             let (status, result) = r?;
             print_status(&status);
+            JobEnded::check(&status)?;
             let result = result?;
             write_or_print_proof(&result.proof, &result.public_inputs, out.as_ref())?;
             print_timings(&status);
@@ -433,37 +559,83 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             server,
             wait,
             out,
+            json,
         } => {
-            let c = client(&cfg, &server);
-            let s = c.submit(&job.request(&cfg)?)?;
-            println!("{}", s.id);
-            if wait {
-                let s = c.wait(&s.id, Duration::from_secs(24 * 3600))?;
-                print_status(&s);
-                if s.state == JobState::Succeeded {
-                    let r = c.result(&s.id)?;
-                    write_or_print_proof(&r.proof()?, &r.public_inputs, out.as_ref())?;
-                    print_timings(&s);
-                } else {
-                    bail!("job {} ended {:?}", s.id, s.state);
+            let c = client(&cfg, &server)?;
+            let s = job.submit(&cfg, &c)?;
+            if !wait {
+                match json {
+                    true => println!("{}", serde_json::to_string_pretty(&s)?),
+                    false => println!("{}", s.id),
                 }
+                return Ok(());
+            }
+            if !json {
+                println!("{}", s.id);
+            }
+            let s = c.wait(&s.id, Duration::from_secs(24 * 3600))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                print_status(&s);
+            }
+            JobEnded::check(&s)?;
+            let r = c.result(&s.id)?;
+            if json {
+                if let Some(p) = &out {
+                    std::fs::write(p, r.proof()?)
+                        .with_context(|| format!("writing {}", p.display()))?;
+                }
+            } else {
+                write_or_print_proof(&r.proof()?, &r.public_inputs, out.as_ref())?;
+                print_timings(&s);
             }
         }
-        Command::Status { id, server, wait } => {
-            let s = client(&cfg, &server).status(&id, wait)?;
+        Command::Status {
+            id: Some(id),
+            server,
+            wait,
+            ..
+        } => {
+            let s = client(&cfg, &server)?.status(&id, wait)?;
             println!("{}", serde_json::to_string_pretty(&s)?);
         }
+        Command::Status {
+            id: None,
+            server,
+            json,
+            ..
+        } => {
+            let page = client(&cfg, &server)?.status_page()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&page)?);
+            } else {
+                print!("{}", status::render(&page));
+            }
+        }
+        Command::Top {
+            server,
+            interval_ms,
+        } => top::run(&client(&cfg, &server)?, Duration::from_millis(interval_ms))?,
         Command::Result { id, server, out } => {
-            let r = client(&cfg, &server).result(&id)?;
+            let r = client(&cfg, &server)?.result(&id)?;
             write_or_print_proof(&r.proof()?, &r.public_inputs, out.as_ref())?;
         }
         Command::Cancel { id, server } => {
-            let s = client(&cfg, &server).cancel(&id)?;
+            let s = client(&cfg, &server)?.cancel(&id)?;
             print_status(&s);
         }
-        Command::List { server } => {
-            for s in client(&cfg, &server).list()? {
-                print_status(&s);
+        Command::List { server, json } => {
+            let jobs = client(&cfg, &server)?.list()?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({ "jobs": jobs }))?
+                );
+            } else {
+                for s in jobs {
+                    print_status(&s);
+                }
             }
         }
     }
@@ -471,9 +643,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn main() {
+    // clap exits with 2 (ExitCode::Usage) on bad arguments.
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("error: {e:#}");
-        std::process::exit(1);
+        std::process::exit(exit::code_of(&e) as i32);
     }
+    std::process::exit(ExitCode::Ok as i32);
 }

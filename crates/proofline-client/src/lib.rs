@@ -1,11 +1,24 @@
-//! A small blocking client of the proofline HTTP API (docs/api.md).
+//! A small blocking client of the proofline HTTP API (docs/api.md). With
+//! [`Client::with_token`] every request carries `Authorization: Bearer <token>`; with
+//! [`Client::with_root_cert`] an `https://` daemon is trusted by that certificate.
+//!
+//! Every call retries what is worth retrying ([`retry`]): transport errors and HTTP 503, with
+//! bounded exponential backoff and jitter, or after the daemon's `Retry-After`. Every
+//! submission carries an idempotency key, the same on each attempt, so a retried submission
+//! never starts a second job.
 
+pub mod retry;
+
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use proofline_wire::{ErrorBody, JobRequest, JobStatus};
+use proofline_wire::{ErrorBody, JobRequest, JobStatus, StatusPage};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+
+pub use retry::{new_idempotency_key, RetryPolicy};
 
 /// Client errors.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +40,8 @@ pub enum ClientError {
         code: String,
         /// Message from the body.
         message: String,
+        /// The `Retry-After` header, seconds (503 answers carry one).
+        retry_after_s: Option<u64>,
     },
     /// The answer could not be decoded.
     #[error("unexpected answer from {url}: {message}")]
@@ -68,41 +83,170 @@ impl ResultBody {
     }
 }
 
+impl ClientError {
+    /// Whether trying again may succeed: transport errors and 503.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ClientError::Transport { .. } => true,
+            ClientError::Api { status, .. } => *status == 503,
+            _ => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ClientError::Api {
+                retry_after_s: Some(s),
+                ..
+            } => Some(Duration::from_secs(*s)),
+            _ => None,
+        }
+    }
+}
+
+/// A submission's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Submission {
+    /// The job's status.
+    pub status: JobStatus,
+    /// Whether the daemon answered with a job it had already accepted for the same key (HTTP
+    /// 200 and `Idempotent-Replayed`) rather than a new one (202).
+    pub replayed: bool,
+}
+
 /// Client of one daemon.
 #[derive(Clone)]
 pub struct Client {
     base: String,
     agent: ureq::Agent,
+    retry: RetryPolicy,
+    token: Option<String>,
+}
+
+fn agent(tls: Option<ureq::tls::TlsConfig>) -> ureq::Agent {
+    let mut b = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(900)));
+    if let Some(tls) = tls {
+        b = b.tls_config(tls);
+    }
+    b.build().new_agent()
+}
+
+/// An answer: status, headers that matter, body.
+struct Answer {
+    status: u16,
+    retry_after_s: Option<u64>,
+    replayed: bool,
+    body: Vec<u8>,
 }
 
 impl Client {
-    /// A client of the daemon at `base` (e.g. `http://127.0.0.1:9797`).
+    /// A client of the daemon at `base` (e.g. `http://127.0.0.1:9797`), with the default
+    /// [`RetryPolicy`].
     pub fn new(base: impl Into<String>) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(900)))
-            .build()
-            .new_agent();
         Client {
             base: base.into().trim_end_matches('/').to_string(),
-            agent,
+            agent: agent(None),
+            retry: RetryPolicy::default(),
+            token: None,
         }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Trusts the daemon's TLS certificate (PEM; a self-signed one or its CA's) instead of the
+    /// system's roots.
+    pub fn with_root_cert(mut self, pem_file: &Path) -> Result<Self, ClientError> {
+        let fail = |message: String| ClientError::Transport {
+            url: pem_file.display().to_string(),
+            message,
+        };
+        let pem = std::fs::read(pem_file).map_err(|e| fail(e.to_string()))?;
+        let cert = ureq::tls::Certificate::from_pem(&pem).map_err(|e| fail(e.to_string()))?;
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(ureq::tls::RootCerts::Specific(Arc::new(vec![cert])))
+            .build();
+        self.agent = agent(Some(tls));
+        Ok(self)
+    }
+
+    fn authed<B>(&self, rb: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.token {
+            Some(t) => rb.header("authorization", format!("Bearer {t}")),
+            None => rb,
+        }
+    }
+
+    /// The same client with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The daemon's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
 
-    fn handle<T: DeserializeOwned>(
+    /// Sends a request (built anew by `send` for each attempt), retrying per the policy.
+    fn call(
+        &self,
+        url: &str,
+        send: impl Fn() -> Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<Answer, ClientError> {
+        let mut attempt = 1;
+        loop {
+            let r = Self::read(url, send());
+            let err = match r {
+                Ok(a) if a.status == 503 => Self::api_error(&a),
+                Ok(a) => return Ok(a),
+                Err(e) => e,
+            };
+            match self
+                .retry
+                .delay(attempt, err.retry_after(), retry::random_unit())
+                .filter(|_| err.is_retryable())
+            {
+                Some(wait) => std::thread::sleep(wait),
+                None if attempt > 1 && matches!(err, ClientError::Transport { .. }) => {
+                    return Err(ClientError::Transport {
+                        url: url.to_string(),
+                        message: format!("{err} (after {attempt} attempts)"),
+                    })
+                }
+                None => return Err(err),
+            }
+            attempt += 1;
+        }
+    }
+
+    fn read(
         url: &str,
         r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    ) -> Result<T, ClientError> {
+    ) -> Result<Answer, ClientError> {
         let mut resp = r.map_err(|e| ClientError::Transport {
             url: url.to_string(),
             message: e.to_string(),
         })?;
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let retry_after_s = header("retry-after").and_then(|v| v.trim().parse().ok());
+        let replayed = header("idempotent-replayed").is_some_and(|v| v == "true");
         let status = resp.status().as_u16();
-        let bytes = resp
+        let body = resp
             .body_mut()
             .with_config()
             .limit(1 << 30)
@@ -111,21 +255,36 @@ impl Client {
                 url: url.to_string(),
                 message: e.to_string(),
             })?;
-        if status >= 400 {
-            return Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
-                Ok(b) => ClientError::Api {
-                    status,
-                    code: b.error.code,
-                    message: b.error.message,
-                },
-                Err(_) => ClientError::Api {
-                    status,
-                    code: "http_error".into(),
-                    message: String::from_utf8_lossy(&bytes).into_owned(),
-                },
-            });
+        Ok(Answer {
+            status,
+            retry_after_s,
+            replayed,
+            body,
+        })
+    }
+
+    fn api_error(a: &Answer) -> ClientError {
+        match serde_json::from_slice::<ErrorBody>(&a.body) {
+            Ok(b) => ClientError::Api {
+                status: a.status,
+                code: b.error.code,
+                message: b.error.message,
+                retry_after_s: a.retry_after_s,
+            },
+            Err(_) => ClientError::Api {
+                status: a.status,
+                code: "http_error".into(),
+                message: String::from_utf8_lossy(&a.body).into_owned(),
+                retry_after_s: a.retry_after_s,
+            },
         }
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {
+    }
+
+    fn decode<T: DeserializeOwned>(url: &str, a: &Answer) -> Result<T, ClientError> {
+        if a.status >= 400 {
+            return Err(Self::api_error(a));
+        }
+        serde_json::from_slice(&a.body).map_err(|e| ClientError::Decode {
             url: url.to_string(),
             message: e.to_string(),
         })
@@ -133,25 +292,81 @@ impl Client {
 
     fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         let url = self.url(path);
-        Self::handle(&url, self.agent.get(&url).call())
+        let a = self.call(&url, || self.authed(self.agent.get(&url)).call())?;
+        Self::decode(&url, &a)
     }
 
-    /// Submits a job; returns its status (state "queued" or "running").
+    fn submission(url: &str, a: &Answer) -> Result<Submission, ClientError> {
+        Ok(Submission {
+            status: Self::decode(url, a)?,
+            replayed: a.replayed,
+        })
+    }
+
+    /// Submits a job; returns its status (state "queued" or "running"). Retried safely: the
+    /// submission carries the request's idempotency key, or a fresh one.
     pub fn submit(&self, req: &JobRequest) -> Result<JobStatus, ClientError> {
+        let key = req
+            .idempotency_key
+            .clone()
+            .unwrap_or_else(new_idempotency_key);
+        self.submit_keyed(req, &key).map(|s| s.status)
+    }
+
+    /// Submits a job under idempotency key `key`: submitting the same request under the same
+    /// key again returns the same job (`replayed`).
+    pub fn submit_keyed(&self, req: &JobRequest, key: &str) -> Result<Submission, ClientError> {
         let url = self.url("/v1/jobs");
-        Self::handle(&url, self.agent.post(&url).send_json(req))
+        let body = serde_json::to_vec(req).map_err(|e| ClientError::Decode {
+            url: url.clone(),
+            message: format!("encoding the request: {e}"),
+        })?;
+        let a = self.call(&url, || {
+            self.authed(self.agent.post(&url))
+                .header("content-type", "application/json")
+                .header("idempotency-key", key)
+                .send(&body[..])
+        })?;
+        Self::submission(&url, &a)
+    }
+
+    /// Submits a job whose document is sent as the raw body (`POST /v1/jobs/{kind}`, no
+    /// base64): for `porep-c2` a C1 output or `Commit2In` file. `fields` are the other request
+    /// fields (`sector_id`, `miner_id` or `prover_id`, `priority`, `id`), sent in the query
+    /// string.
+    pub fn submit_document(
+        &self,
+        kind: &str,
+        document: &[u8],
+        fields: &[(&str, String)],
+        key: &str,
+    ) -> Result<Submission, ClientError> {
+        let query: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
+            .collect();
+        let mut url = self.url(&format!("/v1/jobs/{}", percent_encode(kind)));
+        if !query.is_empty() {
+            url = format!("{url}?{}", query.join("&"));
+        }
+        let a = self.call(&url, || {
+            self.authed(self.agent.post(&url))
+                .header("content-type", "application/octet-stream")
+                .header("idempotency-key", key)
+                .send(document)
+        })?;
+        Self::submission(&url, &a)
     }
 
     /// Submits a raw JSON body (the integration harness sends malformed ones on purpose).
     pub fn submit_raw(&self, body: &[u8]) -> Result<JobStatus, ClientError> {
         let url = self.url("/v1/jobs");
-        Self::handle(
-            &url,
-            self.agent
-                .post(&url)
+        let a = self.call(&url, || {
+            self.authed(self.agent.post(&url))
                 .header("content-type", "application/json")
-                .send(body),
-        )
+                .send(body)
+        })?;
+        Self::decode(&url, &a)
     }
 
     /// The status of a job; with `wait_s`, waits up to that long for it to finish.
@@ -188,30 +403,22 @@ impl Client {
     /// The raw proof bytes of a succeeded job.
     pub fn proof_bytes(&self, id: &str) -> Result<Vec<u8>, ClientError> {
         let url = self.url(&format!("/v1/jobs/{id}/proof"));
-        let mut resp = self
-            .agent
-            .get(&url)
-            .header("accept", "application/octet-stream")
-            .call()
-            .map_err(|e| ClientError::Transport {
-                url: url.clone(),
-                message: e.to_string(),
-            })?;
-        if resp.status().as_u16() >= 400 {
-            return Self::handle::<Vec<u8>>(&url, Ok(resp));
+        let a = self.call(&url, || {
+            self.authed(self.agent.get(&url))
+                .header("accept", "application/octet-stream")
+                .call()
+        })?;
+        if a.status >= 400 {
+            return Err(Self::api_error(&a));
         }
-        resp.body_mut()
-            .read_to_vec()
-            .map_err(|e| ClientError::Transport {
-                url,
-                message: e.to_string(),
-            })
+        Ok(a.body)
     }
 
     /// Cancels a job.
     pub fn cancel(&self, id: &str) -> Result<JobStatus, ClientError> {
         let url = self.url(&format!("/v1/jobs/{id}"));
-        Self::handle(&url, self.agent.delete(&url).call())
+        let a = self.call(&url, || self.authed(self.agent.delete(&url)).call())?;
+        Self::decode(&url, &a)
     }
 
     /// All retained jobs.
@@ -223,6 +430,11 @@ impl Client {
         Ok(self.get::<L>("/v1/jobs")?.jobs)
     }
 
+    /// The daemon's status page (`GET /v1/status`).
+    pub fn status_page(&self) -> Result<StatusPage, ClientError> {
+        self.get("/v1/status")
+    }
+
     /// `/healthz`.
     pub fn health(&self) -> Result<serde_json::Value, ClientError> {
         self.get("/healthz")
@@ -231,19 +443,26 @@ impl Client {
     /// `/metrics` (Prometheus text).
     pub fn metrics(&self) -> Result<String, ClientError> {
         let url = self.url("/metrics");
-        let mut resp = self
-            .agent
-            .get(&url)
-            .call()
-            .map_err(|e| ClientError::Transport {
-                url: url.clone(),
-                message: e.to_string(),
-            })?;
-        resp.body_mut()
-            .read_to_string()
-            .map_err(|e| ClientError::Transport {
-                url,
-                message: e.to_string(),
-            })
+        let a = self.call(&url, || self.authed(self.agent.get(&url)).call())?;
+        if a.status >= 400 {
+            return Err(Self::api_error(&a));
+        }
+        String::from_utf8(a.body).map_err(|e| ClientError::Decode {
+            url,
+            message: e.to_string(),
+        })
     }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }

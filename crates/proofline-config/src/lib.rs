@@ -1,6 +1,11 @@
 //! Configuration: the embedded default (`config/default.toml`), an optional file, and
 //! `PROOFLINE_<SECTION>__<KEY>` environment variables, in that order of precedence (last wins).
 //!
+//! Only names of that shape (a double underscore after the prefix) are configuration; an
+//! unknown section or key among them is an error that names it. Other `PROOFLINE_*` variables
+//! (`PROOFLINE_TEST_CACHE`, `PROOFLINE_NVCC`, `PROOFLINE_URL`, ...) belong to the build, the
+//! tests or the command-line client and are not read here ([`is_config_var`]).
+//!
 //! Every key is documented in `config/default.toml` and `config/README.md`.
 
 use std::path::{Path, PathBuf};
@@ -12,6 +17,13 @@ pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 
 /// Prefix of environment overrides.
 pub const ENV_PREFIX: &str = "PROOFLINE";
+
+/// Whether an environment variable is a configuration override: `PROOFLINE_<SECTION>__<KEY>`.
+pub fn is_config_var(name: &str) -> bool {
+    name.strip_prefix(ENV_PREFIX)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|rest| rest.contains("__"))
+}
 
 /// Errors while loading configuration.
 #[derive(Debug, thiserror::Error)]
@@ -43,8 +55,10 @@ pub struct Config {
     pub filecoin: FilecoinConfig,
     /// The demo job.
     pub demo: DemoConfig,
-    /// Job journal.
+    /// Where accepted jobs are kept.
     pub state: StateConfig,
+    /// The queue shared by several daemons.
+    pub queue: QueueConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -59,6 +73,28 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// HTTP worker threads.
     pub workers: usize,
+    /// Bearer token every endpoint but `/healthz` requires; empty: none.
+    pub auth_token: String,
+    /// File holding the bearer token (read at start, surrounding whitespace trimmed).
+    pub auth_token_file: String,
+    /// Serve a non-loopback address without a token (refused otherwise).
+    pub allow_unauthenticated: bool,
+    /// PEM certificate chain for TLS; with `tls_key`, the API is served over HTTPS.
+    pub tls_cert: String,
+    /// PEM private key for TLS.
+    pub tls_key: String,
+    /// On SIGTERM/SIGINT: seconds to let running jobs finish before stopping.
+    pub drain_timeout_s: u64,
+}
+
+/// Where accepted jobs are kept (`state.store`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// A database file in `state.dir`: jobs survive restarts and crashes.
+    Embedded,
+    /// Nothing persisted (tests, throwaway runs).
+    Memory,
 }
 
 /// Which compute backend to use.
@@ -145,8 +181,28 @@ pub struct DemoConfig {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct StateConfig {
-    /// Journal directory; empty for none.
+    /// `embedded` or `memory`.
+    pub store: StoreKind,
+    /// State directory; empty: `$XDG_STATE_HOME/proofline`, else `~/.local/state/proofline`.
     pub dir: String,
+    /// Finished jobs older than this many seconds are pruned (0: by count only).
+    pub retain_finished_s: u64,
+}
+
+/// `[queue]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// PostgreSQL URL of the shared queue; empty: this daemon keeps its own jobs.
+    pub postgres_url: String,
+    /// Seconds a claim lasts without renewal.
+    pub lease_s: u64,
+    /// Name of this daemon in claims; empty: host name and process id.
+    pub holder: String,
+    /// Jobs this daemon holds claims on at once.
+    pub max_claimed_jobs: usize,
+    /// Milliseconds between looks for claimable jobs when idle.
+    pub poll_ms: u64,
 }
 
 /// `[log]`.
@@ -181,10 +237,8 @@ impl Config {
                     .required(true),
             );
         }
-        let env_map: config::Map<String, String> = env
-            .into_iter()
-            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
-            .collect();
+        let env_map: config::Map<String, String> =
+            env.into_iter().filter(|(k, _)| is_config_var(k)).collect();
         b = b.add_source(
             config::Environment::with_prefix(ENV_PREFIX)
                 .prefix_separator("_")
@@ -216,6 +270,7 @@ impl Config {
             ),
             ("pipeline.max_queued_jobs", self.pipeline.max_queued_jobs),
             ("server.workers", self.server.workers),
+            ("queue.max_claimed_jobs", self.queue.max_claimed_jobs),
             ("server.max_body_bytes", self.server.max_body_bytes),
         ];
         for (key, v) in positive {
@@ -233,6 +288,24 @@ impl Config {
                     "'{}' is not an address like 127.0.0.1:9797",
                     self.server.bind
                 ),
+            });
+        }
+        if self.queue.lease_s < 2 {
+            return Err(ConfigError::Invalid {
+                key: "queue.lease_s",
+                message: "must be at least 2 (claims are renewed every third of it)".into(),
+            });
+        }
+        if self.server.tls_cert.is_empty() != self.server.tls_key.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "server.tls_cert",
+                message: "server.tls_cert and server.tls_key are set together or not at all".into(),
+            });
+        }
+        if !self.server.auth_token.is_empty() && !self.server.auth_token_file.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "server.auth_token",
+                message: "set server.auth_token or server.auth_token_file, not both".into(),
             });
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
@@ -273,9 +346,40 @@ impl Config {
             .then(|| expand_home(&self.pipeline.constraints_dir))
     }
 
-    /// The journal directory, if any.
-    pub fn state_dir(&self) -> Option<PathBuf> {
-        (!self.state.dir.is_empty()).then(|| expand_home(&self.state.dir))
+    /// The state directory: the key, else `$XDG_STATE_HOME/proofline`, else
+    /// `~/.local/state/proofline`.
+    pub fn state_dir(&self) -> PathBuf {
+        if !self.state.dir.is_empty() {
+            return expand_home(&self.state.dir);
+        }
+        match std::env::var_os("XDG_STATE_HOME") {
+            Some(v) if !v.is_empty() => PathBuf::from(v).join("proofline"),
+            _ => expand_home("~/.local/state/proofline"),
+        }
+    }
+
+    /// The bearer token: `server.auth_token`, else the contents of `server.auth_token_file`
+    /// (trimmed); `None` when neither is set.
+    pub fn auth_token(&self) -> Result<Option<String>, ConfigError> {
+        if !self.server.auth_token.is_empty() {
+            return Ok(Some(self.server.auth_token.clone()));
+        }
+        if self.server.auth_token_file.is_empty() {
+            return Ok(None);
+        }
+        let path = expand_home(&self.server.auth_token_file);
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Invalid {
+            key: "server.auth_token_file",
+            message: format!("cannot read {}: {e}", path.display()),
+        })?;
+        let token = text.trim().to_string();
+        if token.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "server.auth_token_file",
+                message: format!("{} is empty", path.display()),
+            });
+        }
+        Ok(Some(token))
     }
 }
 
@@ -321,6 +425,7 @@ mod tests {
             Some(&f),
             env(&[
                 ("PROOFLINE_PIPELINE__SYNTHESIS_WORKERS", "5"),
+                ("PROOFLINE_TEST_CACHE", "/tmp/x"),
                 ("OTHER", "x"),
             ]),
         )
@@ -328,6 +433,34 @@ mod tests {
         assert_eq!(c.server.bind, "127.0.0.1:1234");
         assert_eq!(c.pipeline.synthesis_workers, 5);
         assert_eq!(c.pipeline.cpu_msm_workers, 1);
+    }
+
+    #[test]
+    fn build_and_test_variables_are_not_configuration() {
+        let c = Config::load_with_env(
+            None,
+            env(&[
+                ("PROOFLINE_TEST_CACHE", "/tmp/cache"),
+                ("PROOFLINE_NVCC", "/opt/cuda/bin/nvcc"),
+                ("PROOFLINE_CUDA_ARCHS", "90"),
+                ("PROOFLINE_REQUIRE_KERNELS", "1"),
+                ("PROOFLINE_GPU_DEVICE", "0"),
+                ("PROOFLINE_URL", "http://127.0.0.1:9797"),
+                ("PROOFLINE_CONFIG", "/etc/proofline.toml"),
+                ("PROOFLINE_LOG__LEVEL", "debug"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.log.level, "debug");
+        assert!(is_config_var("PROOFLINE_SERVER__BIND"));
+        assert!(!is_config_var("PROOFLINE_SERVER"));
+        assert!(!is_config_var("PROOFLINEX__A"));
+        // A name of the configuration's shape is checked: a typo is an error naming it.
+        let e =
+            Config::load_with_env(None, env(&[("PROOFLINE_PIPELNE__BACKEND", "cpu")])).unwrap_err();
+        assert!(e.to_string().contains("pipelne"), "{e}");
+        let e = Config::load_with_env(None, env(&[("PROOFLINE_SERVER__BINDD", "x")])).unwrap_err();
+        assert!(e.to_string().contains("bindd"), "{e}");
     }
 
     #[test]
@@ -355,5 +488,34 @@ mod tests {
         std::fs::write(&f, "[server]\nbindd = \"x\"\n").unwrap();
         let e = Config::load_with_env(Some(&f), env(&[])).unwrap_err();
         assert!(e.to_string().contains("bindd"), "{e}");
+        let e = Config::load_with_env(None, env(&[("PROOFLINE_SERVER__TLS_CERT", "/c.pem")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("server.tls_cert"), "{e}");
+        let e =
+            Config::load_with_env(None, env(&[("PROOFLINE_STATE__STORE", "floppy")])).unwrap_err();
+        assert!(e.to_string().contains("floppy"), "{e}");
+    }
+
+    #[test]
+    fn state_and_token_defaults() {
+        let c = Config::embedded_default().unwrap();
+        assert_eq!(c.state.store, StoreKind::Embedded, "durable by default");
+        assert!(c.state_dir().ends_with("proofline"));
+        assert_eq!(c.auth_token().unwrap(), None);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "  s3cret\n").unwrap();
+        let c = Config::load_with_env(
+            None,
+            env(&[("PROOFLINE_SERVER__AUTH_TOKEN_FILE", f.to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(c.auth_token().unwrap().as_deref(), Some("s3cret"));
+        std::fs::write(&f, "\n").unwrap();
+        assert!(c
+            .auth_token()
+            .unwrap_err()
+            .to_string()
+            .contains("server.auth_token_file"));
     }
 }

@@ -110,12 +110,26 @@ impl PorepC2Adapter {
         &self,
         req: &JobRequest,
     ) -> Result<(JobPlan, SealIdentity), JobError> {
-        let input = parse_input(&req.input)?;
+        let input = parse_input(&req.input, req.payload.as_ref().map(|p| p.as_bytes()))?;
+        let expected = proofline_jobs::expected_public_inputs(req)?;
+        self.plan_input(input, req.circuit.as_deref(), expected)
+    }
+
+    /// Plans an input the caller has already parsed (the typed embedding API hands the C1
+    /// output here as a struct: no JSON, no base64). `circuit`, if given, must be the C1
+    /// output's registered proof; `expected_public_inputs`, if given, all partitions' public
+    /// inputs concatenated.
+    pub fn plan_input(
+        &self,
+        input: C2Input,
+        circuit: Option<&str>,
+        expected_public_inputs: Option<Vec<Scalar>>,
+    ) -> Result<(JobPlan, SealIdentity), JobError> {
         let identity = SealIdentity::of(&input);
         let rp = identity.registered_proof;
         let rp_field = format!("{}.registered_proof", input.c1_field);
         shapes::check_supported(rp).map_err(|m| JobError::field(&rp_field, m))?;
-        if let Some(name) = req.circuit.as_deref() {
+        if let Some(name) = circuit {
             if name != shapes::name(rp) {
                 return Err(JobError::field(
                     "circuit",
@@ -133,7 +147,7 @@ impl PorepC2Adapter {
             &rp_field,
             format!("unsupported sector size {s}")
         )))?;
-        if let Some(expected) = proofline_jobs::expected_public_inputs(req)? {
+        if let Some(expected) = expected_public_inputs {
             let all: Vec<Scalar> = partitions
                 .iter()
                 .flat_map(|p| p.public_inputs.iter().copied())
@@ -151,9 +165,12 @@ impl PorepC2Adapter {
         }
         let plan = JobPlan {
             label: format!(
-                "porep-c2 {} sector {} ({})",
+                "porep-c2 {} sector {}{} ({})",
                 shapes::sector_size_label(size),
                 identity.sector_id,
+                crate::miner::actor_of_prover_id(&identity.prover_id)
+                    .map(|id| format!(" of miner {id}"))
+                    .unwrap_or_default(),
                 shapes::name(rp)
             ),
             params,
@@ -282,7 +299,7 @@ pub fn plan_shape<Tree: 'static + MerkleTreeTrait>(
 pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
     input: C2Input,
 ) -> Result<(Arc<Prepared<Tree>>, RegisteredSealProof), JobError> {
-    let f = input.c1_field;
+    let f = input.c1_field.as_str();
     let SealCommitPhase1Output {
         registered_proof: rp,
         vanilla_proofs,
@@ -319,11 +336,11 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
     let expected: Scalar = expected.into();
     if recorded != expected {
         return Err(JobError::field(
-            crate::c1::F_PROVER,
+            input.prover_field,
             format!(
-                "prover_id and sector_id {} do not match the C1 output (its replica_id was \
-                 derived from another prover id, sector number or ticket)",
-                input.sector_id
+                "{} and sector_id {} do not match the C1 output (its replica_id was derived \
+                 from another prover id, sector number or ticket)",
+                input.prover_field, input.sector_id
             ),
         ));
     }

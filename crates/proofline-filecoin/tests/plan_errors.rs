@@ -5,7 +5,7 @@ use base64::Engine;
 use filecoin_hashers::poseidon::{PoseidonDomain, PoseidonHasher};
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::RegisteredSealProof;
-use proofline_filecoin::{shapes, FilecoinConfig, PorepC2Adapter};
+use proofline_filecoin::{shapes, Commit2In, FilecoinConfig, PorepC2Adapter};
 use proofline_jobs::{JobAdapter, JobError, JobRequest};
 use serde_json::{json, Value};
 use storage_proofs_porep::stacked::generate_replica_id;
@@ -47,6 +47,7 @@ fn req(input: Value) -> JobRequest {
         input,
         public_inputs: None,
         priority: 0,
+        ..Default::default()
     }
 }
 
@@ -95,7 +96,7 @@ fn bad_inputs_name_their_field() {
             json!({"c1_output_base64": base64::engine::general_purpose::STANDARD.encode(b"{\"x\":1}"),
                    "prover_id": hex::encode(PROVER), "sector_id": 1}),
             "input.c1_output_base64",
-            "not a C1 output",
+            "neither a C1 output",
         ),
         (
             json!({"c1_output_base64": 5, "prover_id": hex::encode(PROVER), "sector_id": 1}),
@@ -110,7 +111,7 @@ fn bad_inputs_name_their_field() {
         (
             json!({"c1_output": {}, "c1_output_base64": "", "prover_id": hex::encode(PROVER), "sector_id": 1}),
             "input",
-            "not both",
+            "document once",
         ),
         (
             json!({"c1_output": empty_2kib(), "prover_id": "abcd", "sector_id": 1}),
@@ -142,6 +143,94 @@ fn bad_inputs_name_their_field() {
         let (f, m) = field_err(&a, req(inp.clone()));
         assert_eq!(f, field, "{inp}: {m}");
         assert!(m.contains(needle), "{inp}: '{m}' lacks '{needle}'");
+    }
+
+    // The document as the request's payload: a Commit2In or a bare C1 output, and what each
+    // may conflict with.
+    let c1_bytes = serde_json::to_vec(&empty_2kib()).unwrap();
+    let commit2in = |num: u64, size: u64| {
+        serde_json::to_vec(&Commit2In {
+            sector_num: num,
+            phase1_out: c1_bytes.clone(),
+            sector_size: size,
+        })
+        .unwrap()
+    };
+    let with_payload = |input: Value, payload: Vec<u8>| JobRequest {
+        payload: Some(payload.into()),
+        ..req(input)
+    };
+    let payload_cases: Vec<(Value, Vec<u8>, &str, &str)> = vec![
+        (
+            json!({"prover_id": hex::encode(PROVER), "sector_id": SECTOR + 1}),
+            commit2in(SECTOR, 2048),
+            "input.sector_id",
+            "SectorNum is 17",
+        ),
+        (
+            json!({"prover_id": hex::encode(PROVER)}),
+            commit2in(SECTOR, 1 << 35),
+            "payload.SectorSize",
+            "2KiB",
+        ),
+        (
+            json!({"prover_id": hex::encode(PROVER), "miner_id": "f01000"}),
+            commit2in(SECTOR, 2048),
+            "input.miner_id",
+            "not both",
+        ),
+        (
+            json!({"miner_id": "f1abc"}),
+            commit2in(SECTOR, 2048),
+            "input.miner_id",
+            "ID address",
+        ),
+        (
+            json!({"prover_id": hex::encode(PROVER)}),
+            c1_bytes.clone(),
+            "input.sector_id",
+            "bare C1 output",
+        ),
+        (
+            json!({"prover_id": hex::encode(PROVER), "sector_id": SECTOR}),
+            b"\x00\x01binary".to_vec(),
+            "payload",
+            "neither a C1 output",
+        ),
+        (
+            json!({"prover_id": hex::encode(PROVER), "sector_id": SECTOR, "sector": 1}),
+            c1_bytes.clone(),
+            "input.sector",
+            "unknown field",
+        ),
+        // The miner's prover id is not the one the C1 output was sealed with.
+        (
+            json!({"miner_id": "t01000"}),
+            commit2in(SECTOR, 2048),
+            "input.miner_id",
+            "do not match",
+        ),
+    ];
+    for (inp, payload, field, needle) in payload_cases {
+        let (f, m) = field_err(&a, with_payload(inp.clone(), payload));
+        assert_eq!(f, field, "{inp}: {m}");
+        assert!(m.contains(needle), "{inp}: '{m}' lacks '{needle}'");
+    }
+    // The same documents pass parsing when consistent: the sector number comes from the
+    // Commit2In, the empty vanilla proofs are then the first thing refused.
+    for payload in [commit2in(SECTOR, 2048), c1_bytes.clone()] {
+        let sector = if payload == c1_bytes {
+            json!(SECTOR)
+        } else {
+            json!(null)
+        };
+        let mut input = json!({"prover_id": hex::encode(PROVER)});
+        if !sector.is_null() {
+            input["sector_id"] = sector;
+        }
+        let (f, m) = field_err(&a, with_payload(input, payload));
+        assert!(f.ends_with("vanilla_proofs"), "{f}: {m}");
+        assert!(m.contains("0 partitions"), "{m}");
     }
 
     // Unknown registered proof, in both encodings.

@@ -58,7 +58,7 @@ fn plans(sector: &fixture::SealedSector, copies: usize) -> Vec<Vec<PartitionPlan
     (0..copies)
         .map(|_| {
             let body = c1::request_body(&sector.c1_output, &sector.prover_id, sector.sector_id);
-            let input = c1::parse_input(&body["input"]).unwrap();
+            let input = c1::parse_input(&body["input"], None).unwrap();
             with_tree_shape!(size, plan_shape(input), |s| Err(
                 proofline_jobs::JobError::Internal(format!("{s}"))
             ))

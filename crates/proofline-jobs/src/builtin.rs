@@ -116,6 +116,12 @@ impl JobAdapter for BuiltinAdapter {
         })?;
         let circuit = BuiltinCircuit::parse(name)?;
         let BuiltinCircuit::Sha256 { blocks } = circuit;
+        if req.payload.is_some() {
+            return Err(JobError::field(
+                "payload",
+                "kind 'groth16' takes no document; give the preimage in input.preimage_hex",
+            ));
+        }
         let input = req.input.as_object();
         let preimage = match (
             input.and_then(|o| o.get("preimage_hex")),
@@ -217,11 +223,9 @@ mod tests {
 
     fn req(circuit: Option<&str>, input: serde_json::Value) -> JobRequest {
         JobRequest {
-            kind: "groth16".into(),
             circuit: circuit.map(str::to_string),
             input,
-            public_inputs: None,
-            priority: 0,
+            ..JobRequest::new("groth16")
         }
     }
 

@@ -27,9 +27,9 @@ pub use constraints_store::{
     ConstraintsStore, PlainReason, Precompiled, RecordTicket, SynthesisMode,
 };
 pub use error::{ErrorKind, JobError};
-pub use params_store::{ParamsCheck, ParamsSpec, ParamsStore};
-pub use proofline_wire::JobRequest;
-pub use request::{expected_public_inputs, parse_scalar_hex, scalar_to_hex};
+pub use params_store::{ParamsCheck, ParamsSpec, ParamsStore, Resident};
+pub use proofline_wire::{JobRequest, Payload};
+pub use request::{expected_public_inputs, parse_scalar_hex, request_digest, scalar_to_hex};
 
 /// Builds one partition's circuit; runs on a synthesis thread, not on the request path.
 pub type CircuitThunk =

@@ -57,7 +57,24 @@ impl ParamsSpec {
 /// Receives `(label, total_bytes)` when a load starts; returns a callback fed the bytes read.
 pub type ProgressFactory = Arc<dyn Fn(&str, u64) -> Box<dyn FnMut(u64)> + Send + Sync>;
 
-type Slot = Arc<Mutex<Option<SharedProvingKey>>>;
+/// A resident parameter set and how long its load took (`None`: put in the store directly).
+struct Loaded {
+    pk: SharedProvingKey,
+    load_s: Option<f64>,
+}
+
+type Slot = Arc<Mutex<Option<Loaded>>>;
+
+/// A resident parameter set, as [`ParamsStore::resident`] reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resident {
+    /// The set's id.
+    pub id: String,
+    /// Bytes held in host memory.
+    pub bytes: usize,
+    /// Seconds its load took (check included); `None` for sets inserted directly.
+    pub load_s: Option<f64>,
+}
 
 /// Loads parameter sets once and keeps them resident.
 pub struct ParamsStore {
@@ -101,10 +118,11 @@ impl ParamsStore {
     pub fn get(&self, spec: &ParamsSpec) -> Result<SharedProvingKey, JobError> {
         let slot = self.slot(&spec.id);
         let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(pk) = guard.as_ref() {
-            return Ok(pk.clone());
+        if let Some(loaded) = guard.as_ref() {
+            return Ok(loaded.pk.clone());
         }
         spec.require_present(&spec.id)?;
+        let started = Instant::now();
         let invalid = |message: String| JobError::ParamsInvalid {
             path: spec.path.clone(),
             message,
@@ -133,26 +151,36 @@ impl ParamsStore {
             "parameters loaded and resident"
         );
         let pk = Arc::new(pk);
-        *guard = Some(pk.clone());
+        *guard = Some(Loaded {
+            pk: pk.clone(),
+            load_s: Some(started.elapsed().as_secs_f64()),
+        });
         Ok(pk)
     }
 
     /// Puts already-built parameters in the store (tests, embedding).
     pub fn insert(&self, id: &str, pk: SharedProvingKey) {
         let slot = self.slot(id);
-        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(pk);
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(Loaded { pk, load_s: None });
     }
 
-    /// Resident parameter sets and their sizes in bytes.
-    pub fn resident(&self) -> Vec<(String, usize)> {
+    /// Resident parameter sets, their sizes and load times, by id. A set being loaded right now
+    /// is not listed (its slot is locked by the load), so the call never waits for a load.
+    pub fn resident(&self) -> Vec<Resident> {
         let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots
+        let mut v: Vec<Resident> = slots
             .iter()
             .filter_map(|(id, s)| {
-                let g = s.lock().unwrap_or_else(|e| e.into_inner());
-                g.as_ref().map(|pk| (id.clone(), pk.resident_bytes()))
+                let g = s.try_lock().ok()?;
+                g.as_ref().map(|l| Resident {
+                    id: id.clone(),
+                    bytes: l.pk.resident_bytes(),
+                    load_s: l.load_s,
+                })
             })
-            .collect()
+            .collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
     }
 }
 

@@ -1,20 +1,38 @@
-//! From configuration to a running pipeline: logging, the metrics recorder, the adapters of every
-//! job kind, the resident parameter store (with a progress bar on loads), and the backend.
+//! From configuration to a running pipeline: logging, the metrics recorder ([`observe`]), the
+//! adapters of every job kind, the resident parameter store (with a progress bar on loads), the
+//! backend, and the GPUs' own readings ([`nvml`]).
 //!
 //! The daemon, the CLI's in-process `prove`, the integration harness and a sealing worker that
-//! embeds proofline all start the pipeline through [`start_pipeline`].
+//! embeds proofline all start the pipeline through [`start_pipeline`]. A Rust sealing worker
+//! holds a [`Prover`] ([`prover`]): `Prover::start(&config)`, then `prove_porep_c2` with the C1
+//! output as a struct, or `submit`/`prove` with any job request. Errors are typed
+//! ([`RuntimeError`], [`ProveError`]).
+//!
+//! * [`error`]: why the runtime could not start, why a proof was not made;
+//! * [`prover`]: the embedding handle.
+
+pub mod error;
+pub mod prover;
+
+pub mod nvml;
+pub mod observe;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions};
-use proofline_config::{BackendKind, Config};
+use proofline_actors::store::embedded::FILE_NAME;
+use proofline_actors::store::shared::SharedSpec;
+use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions, StoreSpec};
+use proofline_config::{BackendKind, Config, StoreKind};
 use proofline_gpu::GpuBackend;
 use proofline_groth16::ProverBackend;
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsStore};
+
+pub use error::{ProveError, RuntimeError};
+pub use proofline_filecoin::SealCommitPhase1Output;
+pub use prover::Prover;
 
 /// Installs the tracing subscriber once (later calls are no-ops).
 pub fn init_logging(cfg: &Config) {
@@ -34,23 +52,7 @@ pub fn init_logging(cfg: &Config) {
     });
 }
 
-/// Installs the Prometheus recorder once and returns its handle.
-pub fn metrics_handle() -> Option<PrometheusHandle> {
-    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            const BUCKETS: &[f64] = &[
-                0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
-                300.0,
-            ];
-            PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Full("proofline_stage_seconds".into()), BUCKETS)
-                .ok()?
-                .install_recorder()
-                .ok()
-        })
-        .clone()
-}
+pub use observe::{build_info, metrics_handle};
 
 /// A progress bar for parameter loads, on stderr.
 fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
@@ -73,18 +75,24 @@ fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
     })
 }
 
+/// The `porep-c2` adapter of `cfg` (`[filecoin]`).
+pub fn porep_adapter(cfg: &Config) -> proofline_filecoin::PorepC2Adapter {
+    proofline_filecoin::PorepC2Adapter::new(proofline_filecoin::FilecoinConfig {
+        params_dir: cfg.filecoin_params_dir(),
+        verify_digests: cfg.filecoin.verify_digests,
+    })
+}
+
 /// The adapters of every job kind this build serves.
-pub fn registry(cfg: &Config) -> anyhow::Result<AdapterRegistry> {
+pub fn registry(cfg: &Config) -> Result<AdapterRegistry, RuntimeError> {
     let mut reg = AdapterRegistry::new();
-    let demo = BuiltinCircuit::parse(&cfg.demo.circuit)
-        .with_context(|| format!("configuration key 'demo.circuit' = '{}'", cfg.demo.circuit))?;
+    let demo = BuiltinCircuit::parse(&cfg.demo.circuit).map_err(|source| RuntimeError::Config {
+        key: "demo.circuit",
+        value: cfg.demo.circuit.clone(),
+        source,
+    })?;
     reg.register(Arc::new(BuiltinAdapter::new(cfg.params_dir(), vec![demo])));
-    reg.register(Arc::new(proofline_filecoin::PorepC2Adapter::new(
-        proofline_filecoin::FilecoinConfig {
-            params_dir: cfg.filecoin_params_dir(),
-            verify_digests: cfg.filecoin.verify_digests,
-        },
-    )));
+    reg.register(Arc::new(porep_adapter(cfg)));
     Ok(reg)
 }
 
@@ -141,21 +149,57 @@ fn gpu_options(
     opts.memory = Box::new(GpuMemory::new(backend.clone(), budget)?);
     opts.memory_budget = budget;
     opts.backend = backend;
+    match nvml::NvmlProbe::open() {
+        Ok(probe) => opts.gpu_probe = Some(Arc::new(probe)),
+        Err(e) => {
+            tracing::info!(reason = %e, "NVML not available: no GPU utilisation, memory or temperature figures")
+        }
+    }
     Ok(opts)
 }
 
+/// This host's name (for claim holders); "host" when unknown.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "host".into())
+}
+
+/// Where the pipeline keeps its jobs: the shared queue when `queue.postgres_url` is set, else
+/// `state.store`.
+pub fn store_spec(cfg: &Config) -> StoreSpec {
+    if !cfg.queue.postgres_url.is_empty() {
+        let holder = if cfg.queue.holder.is_empty() {
+            format!("{}-{}", host_name(), std::process::id())
+        } else {
+            cfg.queue.holder.clone()
+        };
+        return StoreSpec::Shared(SharedSpec {
+            url: cfg.queue.postgres_url.clone(),
+            lease: Duration::from_secs(cfg.queue.lease_s),
+            holder,
+            max_claimed: cfg.queue.max_claimed_jobs,
+            poll: Duration::from_millis(cfg.queue.poll_ms.max(10)),
+        });
+    }
+    match cfg.state.store {
+        StoreKind::Embedded => StoreSpec::Embedded {
+            path: cfg.state_dir().join(FILE_NAME),
+        },
+        StoreKind::Memory => StoreSpec::Memory,
+    }
+}
+
 /// Starts the pipeline described by `cfg`.
-pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
+pub fn start_pipeline(cfg: &Config) -> Result<Pipeline, RuntimeError> {
     let store = Arc::new(ParamsStore::new(cfg.params.check_points).with_progress(load_progress()));
     let reg = registry(cfg)?;
     let opts = match cfg.pipeline.backend {
         BackendKind::Cpu => PipelineOptions::cpu(&cfg.pipeline, reg, store),
-        BackendKind::Gpu => gpu_options(cfg, reg, store).map_err(|e| {
-            anyhow::anyhow!(
-                "configuration key 'pipeline.backend' = \"gpu\", but no GPU is usable: {e} \
-                 (use \"auto\" to fall back to the CPU)"
-            )
-        })?,
+        BackendKind::Gpu => gpu_options(cfg, reg, store).map_err(RuntimeError::GpuUnavailable)?,
         BackendKind::Auto => match gpu_options(cfg, reg.clone(), store.clone()) {
             Ok(o) => o,
             Err(e) => {
@@ -164,8 +208,16 @@ pub fn start_pipeline(cfg: &Config) -> anyhow::Result<Pipeline> {
             }
         },
     }
-    .with_journal(cfg.state_dir());
-    let p = Pipeline::start(opts).context("starting the actor pipeline")?;
+    .with_store(store_spec(cfg))
+    .with_retention_age(
+        (cfg.state.retain_finished_s > 0).then(|| Duration::from_secs(cfg.state.retain_finished_s)),
+    );
+    let opts = PipelineOptions {
+        build: build_info(),
+        ..opts
+    };
+    let p = Pipeline::start(opts)?;
+    observe::publish_build_info(p.backend_name());
     tracing::info!(backend = p.backend_name(), kinds = ?p.registry().kinds(), "pipeline started");
     Ok(p)
 }

@@ -1,4 +1,5 @@
-//! JSON error bodies and the extractor configurations that produce them.
+//! JSON error bodies (with `Retry-After` on every 503) and the extractor configurations that
+//! produce them.
 
 use actix_web::error::{JsonPayloadError, PathError, QueryPayloadError};
 use actix_web::http::StatusCode;
@@ -18,7 +19,14 @@ pub struct ApiError {
     pub message: String,
     /// Extra fields for the body (e.g. the job status).
     pub extra: Option<serde_json::Value>,
+    /// Seconds for the `Retry-After` header (every 503 has one).
+    pub retry_after_s: Option<u64>,
 }
+
+/// `Retry-After` of a refusal that is not about the queue (the journal could not be written,
+/// the daemon is stopping): a supervisor restarts a stopped daemon within seconds, and a full
+/// disk is not freed faster than this by retrying.
+pub const RETRY_AFTER_UNAVAILABLE_S: u64 = 10;
 
 impl ApiError {
     /// A new error.
@@ -28,7 +36,15 @@ impl ApiError {
             code,
             message: message.into(),
             extra: None,
+            retry_after_s: (status == StatusCode::SERVICE_UNAVAILABLE)
+                .then_some(RETRY_AFTER_UNAVAILABLE_S),
         }
+    }
+
+    /// The same error with `Retry-After: secs`.
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_s = Some(secs);
+        self
     }
 }
 
@@ -48,7 +64,11 @@ impl ResponseError for ApiError {
         if let (Some(extra), Some(obj)) = (&self.extra, body.as_object_mut()) {
             obj.insert("job".into(), extra.clone());
         }
-        HttpResponse::build(self.status).json(body)
+        let mut resp = HttpResponse::build(self.status);
+        if let Some(secs) = self.retry_after_s {
+            resp.insert_header((actix_web::http::header::RETRY_AFTER, secs.to_string()));
+        }
+        resp.json(body)
     }
 }
 
@@ -63,15 +83,30 @@ impl From<SubmitRejected> for ApiError {
                 };
                 ApiError::new(status, err.code(), err.to_string())
             }
-            SubmitRejected::Refused(r @ SubmitError::QueueFull(_)) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "queue_full", r.to_string())
+            SubmitRejected::Refused(
+                r @ SubmitError::QueueFull {
+                    retry_after_s: secs,
+                    ..
+                },
+            ) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "queue_full", r.to_string())
+                .retry_after(secs),
+            SubmitRejected::Refused(r @ SubmitError::Conflict { .. }) => {
+                ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", r.to_string())
             }
-            SubmitRejected::Refused(r @ SubmitError::Duplicate(_)) => {
-                ApiError::new(StatusCode::CONFLICT, "duplicate_id", r.to_string())
-            }
+            SubmitRejected::Refused(r @ SubmitError::BeingAccepted(_)) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "being_accepted",
+                r.to_string(),
+            )
+            .retry_after(1),
             SubmitRejected::Refused(r @ SubmitError::Journal { .. }) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "journal_unavailable",
+                r.to_string(),
+            ),
+            SubmitRejected::Refused(r @ SubmitError::Draining) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
                 r.to_string(),
             ),
             SubmitRejected::ShuttingDown => ApiError::new(
@@ -111,11 +146,7 @@ pub fn json_config(limit: usize) -> web::JsonConfig {
         .error_handler(move |err, _req| {
             let api = match &err {
                 JsonPayloadError::Overflow { .. }
-                | JsonPayloadError::OverflowKnownLength { .. } => ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "body_too_large",
-                    format!("request body exceeds server.max_body_bytes = {limit} bytes"),
-                ),
+                | JsonPayloadError::OverflowKnownLength { .. } => too_large(limit),
                 JsonPayloadError::Deserialize(e) => ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "malformed_json",
@@ -125,6 +156,15 @@ pub fn json_config(limit: usize) -> web::JsonConfig {
             };
             api.into()
         })
+}
+
+/// 413 for a body over `server.max_body_bytes`.
+pub fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        format!("request body exceeds server.max_body_bytes = {limit} bytes"),
+    )
 }
 
 /// Path parameter errors as JSON.

@@ -1,9 +1,14 @@
-//! The job request as clients send it.
+//! The job request as clients send it, and its binary document ([`Payload`]).
 
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
-/// A proof job request (the body of `POST /v1/jobs`, or the input of `proofline prove`).
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::JobId;
+
+/// A proof job request (the body of `POST /v1/jobs`, the input of `proofline prove`, and the unit
+/// the daemon journals).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
     /// Job kind: `"groth16"` (built-in circuits) or `"porep-c2"`.
@@ -11,9 +16,18 @@ pub struct JobRequest {
     /// Circuit name, for kinds that offer several (`"sha256-2"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub circuit: Option<String>,
-    /// Kind-specific input (witness material).
+    /// Kind-specific input (witness material, identifiers).
     #[serde(default)]
     pub input: serde_json::Value,
+    /// Kind-specific document bytes (for `porep-c2`: the C1 output or a `Commit2In` document),
+    /// raw in memory and in binary encodings; base64 in JSON (`payload_base64`). The raw-upload
+    /// route fills it from the request body.
+    #[serde(
+        default,
+        rename = "payload_base64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub payload: Option<Payload>,
     /// Expected public inputs (without ONE), each the hex of a 32-byte little-endian scalar;
     /// optional.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -21,6 +35,119 @@ pub struct JobRequest {
     /// Larger runs first among queued jobs; default 0.
     #[serde(default)]
     pub priority: i32,
+    /// A job id chosen by the client (letters, digits and '-', at most 64). Submitting the same
+    /// request again under the same id returns the existing job; another request under an id in
+    /// use is refused (`idempotency_conflict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<JobId>,
+    /// The client's idempotency key (the `Idempotency-Key` header over HTTP): the same key with
+    /// the same request returns the existing job, with another request it is refused
+    /// (`idempotency_conflict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl JobRequest {
+    /// A request of `kind` with every other field empty.
+    pub fn new(kind: impl Into<String>) -> Self {
+        JobRequest {
+            kind: kind.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Document bytes carried by a request. Shared, so that cloning a request never copies a C1
+/// output. Serialized as base64 text in human-readable formats (JSON) and as plain bytes in
+/// binary ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Payload(Arc<Vec<u8>>);
+
+impl Payload {
+    /// Wraps bytes (no copy).
+    pub fn new(bytes: Vec<u8>) -> Self {
+        Payload(Arc::new(bytes))
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Number of bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<Vec<u8>> for Payload {
+    fn from(bytes: Vec<u8>) -> Self {
+        Payload::new(bytes)
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            // Streams the base64 text into the output: no intermediate string.
+            s.collect_str(&base64::display::Base64Display::new(
+                &self.0,
+                &base64::engine::general_purpose::STANDARD,
+            ))
+        } else {
+            s.serialize_bytes(&self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Payload;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("base64 text (standard alphabet) or bytes")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Payload, E> {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD
+                    .decode(text.trim())
+                    .map(Payload::new)
+                    .map_err(|e| E::custom(format!("payload_base64 is not base64: {e}")))
+            }
+
+            fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Payload, E> {
+                Ok(Payload::new(bytes.to_vec()))
+            }
+
+            fn visit_byte_buf<E: serde::de::Error>(self, bytes: Vec<u8>) -> Result<Payload, E> {
+                Ok(Payload::new(bytes))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Payload, A::Error> {
+                let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(b) = seq.next_element::<u8>()? {
+                    v.push(b);
+                }
+                Ok(Payload::new(v))
+            }
+        }
+        if d.is_human_readable() {
+            d.deserialize_str(Visitor)
+        } else {
+            d.deserialize_byte_buf(Visitor)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -36,8 +163,34 @@ mod tests {
     #[test]
     fn defaults_apply() {
         let r: JobRequest = serde_json::from_str(r#"{"kind":"groth16"}"#).unwrap();
+        assert_eq!(r, JobRequest::new("groth16"));
         assert_eq!(r.priority, 0);
-        assert!(r.circuit.is_none() && r.public_inputs.is_none());
+        assert!(r.circuit.is_none() && r.public_inputs.is_none() && r.payload.is_none());
+        assert!(r.id.is_none() && r.idempotency_key.is_none());
         assert!(r.input.is_null());
+    }
+
+    #[test]
+    fn payload_is_base64_in_json_and_round_trips() {
+        let mut r = JobRequest::new("porep-c2");
+        r.payload = Some(Payload::new(b"{\"a\":1}\xff".to_vec()));
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(
+            text.contains(r#""payload_base64":"eyJhIjoxff8=""#),
+            "{text}"
+        );
+        let back: JobRequest = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+        let e = serde_json::from_str::<JobRequest>(r#"{"kind":"x","payload_base64":"%%"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("payload_base64 is not base64"), "{e}");
+    }
+
+    #[test]
+    fn cloning_shares_the_payload() {
+        let p = Payload::new(vec![1; 1024]);
+        let q = p.clone();
+        assert!(std::ptr::eq(p.as_bytes(), q.as_bytes()));
     }
 }

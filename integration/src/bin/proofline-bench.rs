@@ -84,6 +84,7 @@ fn main() -> anyhow::Result<()> {
             input: serde_json::json!({ "seed": seed }),
             public_inputs: None,
             priority: 0,
+            ..Default::default()
         };
         let mut ours = Vec::new();
         let mut stages = Vec::new();

@@ -36,11 +36,11 @@ struct Args {
     timeout_s: u64,
 }
 
-/// `actor -> busy microseconds` from a Prometheus text page.
-fn busy_micros(metrics: &str) -> BTreeMap<String, f64> {
+/// `actor -> busy seconds` from a Prometheus text page.
+fn busy_seconds(metrics: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for line in metrics.lines() {
-        if let Some(rest) = line.strip_prefix("proofline_actor_busy_microseconds_total{actor=\"") {
+        if let Some(rest) = line.strip_prefix("proofline_actor_busy_seconds_total{actor=\"") {
             if let Some((actor, tail)) = rest.split_once('"') {
                 if let Some(v) = tail.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) {
                     out.insert(actor.to_string(), v);
@@ -70,7 +70,7 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let client = Client::new(url.clone());
-    let before = busy_micros(&client.metrics().unwrap_or_default());
+    let before = busy_seconds(&client.metrics().unwrap_or_default());
     let deadline = Instant::now() + Duration::from_secs(args.timeout_s);
     let start_t = Instant::now();
     let mut finished: Vec<JobStatus> = Vec::new();
@@ -89,6 +89,7 @@ fn main() -> anyhow::Result<()> {
                 input: serde_json::json!({ "seed": submitted as u64 }),
                 public_inputs: None,
                 priority: 0,
+                ..Default::default()
             };
             let s = client.submit(&req).context("submit")?;
             in_flight.push(s.id);
@@ -108,7 +109,7 @@ fn main() -> anyhow::Result<()> {
         in_flight = still;
     }
     let wall = start_t.elapsed().as_secs_f64();
-    let after = busy_micros(&client.metrics().unwrap_or_default());
+    let after = busy_seconds(&client.metrics().unwrap_or_default());
     let ok = finished
         .iter()
         .filter(|s| s.state == JobState::Succeeded)
@@ -159,7 +160,7 @@ fn main() -> anyhow::Result<()> {
         .map(|(a, v)| {
             (
                 a.clone(),
-                (v - before.get(a).copied().unwrap_or(0.0)) / 1e6 / wall,
+                (v - before.get(a).copied().unwrap_or(0.0)) / wall,
             )
         })
         .collect();

@@ -187,14 +187,14 @@ impl Sector {
     fn plan(&self) -> anyhow::Result<Vec<PartitionPlan>> {
         let s = &self.sector;
         let body = c1::request_body(&s.c1_output, &s.prover_id, s.sector_id);
-        let input = c1::parse_input(&body["input"])?;
+        let input = c1::parse_input(&body["input"], None)?;
         Ok(plan_partitions(input)?)
     }
 
     fn profile(&self) -> anyhow::Result<WitnessProfile> {
         let s = &self.sector;
         let body = c1::request_body(&s.c1_output, &s.prover_id, s.sector_id);
-        let input = c1::parse_input(&body["input"])?;
+        let input = c1::parse_input(&body["input"], None)?;
         Ok(profile(input, 0)?)
     }
 }

@@ -126,7 +126,7 @@ fn main() -> anyhow::Result<()> {
 
     let t = Instant::now();
     let body = c1::request_body(&sector.c1_output, &sector.prover_id, sector.sector_id);
-    let input = c1::parse_input(&body["input"]).context("parsing the sealed C1 output")?;
+    let input = c1::parse_input(&body["input"], None).context("parsing the sealed C1 output")?;
     let plans = with_tree_shape!(size, plan_shape(input), |s| Err(
         proofline_jobs::JobError::Internal(format!("unsupported sector size {s}"))
     ))
