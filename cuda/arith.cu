@@ -1,15 +1,21 @@
 // proofline cuda/arith.cu: element-wise field and curve kernels used by the
 // correctness tests (GPU == blstrs) and by the multiply-throughput benchmark.
 //
-// Owner: GPU kernels (issue 4). Not used on the proving path.
+// Test and benchmark kernels only: compiled and embedded with proofline-gpu's `testkit` feature
+// and loaded by its `testkit` module, never by the proving path.
 #include "fr.cuh"
 #include "fp.cuh"
 #include "g1.cuh"
+#include "proofline_abi.cuh"
 
 // op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 4 = from_mont
-extern "C" __global__ void fr_op_test(const u32* a, const u32* b, u32* out, u32 n, u32 op) {
+extern "C" __global__ void fr_op_test(const fr_op_args args) {
+    const u32* a = args.a;
+    const u32* b = args.b;
+    u32* out = args.out;
+    const u32 op = args.op;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= args.n) return;
     fr_t x = fr_t::load(a + 8 * i), y = fr_t::load(b + 8 * i), r;
     switch (op) {
         case 0: r = fr_t::mul(x, y); break;
@@ -21,9 +27,13 @@ extern "C" __global__ void fr_op_test(const u32* a, const u32* b, u32* out, u32 
     r.store(out + 8 * i);
 }
 
-extern "C" __global__ void fp_op_test(const u32* a, const u32* b, u32* out, u32 n, u32 op) {
+extern "C" __global__ void fp_op_test(const fp_op_args args) {
+    const u32* a = args.a;
+    const u32* b = args.b;
+    u32* out = args.out;
+    const u32 op = args.op;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= args.n) return;
     fp_t x = fp_t::load(a + 12 * i), y = fp_t::load(b + 12 * i), r;
     switch (op) {
         case 0: r = fp_t::mul(x, y); break;
@@ -37,9 +47,13 @@ extern "C" __global__ void fp_op_test(const u32* a, const u32* b, u32* out, u32 
 
 // G1: out[i] (Jacobian) = op(a[i], b[i]); op 0: a + b (mixed add into XYZZ),
 // 1: 2a, 2: XYZZ(a) + XYZZ(b) full add, 3: a + a through the mixed-add path.
-extern "C" __global__ void g1_op_test(const u32* a, const u32* b, u32* out, u32 n, u32 op) {
+extern "C" __global__ void g1_op_test(const g1_op_args args) {
+    const u32* a = args.a;
+    const u32* b = args.b;
+    u32* out = args.out;
+    const u32 op = args.op;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= args.n) return;
     affine_t p = affine_t::load(a + 24 * i), q = affine_t::load(b + 24 * i);
     xyzz_t r = xyzz_t::from_affine(p);
     switch (op) {
@@ -53,7 +67,9 @@ extern "C" __global__ void g1_op_test(const u32* a, const u32* b, u32* out, u32 
 
 // Throughput: each thread does `iters` dependent-chain multiplications on 4
 // independent values; the result is written so nothing is optimised away.
-extern "C" __global__ void fr_mul_bench(u32* data, u32 iters) {
+extern "C" __global__ void fr_mul_bench(const fr_mul_bench_args args) {
+    u32* data = args.data;
+    const u32 iters = args.iters;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     fr_t a = fr_t::load(data + 32 * i), b = fr_t::load(data + 32 * i + 8);
     fr_t c = fr_t::load(data + 32 * i + 16), d = fr_t::load(data + 32 * i + 24);
@@ -65,7 +81,9 @@ extern "C" __global__ void fr_mul_bench(u32* data, u32 iters) {
     c.store(data + 32 * i + 16); d.store(data + 32 * i + 24);
 }
 
-extern "C" __global__ void fp_mul_bench(u32* data, u32 iters) {
+extern "C" __global__ void fp_mul_bench(const fp_mul_bench_args args) {
+    u32* data = args.data;
+    const u32 iters = args.iters;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     fp_t a = fp_t::load(data + 48 * i), b = fp_t::load(data + 48 * i + 12);
     fp_t c = fp_t::load(data + 48 * i + 24), d = fp_t::load(data + 48 * i + 36);
@@ -75,4 +93,14 @@ extern "C" __global__ void fp_mul_bench(u32* data, u32 iters) {
     }
     a.store(data + 48 * i); b.store(data + 48 * i + 12);
     c.store(data + 48 * i + 24); d.store(data + 48 * i + 36);
+}
+
+// Benchmark helper: bases[i] = bases[i mod period] (tiling unique points).
+extern "C" __global__ void g1_tile_points(const tile_points_args a) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n || i < a.period) return;
+    const uint4* src = reinterpret_cast<const uint4*>(a.bases + 24 * (i % a.period));
+    uint4* dst = reinterpret_cast<uint4*>(a.bases + 24 * i);
+#pragma unroll
+    for (int k = 0; k < 6; k++) dst[k] = src[k];
 }

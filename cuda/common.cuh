@@ -1,6 +1,6 @@
 // proofline cuda/common.cuh: basic types and macros shared by every kernel file.
 //
-// Owner: GPU kernels (issue 4). No system headers are included so that the
+// No system headers are included so that the
 // sources compile with the PyPI nvcc without a full CUDA toolkit install.
 #pragma once
 

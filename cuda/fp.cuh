@@ -1,7 +1,7 @@
 // proofline cuda/fp.cuh: the BLS12-381 base field Fp (381-bit, 12 x 32-bit
 // limbs, Montgomery form with R = 2^384), layout-identical to blst_fp.
 //
-// Owner: GPU kernels (issue 4). Arithmetic lives in mont.cuh.
+// Arithmetic lives in mont.cuh.
 #pragma once
 #include "mont.cuh"
 

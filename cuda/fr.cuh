@@ -1,7 +1,7 @@
 // proofline cuda/fr.cuh: the BLS12-381 scalar field Fr (255-bit, 8 x 32-bit
 // limbs, Montgomery form with R = 2^256), layout-identical to blst_fr.
 //
-// Owner: GPU kernels (issue 4). Arithmetic lives in mont.cuh.
+// Arithmetic lives in mont.cuh.
 #pragma once
 #include "mont.cuh"
 

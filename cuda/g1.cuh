@@ -1,7 +1,5 @@
 // proofline cuda/g1.cuh: BLS12-381 G1 (y^2 = x^3 + 4 over Fp) point arithmetic.
 //
-// Owner: GPU kernels (issue 4).
-//
 // Representations:
 //  * affine_t: {x, y} in Montgomery form, identical to blst_p1_affine
 //    (blstrs::G1Affine); the point at infinity is x = y = 0.

@@ -1,8 +1,6 @@
 // proofline cuda/mont.cuh: generic Montgomery arithmetic over an n x 32-bit
 // limb prime field (n even), used by fr.cuh (n = 8) and fp.cuh (n = 12).
 //
-// Owner: GPU kernels (issue 4).
-//
 // Layout: little-endian 32-bit limbs, Montgomery form with R = 2^(32 n). This is
 // bit-for-bit the layout of blst_fr (4 x u64 LE) and blst_fp (6 x u64 LE), so
 // host buffers of blstrs::Scalar / blstrs::Fp upload with no conversion.

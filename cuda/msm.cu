@@ -1,6 +1,8 @@
 // proofline cuda/msm.cu: BLS12-381 G1 multi-scalar multiplication (Pippenger).
 //
-// Owner: GPU kernels (issue 4). Host orchestration: crates/proofline-gpu/src/msm.rs.
+// Host orchestration: crates/proofline-gpu/src/msm.rs. Each kernel takes one argument struct
+// and the shared constants (RED_THREADS, ACC_THREADS, ...) from proofline_abi.cuh, generated
+// from crates/proofline-gpu/src/abi.rs.
 //
 // Pipeline for one chunk of n (point, scalar) pairs, window c bits, nw windows,
 // nb = 2^(c-1) buckets per window (signed digits in [-2^(c-1), 2^(c-1)]):
@@ -19,18 +21,14 @@
 //  6. msm_window_combine: sum_t W_t + SEG * sum_t t S_t (running sums again,
 //     several blocks per window), then xyzz_reduce: per window, tree-sum of the
 //     block results -> Jacobian.
-// Sparse mode (sparse = 1) drops scalars equal to 0 or 1 from the digits; the
-// points whose scalar is 1 are compacted (msm_collect_ones) and summed by
-// msm_sum_ones across the whole GPU (grid-stride + block tree), then xyzz_reduce. The host combines windows
+// Sparse queries arrive split by the host (zeros dropped, the indices of the ones, the tail's
+// indices and scalars): msm_sum_ones sums the bases of the ones across the whole GPU
+// (grid-stride + block tree, then xyzz_reduce), g1_gather copies the tail's bases next to each
+// other, and the tail goes through the Pippenger pipeline above. The host combines windows
 // (Horner, nw * c doublings) and the ones sum.
 #include "fr.cuh"
 #include "g1.cuh"
-
-#define SCAN_THREADS 256
-#define SCAN_ITEMS 4
-#define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
-#define RED_THREADS 128
-#define NONE 0xffffffffu
+#include "proofline_abi.cuh"
 
 DEVI u32 select_word(const fr_t& s, u32 k) {
     u32 r = 0;
@@ -47,20 +45,20 @@ DEVI u32 window_bits(const fr_t& s, u32 off, u32 c) {
     return (u32)w & ((1u << c) - 1);
 }
 
-#define DIGIT_GROUP 8
-
 // pass 0: counts; pass 1: scatter into vals using cursor. Windows go in groups
 // of DIGIT_GROUP so that a group's atomics are issued before its stores wait
 // for the returned positions. Measured on the H200: no faster than one window
 // at a time (the scatter, ~18 ms at 2^24, is bound by the throughput of
 // atomics that return a value; the histogram's plain reductions take ~3.5 ms).
-extern "C" __global__ void msm_digits(const u32* scalars, u32 n, u32 c, u32 nw, u32 sparse,
-                                      u32 pass, u32* counts, u32* cursor, u32* vals) {
+extern "C" __global__ void msm_digits(const msm_digits_args a) {
+    const u32 n = a.n, c = a.c, nw = a.nw, pass = a.pass;
+    u32* counts = a.counts;
+    u32* cursor = a.cursor;
+    u32* vals = a.vals;
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    fr_t sm = fr_t::load(scalars + 8 * (size_t)i);
+    fr_t sm = fr_t::load(a.scalars + 8 * (size_t)i);
     if (sm.is_zero()) return;
-    if (sparse && sm.is_one()) return;
     fr_t s = fr_t::from_mont(sm);
     const u32 nb = 1u << (c - 1);
     u32 carry = 0;
@@ -97,20 +95,11 @@ extern "C" __global__ void msm_digits(const u32* scalars, u32 n, u32 c, u32 nw, 
     }
 }
 
-// number of scalars that are neither 0 nor 1 (to size the window)
-extern "C" __global__ void msm_count_tail(const u32* scalars, u32 n, u32* counter) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    u32 tail = 0;
-    if (i < n) {
-        fr_t sm = fr_t::load(scalars + 8 * (size_t)i);
-        tail = (!sm.is_zero() && !sm.is_one()) ? 1 : 0;
-    }
-    u32 b = __ballot_sync(0xffffffffu, tail);
-    if ((threadIdx.x & 31) == 0 && b) atomicAdd(counter, __popc(b));
-}
-
 // ---- exclusive scan (u32) ----------------------------------------------------
-extern "C" __global__ void scan_tiles(const u32* in, u32* out, u32* tile_sums, u32 m) {
+extern "C" __global__ void scan_tiles(const scan_tiles_args a) {
+    const u32* in = a.input;
+    u32* out = a.output;
+    const u32 m = a.m;
     __shared__ u32 sh[SCAN_THREADS];
     u32 base = blockIdx.x * SCAN_TILE + threadIdx.x * SCAN_ITEMS;
     u32 x[SCAN_ITEMS], sum = 0;
@@ -133,20 +122,22 @@ extern "C" __global__ void scan_tiles(const u32* in, u32* out, u32* tile_sums, u
         if (base + k < m) out[base + k] = run;
         run += x[k];
     }
-    if (threadIdx.x == SCAN_THREADS - 1) tile_sums[blockIdx.x] = sh[threadIdx.x];
+    if (threadIdx.x == SCAN_THREADS - 1) a.tile_sums[blockIdx.x] = sh[threadIdx.x];
 }
 
 // single block: exclusive scan of tile sums in place
-extern "C" __global__ void scan_sums(u32* sums, u32 count) {
-    __shared__ u32 sh[1024];
-    u32 per = (count + 1023) / 1024;
+extern "C" __global__ void scan_sums(const scan_sums_args a) {
+    u32* sums = a.sums;
+    const u32 count = a.count;
+    __shared__ u32 sh[SCAN_SUMS_THREADS];
+    u32 per = (count + SCAN_SUMS_THREADS - 1) / SCAN_SUMS_THREADS;
     u32 start = threadIdx.x * per;
     u32 local = 0;
     for (u32 k = 0; k < per; k++)
         if (start + k < count) local += sums[start + k];
     sh[threadIdx.x] = local;
     __syncthreads();
-    for (u32 off = 1; off < 1024; off <<= 1) {
+    for (u32 off = 1; off < SCAN_SUMS_THREADS; off <<= 1) {
         u32 v = threadIdx.x >= off ? sh[threadIdx.x - off] : 0;
         __syncthreads();
         sh[threadIdx.x] += v;
@@ -161,9 +152,9 @@ extern "C" __global__ void scan_sums(u32* sums, u32 count) {
         }
 }
 
-extern "C" __global__ void scan_add(u32* out, const u32* tile_sums, u32 m) {
+extern "C" __global__ void scan_add(const scan_add_args a) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < m) out[i] += tile_sums[i / SCAN_TILE];
+    if (i < a.m) a.output[i] += a.tile_sums[i / SCAN_TILE];
 }
 
 // Tree sum of the XYZZ values of a block of RED_THREADS threads through shared
@@ -186,16 +177,15 @@ DEVI void block_sum(xyzz_t& acc) {
 
 // Buckets with more than `big` points go to the big-bucket kernels: their
 // (index, size) pairs are appended to big_list.
-extern "C" __global__ void msm_find_big(const u32* counts, u32 m, u32 big, u32* big_count,
-                                        u32* big_list, u32 big_cap) {
+extern "C" __global__ void msm_find_big(const find_big_args a) {
     u32 g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= m) return;
-    u32 size = counts[g];
-    if (size > big) {
-        u32 k = atomicAdd(big_count, 1u);
-        if (k < big_cap) {
-            big_list[2 * k] = g;
-            big_list[2 * k + 1] = size;
+    if (g >= a.m) return;
+    u32 size = a.counts[g];
+    if (size > a.big) {
+        u32 k = atomicAdd(a.big_count, 1u);
+        if (k < a.big_cap) {
+            a.big_list[2 * k] = g;
+            a.big_list[2 * k + 1] = size;
         }
     }
 }
@@ -286,22 +276,25 @@ DEVI void bucket_acc(const u32* bases, const u32* vals, const u32* ends, const u
     own_id[t] = oid;
 }
 
-#define ACC_ARGS                                                                               \
-    const u32 *bases, const u32 *vals, const u32 *ends, const u32 *counts, u32 m, u32 L, u32 big, \
-        u32 threads, u32 *buckets, u32 *head, u32 *head_id, u32 *own_id
-#define ACC_CALL bases, vals, ends, counts, m, L, big, threads, buckets, head, head_id, own_id
-// 6 blocks of 64 threads per SM (168 registers); a cap for 8 blocks (128 registers) measured
-// 2-5 % slower on the H200 (docs/gpu-kernels.md).
-extern "C" __global__ void __launch_bounds__(64, 6) msm_bucket_acc(ACC_ARGS) { bucket_acc(ACC_CALL); }
+// ACC_BLOCKS_PER_SM (6) blocks of ACC_THREADS (64) threads per SM (168 registers); a cap for 8
+// blocks (128 registers) measured 2-5 % slower on the H200 (docs/gpu-kernels.md).
+extern "C" __global__ void __launch_bounds__(ACC_THREADS, ACC_BLOCKS_PER_SM)
+    msm_bucket_acc(const bucket_acc_args a) {
+    bucket_acc(a.bases, a.vals, a.ends, a.counts, a.m, a.per_thread, a.big, a.threads, a.buckets,
+               a.head, a.head_id, a.own_id);
+}
 
 // The owner of a bucket that runs past its range adds the heads of the
 // following threads (consecutive, at most big / L + 1 of them).
-extern "C" __global__ void __launch_bounds__(64)
-msm_bucket_fixup(const u32* head, const u32* head_id, const u32* own_id, u32 threads,
-                 u32* buckets) {
+extern "C" __global__ void __launch_bounds__(SMALL_THREADS)
+msm_bucket_fixup(const bucket_fixup_args a) {
+    const u32* head = a.head;
+    const u32* head_id = a.head_id;
+    const u32 threads = a.threads;
+    u32* buckets = a.buckets;
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads) return;
-    u32 g = own_id[t];
+    u32 g = a.own_id[t];
     if (g == NONE) return;
     xyzz_t acc = xyzz_t::load(buckets + 48 * (size_t)g);
     for (u32 u = t + 1; u < threads && head_id[u] == g; u++) acc.add(xyzz_t::load(head + 48 * (size_t)u));
@@ -311,40 +304,41 @@ msm_bucket_fixup(const u32* head, const u32* head_id, const u32* own_id, u32 thr
 // Big buckets: block b sums entries [part * per_block, +per_block) of bucket
 // big_list[blk_bucket[b]] into partial[b] (XYZZ).
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
-msm_big_partial(const u32* bases, const u32* vals, const u32* cursor, const u32* counts,
-                const u32* big_list, const u32* blk_bucket, const u32* blk_part, u32 per_block,
-                u32* partial) {
-    u32 g = big_list[2 * blk_bucket[blockIdx.x]];
-    u32 end = cursor[g];
-    u32 beg = end - counts[g] + blk_part[blockIdx.x] * per_block;
-    u32 stop = min(end, beg + per_block);
+msm_big_partial(const big_partial_args a) {
+    u32 g = a.big_list[2 * a.blk_bucket[blockIdx.x]];
+    u32 end = a.cursor[g];
+    u32 beg = end - a.counts[g] + a.blk_part[blockIdx.x] * a.per_block;
+    u32 stop = min(end, beg + a.per_block);
     xyzz_t acc = xyzz_t::inf();
     for (u32 k = beg + threadIdx.x; k < stop; k += RED_THREADS) {
-        u32 v = vals[k];
-        affine_t p = affine_t::load(bases + 24 * (size_t)(v & 0x7fffffffu));
+        u32 v = a.vals[k];
+        affine_t p = affine_t::load(a.bases + 24 * (size_t)(v & 0x7fffffffu));
         if (p.is_inf()) continue;
         acc.add_affine(p.x, fp_t::cneg(p.y, (v >> 31) != 0));
     }
     block_sum(acc);
-    if (threadIdx.x == 0) acc.store(partial + 48 * (size_t)blockIdx.x);
+    if (threadIdx.x == 0) acc.store(a.partial + 48 * (size_t)blockIdx.x);
 }
 
 // Block j: buckets[big_list[j]] = sum of partial[first[j] .. first[j] + count[j])
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
-msm_big_final(const u32* partial, const u32* first, const u32* count, const u32* big_list,
-              u32* buckets) {
-    const u32* base = partial + 48 * (size_t)first[blockIdx.x];
-    u32 cnt = count[blockIdx.x];
+msm_big_final(const big_final_args a) {
+    const u32* base = a.partial + 48 * (size_t)a.first[blockIdx.x];
+    u32 cnt = a.count[blockIdx.x];
     xyzz_t acc = xyzz_t::inf();
     for (u32 k = threadIdx.x; k < cnt; k += RED_THREADS) acc.add(xyzz_t::load(base + 48 * (size_t)k));
     block_sum(acc);
-    if (threadIdx.x == 0) acc.store(buckets + 48 * (size_t)big_list[2 * blockIdx.x]);
+    if (threadIdx.x == 0) acc.store(a.buckets + 48 * (size_t)a.big_list[2 * blockIdx.x]);
 }
 
 // one thread per (window, segment t): W_t = sum_{j in seg} (j - start + 1) B_j
 // and S_t = sum_{j in seg} B_j, written as out[2 tid], out[2 tid + 1].
-extern "C" __global__ void __launch_bounds__(64)
-msm_bucket_reduce(const u32* buckets, const u32* counts, u32 nw, u32 nb, u32 seg, u32* out) {
+extern "C" __global__ void __launch_bounds__(SMALL_THREADS)
+msm_bucket_reduce(const bucket_reduce_args a) {
+    const u32* buckets = a.buckets;
+    const u32* counts = a.counts;
+    const u32 nw = a.nw, nb = a.nb, seg = a.seg;
+    u32* out = a.out;
     u32 segs = nb / seg;
     u32 tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (tid >= nw * segs) return;
@@ -376,7 +370,10 @@ DEVI void mul_small(xyzz_t& r, const xyzz_t& p, u32 k) {
 // (running sums from the top: sum (t - lo + 1) S_t, then + (lo - 1) sum S_t),
 // and the block tree-sums the threads into partial[w * groups + grp].
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
-msm_window_combine(const u32* segres, u32 segs, u32 seg, u32 groups, u32* partial) {
+msm_window_combine(const window_combine_args a) {
+    const u32* segres = a.segres;
+    const u32 segs = a.segs, seg = a.seg, groups = a.groups;
+    u32* partial = a.partial;
     u32 w = blockIdx.x / groups, grp = blockIdx.x % groups;
     u32 per_blk = (segs + groups - 1) / groups;
     u32 per = (per_blk + RED_THREADS - 1) / RED_THREADS;
@@ -410,48 +407,34 @@ msm_window_combine(const u32* segres, u32 segs, u32 seg, u32 groups, u32* partia
 
 // one block per group: Jacobian(out[g]) = sum of in[g * count .. (g+1) * count)
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
-xyzz_reduce(const u32* in, u32 count, u32* out) {
-    const u32* base = in + 48 * (size_t)blockIdx.x * count;
+xyzz_reduce(const xyzz_reduce_args a) {
+    const u32* base = a.input + 48 * (size_t)blockIdx.x * a.count;
     xyzz_t acc = xyzz_t::inf();
-    for (u32 k = threadIdx.x; k < count; k += RED_THREADS) acc.add(xyzz_t::load(base + 48 * (size_t)k));
+    for (u32 k = threadIdx.x; k < a.count; k += RED_THREADS) acc.add(xyzz_t::load(base + 48 * (size_t)k));
     block_sum(acc);
-    if (threadIdx.x == 0) acc.store_jacobian(out + 36 * blockIdx.x);
+    if (threadIdx.x == 0) acc.store_jacobian(a.out + 36 * blockIdx.x);
 }
 
-// indices of the scalars equal to one, compacted (warp ballot + one atomic per warp)
-extern "C" __global__ void msm_collect_ones(const u32* scalars, u32 n, u32* counter, u32* list) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    bool one = false;
-    if (i < n) one = fr_t::load(scalars + 8 * (size_t)i).is_one();
-    u32 b = __ballot_sync(0xffffffffu, one);
-    if (b == 0) return;
-    u32 lane = threadIdx.x & 31;
-    u32 base = 0;
-    if (lane == 0) base = atomicAdd(counter, __popc(b));
-    base = __shfl_sync(0xffffffffu, base, 0);
-    if (one) list[base + __popc(b & ((1u << lane) - 1))] = i;
-}
-
-// grid-stride sum of bases[list[k]], k < *count; one XYZZ per block
+// grid-stride sum of bases[list[k]], k < count; one XYZZ per block
 extern "C" __global__ void __launch_bounds__(RED_THREADS)
-msm_sum_ones(const u32* bases, const u32* list, const u32* count, u32* out) {
+msm_sum_ones(const sum_ones_args a) {
     xyzz_t acc = xyzz_t::inf();
-    u32 cnt = *count;
-    for (u32 k = blockIdx.x * RED_THREADS + threadIdx.x; k < cnt; k += gridDim.x * RED_THREADS) {
-        affine_t p = affine_t::load(bases + 24 * (size_t)list[k]);
+    for (u32 k = blockIdx.x * RED_THREADS + threadIdx.x; k < a.count; k += gridDim.x * RED_THREADS) {
+        affine_t p = affine_t::load(a.bases + 24 * (size_t)a.list[k]);
         if (p.is_inf()) continue;
         acc.add_affine(p.x, p.y);
     }
     block_sum(acc);
-    if (threadIdx.x == 0) acc.store(out + 48 * blockIdx.x);
+    if (threadIdx.x == 0) acc.store(a.out + 48 * blockIdx.x);
 }
 
-// Benchmark helper: bases[i] = bases[i mod period] (tiling unique points).
-extern "C" __global__ void g1_tile_points(u32* bases, u32 period, u32 n) {
+// out[i] = bases[idx[i]]: the tail's bases side by side, so that the Pippenger kernels read
+// them by position
+extern "C" __global__ void g1_gather(const gather_args a) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || i < period) return;
-    const uint4* src = reinterpret_cast<const uint4*>(bases + 24 * (i % period));
-    uint4* dst = reinterpret_cast<uint4*>(bases + 24 * i);
+    if (i >= a.n) return;
+    const uint4* src = reinterpret_cast<const uint4*>(a.bases + 24 * (size_t)a.idx[i]);
+    uint4* dst = reinterpret_cast<uint4*>(a.out + 24 * i);
 #pragma unroll
     for (int k = 0; k < 6; k++) dst[k] = src[k];
 }

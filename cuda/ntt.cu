@@ -1,7 +1,9 @@
 // proofline cuda/ntt.cu: number-theoretic transforms over BLS12-381 Fr and the
 // Groth16 H-polynomial helpers.
 //
-// Owner: GPU kernels (issue 4). Host orchestration: crates/proofline-gpu/src/ntt.rs.
+// Host orchestration: crates/proofline-gpu/src/ntt.rs. Each kernel takes one argument struct
+// and the shared constants (NTT_TILE, NTT_THREADS, ...) from proofline_abi.cuh, generated from
+// crates/proofline-gpu/src/abi.rs.
 //
 // Data are Fr elements in Montgomery form, 8 x u32 each (blstrs::Scalar).
 //  * ntt_pass: a group of t radix-2 stages fused in shared memory, done two
@@ -21,8 +23,7 @@
 //  * fr_build_stage_tables: the twiddle tables, from two small host-computed
 //    power tables (out = lo[m & lo_mask] * hi[m >> lo_bits] = w^m).
 #include "fr.cuh"
-
-#define NTT_TILE 1024
+#include "proofline_abi.cuh"
 
 DEVI u32 bitrev(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - bits)); }
 
@@ -42,13 +43,12 @@ DEVI fr_t twiddle(const u32* tw, u32 s, size_t j) {
 
 // out[2^s - 1 + j] = w^(j 2^(log_n - 1 - s)) for s < log_n, j < 2^s (the stage
 // tables), from the split power tables of w.
-extern "C" __global__ void fr_build_stage_tables(u32* out, const u32* lo, const u32* hi, u32 log_n,
-                                                 u32 lo_bits) {
+extern "C" __global__ void fr_build_stage_tables(const stage_tables_args a) {
     u32 idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx + 1 >= (1u << log_n)) return;
+    if (idx + 1 >= (1u << a.log_n)) return;
     u32 s = 31 - __clz(idx + 1);
     u32 j = idx + 1 - (1u << s);
-    pow_from_tables(lo, hi, j << (log_n - 1 - s), lo_bits).store(out + 8 * (size_t)idx);
+    pow_from_tables(a.lo, a.hi, j << (a.log_n - 1 - s), a.lo_bits).store(a.out + 8 * (size_t)idx);
 }
 
 DEVI fr_t load_sm(const uint4* sm, u32 e) {
@@ -90,7 +90,6 @@ struct scale_t {
 // this pass touches. Bit reversal sends them to the lowest output bits, so the
 // store visits them fastest and a warp writes runs of 2^hb consecutive outputs
 // instead of one scattered element per thread.
-#define NTT_THREADS 256
 
 DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t,
                         u32 lg_l, u32 dif, const u32* lc, const u32* lplo, const u32* lphi,
@@ -243,24 +242,20 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
     }
 }
 
-#define NTT_PASS_ARGS                                                                          \
-    const u32 *in, u32 *out, const u32 *tw, u32 log_n, u32 s_lo, u32 t, u32 lg_l, u32 dif,    \
-        const u32 *lc, const u32 *lplo, const u32 *lphi, u32 lrev, const u32 *sc,              \
-        const u32 *splo, const u32 *sphi, u32 bitrev_out, u32 lo_bits, u32 hb
-#define NTT_PASS_CALL                                                                          \
-    in, out, tw, log_n, s_lo, t, lg_l, dif, lc, lplo, lphi, lrev, sc, splo, sphi, bitrev_out, \
-        lo_bits, hb
-// Radix-4 steps, register cap for 3 blocks of 256 threads per SM (80 registers). Measured on
-// the H200 (docs/gpu-kernels.md) against: no cap (102 registers, 2 blocks), blocks of 128, and
-// plain radix-2 stages (64 registers, 4 blocks), all slower.
-extern "C" __global__ void __launch_bounds__(NTT_THREADS, 3) ntt_pass(NTT_PASS_ARGS) {
-    ntt_pass_body(NTT_PASS_CALL);
+// Radix-4 steps, register cap for NTT_MIN_BLOCKS (3) blocks of 256 threads per SM (80
+// registers). Measured on the H200 (docs/gpu-kernels.md) against: no cap (102 registers, 2
+// blocks), blocks of 128, and plain radix-2 stages (64 registers, 4 blocks), all slower.
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
+    ntt_pass(const ntt_pass_args a) {
+    ntt_pass_body(a.input, a.output, a.tw, a.log_n, a.s_lo, a.t, a.lg_l, a.dif, a.load_c,
+                  a.load_lo, a.load_hi, a.load_rev, a.store_c, a.store_lo, a.store_hi,
+                  a.bitrev_out, a.lo_bits, a.hb);
 }
 
-extern "C" __global__ void fr_h_pointwise(u32* a, const u32* b, const u32* c, u32 n, const u32* zinv) {
+extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    fr_t x = fr_t::mul(fr_t::load(a + 8 * i), fr_t::load(b + 8 * i));
-    x = fr_t::sub(x, fr_t::load(c + 8 * i));
-    fr_t::mul(x, fr_t::load(zinv)).store(a + 8 * i);
+    if (i >= p.n) return;
+    fr_t x = fr_t::mul(fr_t::load(p.a + 8 * i), fr_t::load(p.b + 8 * i));
+    x = fr_t::sub(x, fr_t::load(p.c + 8 * i));
+    fr_t::mul(x, fr_t::load(p.zinv)).store(p.a + 8 * i);
 }

@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
-# proofline GPU suite (issue 4). Owner: GPU kernels.
+# proofline GPU suite.
 #
-#   scripts/gpu-suite.sh            on a CPU machine: builds the release test and
-#                                   bench binaries of proofline-gpu and copies them,
-#                                   with the kernel cubins, into .gpu-bin/
-#   scripts/gpu-suite.sh device     on the GPU machine: runs every GPU test and
-#                                   benchmark from .gpu-bin/ in one go, writes JSON
-#                                   and logs under $OUT (default ./gpu-out), and
-#                                   prints a short table last.
+#   scripts/gpu-suite.sh            on a CPU machine: builds, for sm_90 only and stripped, every
+#                                   GPU test binary (proofline-gpu's, the stage regression test),
+#                                   proofline-gpu-bench, proofline-harness, proofline and
+#                                   fil-fixture, and packs them with the kernel cubins into
+#                                   .gpu-bin/ (one xz archive, kept under 64 MiB)
+#   scripts/gpu-suite.sh device [PHASE...]
+#                                   on the GPU machine: unpacks .gpu-bin/ and runs the phases
+#                                   (default: tests harness porep), writes logs and JSON under
+#                                   $OUT (default ./gpu-out), prints a short table last.
 #
-# Device-tool call (this workplace):  run carry=[".gpu-bin"] command="bash scripts/gpu-suite.sh device"
-# Environment: PROOFLINE_GPU_TEST_MAX_LOG (default 24), PROOFLINE_GPU_TEST_MIX ("0.6,0.3"),
-#   BENCH_ARGS (extra proofline-gpu-bench arguments), SKIP_TESTS=1, SKIP_BENCH=1,
-#   TEST_TIMEOUT / BENCH_TIMEOUT (seconds, default 400 each).
+# Phases:
+#   tests    every GPU test binary (kernels == CPU, whole proofs through the slot stages with the
+#            pool's high-water mark against the leases, and the regression test: two slots with
+#            partitions in flight while the allocator trims, no device-global call overlapping a
+#            slot's work)
+#   harness  the stage harness, 32 GiB shape, 1, 2 and 4 compute slots per GPU, G2 skipped
+#            (the GPU side alone): partitions per minute, kernel-busy fraction, peak device
+#            memory, OOM errors (HARNESS_SHAPE, HARNESS_SLOTS, HARNESS_PARTITIONS, HARNESS_G2)
+#   porep    a 2 KiB porep-c2 job over HTTP, parameters preloaded (resident) at start, twice;
+#            the second job's latency is the figure
+#   bench    proofline-gpu-bench (kernels alone; BENCH_ARGS)
+#
+# Device-tool calls (this workplace), e.g. one phase per call to stay within 10 minutes:
+#   run carry=[".gpu-bin"] command="bash scripts/gpu-suite.sh device tests"
+#   run carry=[".gpu-bin"] command="bash scripts/gpu-suite.sh device harness porep"
+#   run kind="nvidia-h200-x2" carry=[".gpu-bin"] command="bash scripts/gpu-suite.sh device harness"
+# Environment: PROOFLINE_GPU_TEST_MAX_LOG (default 24), TEST_TIMEOUT / HARNESS_TIMEOUT /
+#   BENCH_TIMEOUT (seconds), OUT.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.gpu-bin"
@@ -26,94 +42,211 @@ build() {
         export PROOFLINE_NVCC
     fi
     export PROOFLINE_REQUIRE_KERNELS=1
-    # the device is an H200 (sm_90): build only its cubin and no PTX, so the
-    # carried binaries stay small (the shipped default is sm_80/86/89/90 + PTX)
+    # the device is an H200 (sm_90): build only its cubin and no PTX, so the carried binaries
+    # stay small (the shipped default is sm_80/86/89/90 + PTX)
     export PROOFLINE_CUDA_ARCHS="${PROOFLINE_CUDA_ARCHS:-90}" PROOFLINE_CUDA_PTX="${PROOFLINE_CUDA_PTX:-0}"
-    rm -rf "$BIN" && mkdir -p "$BIN/cubins"
-    cargo test -p proofline-gpu --release --no-run --message-format=json \
-        | python3 -c '
+    local stage
+    stage="$(mktemp -d)"
+    mkdir -p "$stage/bin" "$stage/cubins"
+    list_tests() {
+        python3 -c '
 import json, sys
 for line in sys.stdin:
     try: m = json.loads(line)
     except Exception: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
-        print(m["target"]["kind"][0], m["target"]["name"], m["executable"])
-' > "$BIN/tests.txt"
+    kind = m.get("target", {}).get("kind", [""])[0]
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test") and kind != "bin":
+        print(kind, m["target"]["name"], m["executable"])
+'
+    }
+    {
+        cargo test -p proofline-gpu --features testkit --release --no-run --message-format=json | list_tests
+        cargo test -p proofline-integration --release --no-run --test stages --message-format=json | list_tests
+    } > "$stage/tests.txt"
     while read -r kind name exe; do
-        cp "$exe" "$BIN/test-$kind-$name"
-    done < "$BIN/tests.txt"
-    cargo build -p proofline-gpu --release --bin proofline-gpu-bench
-    cp "$CARGO_TARGET_DIR/release/proofline-gpu-bench" "$BIN/"
+        cp "$exe" "$stage/bin/test-$kind-$name"
+    done < "$stage/tests.txt"
+    cargo build --release -p proofline-gpu --features testkit --bin proofline-gpu-bench
+    cargo build --release -p proofline-integration --bin proofline-harness
+    cargo build --release -p proofline --bin proofline
+    cargo build --release -p proofline-filecoin --bin fil-fixture
+    for b in proofline-gpu-bench proofline-harness proofline fil-fixture; do
+        cp "$CARGO_TARGET_DIR/release/$b" "$stage/bin/"
+    done
+    strip "$stage"/bin/* 2>/dev/null || true
     # the embedded cubins, for SASS checks on the device
-    find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.cubin' -newer "$BIN/tests.txt" -exec cp {} "$BIN/cubins/" \; 2>/dev/null || true
-    if [[ -z "$(ls "$BIN/cubins")" ]]; then
-        find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.cubin' -exec cp {} "$BIN/cubins/" \;
+    find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.sm_90.cubin' -newer "$stage/tests.txt" -exec cp {} "$stage/cubins/" \; 2>/dev/null || true
+    if [[ -z "$(ls "$stage/cubins")" ]]; then
+        find "$CARGO_TARGET_DIR/release/build" -path '*proofline-gpu-*/out/*' -name '*.sm_90.cubin' -exec cp {} "$stage/cubins/" \;
     fi
-    git -C "$ROOT" rev-parse --short HEAD > "$BIN/commit.txt" 2>/dev/null || echo uncommitted > "$BIN/commit.txt"
-    if ! git -C "$ROOT" diff --quiet HEAD -- cuda crates/proofline-gpu 2>/dev/null || [[ -n "$(git -C "$ROOT" status --porcelain -- cuda crates/proofline-gpu 2>/dev/null)" ]]; then
-        echo "$(cat "$BIN/commit.txt")+uncommitted" > "$BIN/commit.txt"
+    local commit
+    commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    if [[ -n "$(git -C "$ROOT" status --porcelain -- cuda crates actors integration scripts 2>/dev/null)" ]]; then
+        commit="$commit+uncommitted"
     fi
-    ls -la "$BIN" "$BIN/cubins"
-    du -sh "$BIN"
+    echo "$commit" > "$stage/commit.txt"
+    rm -rf "$BIN" && mkdir -p "$BIN"
+    tar -C "$stage" -cJf "$BIN/suite.tar.xz" bin cubins commit.txt
+    cp "$stage/commit.txt" "$BIN/"
+    rm -rf "$stage"
+    ls -la "$BIN"
+    local size
+    size=$(du -sm "$BIN" | cut -f1)
+    echo ".gpu-bin: ${size} MiB (commit $(cat "$BIN/commit.txt"))"
+    if (( size >= 64 )); then
+        echo "error: .gpu-bin is over the 64 MiB the device tool carries" >&2
+        exit 1
+    fi
+}
+
+# ---- device side ----------------------------------------------------------------------
+
+WORK=""
+SUMMARY=""
+
+unpack() {
+    WORK="$(mktemp -d /tmp/proofline-suite.XXXXXX)"
+    tar -C "$WORK" -xJf "$BIN/suite.tar.xz"
+}
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+phase_tests() {
+    export PROOFLINE_GPU_TEST_MAX_LOG="${PROOFLINE_GPU_TEST_MAX_LOG:-24}"
+    local status=0
+    for t in "$WORK"/bin/test-*; do
+        [[ -x "$t" ]] || continue
+        local name start rc
+        name=$(basename "$t")
+        start=$(date +%s)
+        timeout "${TEST_TIMEOUT:-400}" "$t" --test-threads="${TEST_THREADS:-2}" --nocapture > "$OUT/$name.log" 2>&1
+        rc=$?
+        [[ $rc == 0 ]] || status=1
+        note "test $name: rc=$rc $(grep -o '[0-9]* passed' "$OUT/$name.log" | tail -n1), $(grep -o '[0-9]* failed' "$OUT/$name.log" | tail -n1) ($(( $(date +%s) - start )) s)"
+        grep -E "panicked|FAILED|SKIP|pool high-water" "$OUT/$name.log" | head -n 8 | tee -a "$SUMMARY"
+    done
+    # the regression test's own table (devices, trims, overlaps)
+    grep -A4 '^shape ' "$OUT"/test-test-stages.log 2>/dev/null | head -n 6 | tee -a "$SUMMARY"
+    return $status
+}
+
+phase_harness() {
+    local json="$OUT/harness-${HARNESS_SHAPE:-32gib}.json"
+    timeout "${HARNESS_TIMEOUT:-560}" "$WORK/bin/proofline-harness" --mode stages \
+        --shape "${HARNESS_SHAPE:-32gib}" --slots "${HARNESS_SLOTS:-1,2,4}" \
+        --partitions "${HARNESS_PARTITIONS:-24}" --g2 "${HARNESS_G2:-skip}" --backend gpu \
+        --timeout-s "${HARNESS_RUN_TIMEOUT:-150}" --json "$json" > "$OUT/harness.log" 2> "$OUT/harness.err"
+    local rc=$?
+    note "harness rc=$rc"
+    tail -n 3 "$OUT/harness.err" | tee -a "$SUMMARY"
+    awk '/^shape /{p=1} p' "$OUT/harness.log" > "$OUT/harness-table.txt"
+    return $rc
+}
+
+http() { # METHOD URL [BODY_FILE] -> body on stdout
+    python3 - "$@" <<'EOF'
+import sys, urllib.request
+method, url = sys.argv[1], sys.argv[2]
+data = open(sys.argv[3], "rb").read() if len(sys.argv) > 3 else None
+req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+try:
+    print(urllib.request.urlopen(req, timeout=900).read().decode())
+except urllib.error.HTTPError as e:
+    print(e.read().decode()); sys.exit(1)
+EOF
+}
+
+phase_porep() {
+    local fil="$WORK/fil" port=9797 rc=0
+    mkdir -p "$fil"
+    if ! timeout 300 "$WORK/bin/fil-fixture" --cache "$fil" --c1-out "$WORK/c2.json" > "$OUT/porep-fixture.log" 2>&1; then
+        note "porep: fil-fixture failed (see porep-fixture.log)"; return 1
+    fi
+    local params_dir
+    params_dir="$(dirname "$(find "$fil" -name 'v28-stacked-proof-of-replication*.params' | head -n1)")"
+    PROOFLINE_SERVER__BIND="127.0.0.1:$port" PROOFLINE_FILECOIN__PARAMS_DIR="$params_dir" \
+        PROOFLINE_FILECOIN__VERIFY_DIGESTS=false PROOFLINE_PARAMS__PRELOAD=StackedDrg2KiBV1_1 \
+        PROOFLINE_STATE__STORE=memory "$WORK/bin/proofline" serve > "$OUT/porep-daemon.log" 2>&1 &
+    local daemon=$!
+    local up=0
+    for _ in $(seq 1 120); do
+        if http GET "http://127.0.0.1:$port/healthz" > "$OUT/porep-healthz.json" 2>/dev/null \
+            && grep -q '"resident"' "$OUT/porep-healthz.json" \
+            && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(m.get("resident") for m in d.get("memory", [])) else 1)' "$OUT/porep-healthz.json"; then
+            up=1; break
+        fi
+        sleep 1
+    done
+    note "porep: parameters resident at start: $([[ $up == 1 ]] && echo yes || echo NO)"
+    for k in 1 2; do
+        local t0 id
+        t0=$(date +%s.%N)
+        id=$(http POST "http://127.0.0.1:$port/v1/jobs" "$WORK/c2.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || { rc=1; break; }
+        http GET "http://127.0.0.1:$port/v1/jobs/$id?wait_s=600" > "$OUT/porep-job$k.json"
+        local t1
+        t1=$(date +%s.%N)
+        python3 - "$OUT/porep-job$k.json" "$t0" "$t1" "$k" <<'EOF' | tee -a "$SUMMARY"
+import json, sys
+s = json.load(open(sys.argv[1])); t = s["timings"]
+print(f"porep-c2 2KiB job {sys.argv[4]}: {s['state']}, {float(sys.argv[3]) - float(sys.argv[2]):.2f} s end to end; "
+      f"synthesis {t['synthesis_s']:.2f}, params {t['params_s']:.2f}, H {t['h_s']:.3f}, G1 {t['msm_g1_s']:.3f}, "
+      f"G2 {t['msm_g2_s']:.3f}, lease wait {t['lease_wait_s']:.3f}, partition {t['total_s']:.2f} s")
+EOF
+        grep -q '"succeeded"' "$OUT/porep-job$k.json" || rc=1
+    done
+    http GET "http://127.0.0.1:$port/healthz" > "$OUT/porep-healthz-after.json" || true
+    kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null
+    return $rc
+}
+
+phase_bench() {
+    # shellcheck disable=SC2086
+    timeout "${BENCH_TIMEOUT:-400}" "$WORK/bin/proofline-gpu-bench" --json "$OUT/bench.json" ${BENCH_ARGS:-} > "$OUT/bench.log" 2> "$OUT/bench.err"
+    local rc=$?
+    note "bench rc=$rc"
+    awk '/^benchmark /{p=1} p' "$OUT/bench.log" > "$OUT/bench-table.txt"
+    return $rc
 }
 
 device() {
     OUT="${OUT:-$ROOT/gpu-out}"
     mkdir -p "$OUT"
+    SUMMARY="$OUT/summary.txt"
+    : > "$SUMMARY"
     cd "$ROOT"
-    local summary="$OUT/summary.txt"
-    : > "$summary"
+    unpack
     {
         echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-        echo "commit: $(cat "$BIN/commit.txt" 2>/dev/null || echo unknown)"
-        nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-    } | tee -a "$summary"
-    # SASS check: the wide multiply-add with carry (one chain for lo and hi)
+        echo "commit: $(cat "$WORK/commit.txt" 2>/dev/null || echo unknown)"
+        nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+        echo "cpus: $(nproc), memory: $(free -g | awk '/^Mem:/{print $2}') GiB"
+    } | tee -a "$SUMMARY"
     if command -v cuobjdump >/dev/null; then
-        for f in "$BIN"/cubins/*.sm_90.cubin; do
+        for f in "$WORK"/cubins/*.sm_90.cubin; do
             [[ -f "$f" ]] || continue
-            n=$(cuobjdump -sass "$f" | grep -c 'IMAD.WIDE.U32.X')
-            echo "sass $(basename "$f"): IMAD.WIDE.U32.X x $n" | tee -a "$summary"
-        done > /dev/null
-        cat "$summary" | grep '^sass' || true
-    else
-        echo "sass: cuobjdump not on PATH" | tee -a "$summary"
-    fi
-    local status=0
-    if [[ "${SKIP_TESTS:-0}" != 1 ]]; then
-        export PROOFLINE_GPU_TEST_MAX_LOG="${PROOFLINE_GPU_TEST_MAX_LOG:-24}"
-        for t in "$BIN"/test-*; do
-            [[ -x "$t" ]] || continue
-            name=$(basename "$t")
-            start=$(date +%s)
-            timeout "${TEST_TIMEOUT:-400}" "$t" --test-threads="${TEST_THREADS:-2}" > "$OUT/$name.log" 2>&1
-            rc=$?
-            [[ $rc == 0 ]] || status=1
-            passed=$(grep -o '[0-9]* passed' "$OUT/$name.log" | tail -n1)
-            failed=$(grep -o '[0-9]* failed' "$OUT/$name.log" | tail -n1)
-            echo "test $name: rc=$rc $passed, $failed ($(( $(date +%s) - start )) s)" | tee -a "$summary"
-            grep -E "panicked|assert|FAILED" "$OUT/$name.log" | head -n 8 | tee -a "$summary"
+            note "sass $(basename "$f"): IMAD.WIDE.U32.X x $(cuobjdump -sass "$f" | grep -c 'IMAD.WIDE.U32.X')"
         done
     fi
-    if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
-        # shellcheck disable=SC2086
-        timeout "${BENCH_TIMEOUT:-400}" "$BIN/proofline-gpu-bench" --json "$OUT/bench.json" ${BENCH_ARGS:-} > "$OUT/bench.log" 2> "$OUT/bench.err"
-        rc=$?
-        [[ $rc == 0 ]] || status=1
-        echo "bench rc=$rc" | tee -a "$summary"
-        tail -n 5 "$OUT/bench.err" | tee -a "$summary"
-        # the table is the tail of bench.log, after the JSON
-        awk '/^benchmark /{p=1} p' "$OUT/bench.log" > "$OUT/bench-table.txt"
-    fi
+    local status=0 phases=("$@")
+    [[ ${#phases[@]} -gt 0 ]] || phases=(tests harness porep)
+    for p in "${phases[@]}"; do
+        case "$p" in
+            tests|harness|porep|bench) "phase_$p" || status=1 ;;
+            *) echo "unknown phase $p (tests, harness, porep, bench)" >&2; status=2 ;;
+        esac
+    done
+    rm -rf "$WORK"
     echo
     echo "==== proofline GPU suite summary ===="
-    cat "$summary"
-    [[ -f "$OUT/bench-table.txt" ]] && cat "$OUT/bench-table.txt"
+    cat "$SUMMARY"
+    for t in harness-table bench-table; do
+        [[ -s "$OUT/$t.txt" ]] && { echo; cat "$OUT/$t.txt"; }
+    done
     return $status
 }
 
 case "${1:-build}" in
-    device) device ;;
+    device) shift; device "$@" ;;
     build) build ;;
-    *) echo "usage: $0 [build|device]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build | device [tests|harness|porep|bench]...]" >&2; exit 2 ;;
 esac

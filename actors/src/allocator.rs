@@ -1,36 +1,70 @@
 //! The memory allocator actor: one per device, the only owner of that device's memory budget
-//! and the only caller of its device-global operations.
+//! and the only caller of its device-global operations ([`MemoryDevice`]).
 //!
-//! Protocol: a stage sends [`RequestLease`] for N bytes and awaits a [`Lease`]. Leases are granted
-//! strictly in arrival order and the sum of granted bytes never exceeds the budget, so an
-//! out-of-memory error cannot happen by construction; a request that does not fit yet waits in
-//! the queue (it does not fail). Only a request larger than the whole budget is refused. A lease
-//! is returned by dropping it: its `Drop` sends [`ReleaseLease`] to this actor's mailbox.
+//! **Leases.** A stage sends [`RequestLease`] for the bytes its device code will allocate and
+//! awaits a [`Lease`] ([`LeaseKind::Transient`]). Requests are granted strictly in arrival order
+//! and the sum granted never exceeds the budget; one that does not fit yet waits (it does not
+//! fail). Only a request larger than the whole budget is refused. A lease is returned by dropping
+//! it: its `Drop` sends [`ReleaseLease`].
 //!
-//! Device-global operations (on a GPU: pool trim, device synchronise, memory info) go through
-//! [`MemoryDevice`] and are called only from this actor's handlers, and trims only when no lease
-//! is outstanding, i.e. when no stage can have work in flight on the device. On the CPU backend
-//! the device is host memory and those operations are no-ops.
+//! **Resident sets.** Long-lived device data of a parameter set (its bases and NTT tables) holds
+//! a [`LeaseKind::Resident`] lease for its whole life. [`AcquireResident`] returns the set when it
+//! is resident, or a [`ResidentLoad`] (the lease, and whether the bases fit or must be streamed)
+//! that the caller fills on a compute slot and hands back with [`RegisterResident`]; requests for
+//! a set being loaded wait for it. Partitions hold a [`ResidentRef`] while they use a set ("pin"
+//! it); a set nobody pins is evicted, least recently used first, when a request needs its bytes.
+//! Sets are admitted only while the pinned sets, plus the largest stage lease any of them
+//! declared (its "reserve"), fit the budget, so that a partition that pins a set can always get
+//! its stage leases: waiting for a lease never waits on a pinned set.
+//!
+//! **Device-global operations** (pool trim, device synchronise, high-water reset) run only when
+//! no transient lease is outstanding and no upload is in flight, i.e. when no slot has work on
+//! the device. The allocator trims by itself when a request cannot be met from memory the pool
+//! already caches without growing it past the budget; [`Trim`] asks for one. While one is due
+//! it grants nothing, so in-flight stages drain and the call runs in bounded time. On the CPU
+//! backend the device is host memory and those operations are no-ops.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use metrics::gauge;
+use metrics::{counter, gauge, histogram};
 use tokio::sync::oneshot;
 
 use crate::messages::{
-    AllocatorSnapshot, LeaseError, ReleaseLease, RequestLease, Snapshot, TrimWhenIdle,
+    AcquireResident, AllocatorSnapshot, DeviceLoad, DeviceLoadInfo, LeaseError, PoolUsage,
+    RegisterResident, ReleaseLease, RequestLease, ResetHighWater, Residency, ResidentAbandoned,
+    ResidentGrant, ResidentInfo, ResidentUnpinned, Snapshot, Trim,
 };
+use crate::resident::{ResidentLoad, ResidentRef, ResidentSet};
 use crate::telemetry::{actor, Mailbox, Named};
 
-/// The device-global memory operations an allocator may perform.
+/// The device-global operations of one device. Only its allocator holds it.
 pub trait MemoryDevice: Send + 'static {
     /// Label for logs and metrics ("host", "cuda:0").
     fn label(&self) -> String;
-    /// Returns cached, unused memory to the device (GPU: trim the stream-ordered pool).
-    /// Called only when no lease is outstanding.
-    fn trim(&mut self) {}
+    /// Sets how many bytes of freed memory the device's pool keeps cached across
+    /// synchronisations (called once, with the budget).
+    fn set_release_threshold(&mut self, _bytes: u64) -> Result<(), String> {
+        Ok(())
+    }
+    /// What the device's pool holds (None: no pool, e.g. host memory). Reads counters only.
+    fn pool_usage(&mut self) -> Option<PoolUsage> {
+        None
+    }
+    /// Returns cached, unused memory to the device. Called only when nothing is in flight.
+    fn trim(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Resets the pool's high-water marks. Called only when nothing is in flight.
+    fn reset_high_water(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Waits for every stream of the device. Called only when nothing is in flight.
+    fn synchronize(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Host memory: the CPU backend's "device".
@@ -43,11 +77,30 @@ impl MemoryDevice for HostMemory {
     }
 }
 
+/// What a lease covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum LeaseKind {
+    /// One stage's buffers, for the duration of the stage.
+    Transient,
+    /// A resident set's data, for the set's whole life.
+    Resident,
+}
+
+impl LeaseKind {
+    fn label(self) -> &'static str {
+        match self {
+            LeaseKind::Transient => "transient",
+            LeaseKind::Resident => "resident",
+        }
+    }
+}
+
 /// A granted share of the budget; returned to the allocator when dropped.
 #[derive(Debug)]
 pub struct Lease {
-    id: u64,
+    pub(crate) id: u64,
     bytes: u64,
+    kind: LeaseKind,
     allocator: Mailbox<VramAllocator>,
 }
 
@@ -55,6 +108,11 @@ impl Lease {
     /// Bytes granted.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// What it covers.
+    pub fn kind(&self) -> LeaseKind {
+        self.kind
     }
 }
 
@@ -64,11 +122,60 @@ impl Drop for Lease {
     }
 }
 
+/// What a queued request is for.
+enum Want {
+    Transient(oneshot::Sender<Lease>),
+    /// Loading a resident set of `key` (its residency decided when it was queued).
+    Resident {
+        key: String,
+        residency: Residency,
+        tables_bytes: u64,
+        reply: oneshot::Sender<Result<ResidentGrant, LeaseError>>,
+    },
+}
+
 struct Pending {
     bytes: u64,
     owner: String,
     since: Instant,
-    reply: oneshot::Sender<Lease>,
+    want: Want,
+}
+
+impl Pending {
+    fn is_abandoned(&self) -> bool {
+        match &self.want {
+            Want::Transient(r) => r.is_closed(),
+            Want::Resident { reply, .. } => reply.is_closed(),
+        }
+    }
+}
+
+struct Entry {
+    set: Arc<ResidentSet>,
+    bytes: u64,
+    reserve: u64,
+    last_used: u64,
+    lease_id: u64,
+}
+
+impl Entry {
+    fn pinned(&self) -> bool {
+        Arc::strong_count(&self.set) > 1
+    }
+}
+
+/// A request for a resident set that waits: for its load by another request, or for pinned
+/// sets to be released.
+struct ResidentWaiter {
+    msg: AcquireResident,
+    reply: oneshot::Sender<Result<ResidentGrant, LeaseError>>,
+}
+
+/// An operation that may run only when nothing is in flight on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IdleOp {
+    Trim,
+    ResetHighWater,
 }
 
 /// The allocator actor.
@@ -77,68 +184,374 @@ pub struct VramAllocator {
     label: String,
     budget: u64,
     leased: u64,
+    leased_high: u64,
+    transient: usize,
     next_id: u64,
-    active: HashMap<u64, u64>,
+    tick: u64,
+    active: HashMap<u64, (u64, LeaseKind)>,
     waiting: VecDeque<Pending>,
-    trim_when_idle: bool,
+    resident: HashMap<String, Entry>,
+    /// Sets being loaded: their bytes and declared reserve, and the requests waiting for them.
+    loading: HashMap<String, (u64, u64, Vec<ResidentWaiter>)>,
+    /// Requests for sets that wait for pinned sets to be released.
+    parked: Vec<ResidentWaiter>,
+    due: Vec<IdleOp>,
+    trims: u64,
 }
 
 impl VramAllocator {
-    /// An allocator of `budget` bytes over `device`.
-    pub fn new(device: Box<dyn MemoryDevice>, budget: u64) -> Self {
+    /// An allocator of `budget` bytes over `device`; the device's pool keeps up to the budget
+    /// of freed memory cached.
+    pub fn new(mut device: Box<dyn MemoryDevice>, budget: u64) -> Self {
         let label = device.label();
+        if let Err(e) = device.set_release_threshold(budget) {
+            tracing::warn!(device = %label, error = %e, "cannot set the pool's release threshold");
+        }
         VramAllocator {
             device,
             label,
             budget,
             leased: 0,
+            leased_high: 0,
+            transient: 0,
             next_id: 1,
+            tick: 0,
             active: HashMap::new(),
             waiting: VecDeque::new(),
-            trim_when_idle: false,
+            resident: HashMap::new(),
+            loading: HashMap::new(),
+            parked: Vec::new(),
+            due: Vec::new(),
+            trims: 0,
         }
     }
 
-    fn publish(&self) {
-        gauge!("proofline_memory_budget_bytes", "device" => self.label.clone())
-            .set(self.budget as f64);
-        gauge!("proofline_memory_leased_bytes", "device" => self.label.clone())
-            .set(self.leased as f64);
-        gauge!("proofline_memory_waiting_requests", "device" => self.label.clone())
+    fn resident_bytes(&self) -> u64 {
+        self.resident.values().map(|e| e.bytes).sum()
+    }
+
+    fn publish(&mut self) {
+        let d = self.label.clone();
+        gauge!("proofline_memory_budget_bytes", "device" => d.clone()).set(self.budget as f64);
+        gauge!("proofline_memory_leased_bytes", "device" => d.clone()).set(self.leased as f64);
+        gauge!("proofline_memory_resident_bytes", "device" => d.clone())
+            .set(self.resident_bytes() as f64);
+        gauge!("proofline_memory_waiting_requests", "device" => d.clone())
             .set(self.waiting.len() as f64);
+        gauge!("proofline_resident_sets", "device" => d.clone()).set(self.resident.len() as f64);
+        if let Some(u) = self.device.pool_usage() {
+            gauge!("proofline_device_pool_used_bytes", "device" => d.clone()).set(u.used as f64);
+            gauge!("proofline_device_pool_reserved_bytes", "device" => d.clone())
+                .set(u.reserved as f64);
+            gauge!("proofline_device_pool_used_high_bytes", "device" => d).set(u.used_high as f64);
+        }
+    }
+
+    /// Bytes of the pinned and loading sets, and the largest reserve among them.
+    fn pinned(&self) -> (u64, u64) {
+        self.pinned_except(None)
+    }
+
+    /// As [`Self::pinned`], leaving out the load of `skip`.
+    fn pinned_except(&self, skip: Option<&str>) -> (u64, u64) {
+        let mut bytes = 0;
+        let mut reserve = 0;
+        for e in self.resident.values().filter(|e| e.pinned()) {
+            bytes += e.bytes;
+            reserve = reserve.max(e.reserve);
+        }
+        for (k, (b, r, _)) in &self.loading {
+            if Some(k.as_str()) != skip {
+                bytes += b;
+                reserve = reserve.max(*r);
+            }
+        }
+        (bytes, reserve)
+    }
+
+    /// Whether nothing can be in flight on the device.
+    fn idle(&self) -> bool {
+        self.transient == 0 && self.loading.is_empty()
+    }
+
+    /// Runs the operations that wait for an idle device.
+    fn run_due(&mut self) {
+        if self.due.is_empty() || !self.idle() {
+            return;
+        }
+        for op in std::mem::take(&mut self.due) {
+            let t = Instant::now();
+            let r = match op {
+                IdleOp::Trim => self.device.trim(),
+                IdleOp::ResetHighWater => {
+                    self.leased_high = self.leased;
+                    self.device.reset_high_water()
+                }
+            };
+            if op == IdleOp::Trim {
+                self.trims += 1;
+                counter!("proofline_allocator_trims_total", "device" => self.label.clone())
+                    .increment(1);
+            }
+            match r {
+                Ok(()) => {
+                    tracing::debug!(device = %self.label, ?op, ms = t.elapsed().as_millis() as u64, "device-global operation")
+                }
+                Err(e) => {
+                    tracing::warn!(device = %self.label, ?op, error = %e, "device-global operation failed")
+                }
+            }
+        }
+    }
+
+    /// Evicts unpinned sets, least recently used first, until `bytes` more fit. Returns whether
+    /// they fit.
+    fn make_room(&mut self, bytes: u64) -> bool {
+        while self.leased + bytes > self.budget {
+            let victim = self
+                .resident
+                .iter()
+                .filter(|(_, e)| !e.pinned())
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone());
+            let Some(key) = victim else {
+                return false;
+            };
+            if let Some(e) = self.resident.remove(&key) {
+                tracing::info!(device = %self.label, params = %key, bytes = e.bytes, "resident set evicted (least recently used)");
+                gauge!("proofline_params_resident_bytes", "params" => key, "location" => self.label.clone())
+                    .set(0.0);
+                // Dropping the entry dropped the set (nobody pinned it): its data is freed on
+                // the resident stream, which is idle, and its lease's release is on its way.
+                // Count the bytes out now (the release then finds nothing to subtract).
+                if let Some((b, _)) = self.active.remove(&e.lease_id) {
+                    self.leased = self.leased.saturating_sub(b);
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether a grant of `bytes` would make the device pool grow past the budget without a
+    /// trim first (the pool cannot serve it from memory it already caches).
+    fn needs_trim(&mut self, bytes: u64) -> bool {
+        match self.device.pool_usage() {
+            Some(u) => {
+                u.reserved.saturating_sub(u.used) < bytes && u.reserved + bytes > self.budget
+            }
+            None => false,
+        }
+    }
+
+    fn new_lease(&mut self, ctx: &mut Context<Self>, bytes: u64, kind: LeaseKind) -> Lease {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.leased += bytes;
+        self.leased_high = self.leased_high.max(self.leased);
+        if kind == LeaseKind::Transient {
+            self.transient += 1;
+        }
+        self.active.insert(id, (bytes, kind));
+        Lease {
+            id,
+            bytes,
+            kind,
+            allocator: Mailbox::again(ctx.address()),
+        }
     }
 
     /// Grants waiting requests in order while the first one fits.
     fn grant(&mut self, ctx: &mut Context<Self>) {
+        self.run_due();
         while let Some(front) = self.waiting.front() {
-            if front.reply.is_closed() {
+            if front.is_abandoned() {
                 // The requester gave up (job cancelled): drop its place in the queue.
                 self.waiting.pop_front();
                 continue;
             }
-            if self.leased + front.bytes > self.budget {
+            if !self.due.is_empty() {
+                break; // draining for a device-global operation
+            }
+            let bytes = front.bytes;
+            if !self.make_room(bytes) {
+                // Only transient leases (which always end) and pinned sets are in the way.
+                if let Some(Pending {
+                    want:
+                        Want::Resident {
+                            key, tables_bytes, ..
+                        },
+                    ..
+                }) = self.waiting.front()
+                {
+                    // A set's load waits only for transient leases: if pinned sets block it,
+                    // it streams its bases, or waits aside for them.
+                    let own = self.loading.get(key.as_str()).map(|l| l.1).unwrap_or(0);
+                    let (pinned, reserve) = self.pinned_except(Some(key.as_str()));
+                    let reserve = reserve.max(own);
+                    if pinned + bytes + reserve > self.budget {
+                        let (key, tables_bytes) = (key.clone(), *tables_bytes);
+                        self.requeue_blocked_load(key, tables_bytes, pinned, reserve);
+                        continue;
+                    }
+                }
                 break;
+            }
+            if self.needs_trim(bytes) {
+                self.due.push(IdleOp::Trim);
+                self.run_due();
+                if !self.due.is_empty() {
+                    break;
+                }
             }
             let Some(p) = self.waiting.pop_front() else {
                 break;
             };
-            let id = self.next_id;
-            self.next_id += 1;
-            self.leased += p.bytes;
-            self.active.insert(id, p.bytes);
-            tracing::debug!(
-                device = %self.label, id, bytes = p.bytes, owner = %p.owner,
-                waited_ms = p.since.elapsed().as_millis() as u64, "lease granted"
-            );
-            let lease = Lease {
-                id,
-                bytes: p.bytes,
-                allocator: Mailbox::new(ctx.address()),
-            };
-            // If the requester is gone, the returned lease drops here and releases itself.
-            let _ = p.reply.send(lease);
+            let waited = p.since.elapsed().as_secs_f64();
+            match p.want {
+                Want::Transient(reply) => {
+                    let lease = self.new_lease(ctx, p.bytes, LeaseKind::Transient);
+                    self.record_wait(LeaseKind::Transient, waited, &p.owner, p.bytes);
+                    // If the requester is gone, the lease drops here and releases itself.
+                    let _ = reply.send(lease);
+                }
+                Want::Resident {
+                    key,
+                    residency,
+                    reply,
+                    ..
+                } => {
+                    let lease = self.new_lease(ctx, p.bytes, LeaseKind::Resident);
+                    self.record_wait(LeaseKind::Resident, waited, &p.owner, p.bytes);
+                    let load = ResidentLoad {
+                        key,
+                        residency,
+                        lease: Some(lease),
+                        allocator: Mailbox::again(ctx.address()),
+                    };
+                    let _ = reply.send(Ok(ResidentGrant::Load(load)));
+                }
+            }
         }
         self.publish();
+    }
+
+    /// The load at the front cannot fit next to the pinned sets: stream its bases (tables
+    /// only) if that fits, else park the requests for that set until sets are unpinned.
+    fn requeue_blocked_load(&mut self, key: String, tables_bytes: u64, pinned: u64, reserve: u64) {
+        let Some(mut p) = self.waiting.pop_front() else {
+            return;
+        };
+        if let Want::Resident { residency, .. } = &mut p.want {
+            if *residency == Residency::Resident && pinned + tables_bytes + reserve <= self.budget {
+                tracing::info!(device = %self.label, params = %key, "bases do not fit next to the sets in use: streaming them");
+                *residency = Residency::Streamed;
+                if let Some(l) = self.loading.get_mut(&key) {
+                    l.0 = tables_bytes;
+                }
+                p.bytes = tables_bytes;
+                self.waiting.push_front(p);
+                return;
+            }
+        }
+        // park: the load waits aside, with the requests waiting for it, until a set is unpinned
+        if let Want::Resident { reply, .. } = p.want {
+            let own_reserve = match self.loading.remove(&key) {
+                Some((_, r, waiters)) => {
+                    self.parked.extend(waiters);
+                    r
+                }
+                None => reserve,
+            };
+            self.parked.push(ResidentWaiter {
+                msg: AcquireResident {
+                    key,
+                    full_bytes: p.bytes,
+                    tables_bytes,
+                    reserve: own_reserve,
+                    owner: p.owner,
+                },
+                reply,
+            });
+        }
+    }
+
+    fn record_wait(&self, kind: LeaseKind, secs: f64, owner: &str, bytes: u64) {
+        histogram!("proofline_lease_wait_seconds", "device" => self.label.clone(), "kind" => kind.label())
+            .record(secs);
+        tracing::debug!(device = %self.label, owner, bytes, kind = kind.label(), waited_ms = (secs * 1e3) as u64, "lease granted");
+    }
+
+    /// Serves a request for a resident set.
+    fn acquire(
+        &mut self,
+        msg: AcquireResident,
+        reply: oneshot::Sender<Result<ResidentGrant, LeaseError>>,
+        ctx: &mut Context<Self>,
+    ) {
+        self.tick += 1;
+        let tick = self.tick;
+        let (pinned, reserve) = self.pinned();
+        if let Some(e) = self.resident.get_mut(&msg.key) {
+            let extra = if e.pinned() { 0 } else { e.bytes };
+            if pinned + extra + reserve.max(msg.reserve).max(e.reserve) > self.budget {
+                // pinning it now could starve the stages of the sets in use: wait for them
+                self.parked.push(ResidentWaiter { msg, reply });
+                return;
+            }
+            e.last_used = tick;
+            let _ = reply.send(Ok(ResidentGrant::Ready(ResidentRef {
+                set: e.set.clone(),
+                allocator: Mailbox::again(ctx.address()),
+            })));
+            return;
+        }
+        if let Some((_, _, waiters)) = self.loading.get_mut(&msg.key) {
+            waiters.push(ResidentWaiter { msg, reply });
+            return;
+        }
+        if msg.tables_bytes.max(msg.reserve) > self.budget
+            || msg.tables_bytes + msg.reserve > self.budget
+        {
+            let _ = reply.send(Err(LeaseError::ExceedsBudget {
+                requested: msg.tables_bytes + msg.reserve,
+                budget: self.budget,
+                device: self.label.clone(),
+            }));
+            return;
+        }
+        let reserve = reserve.max(msg.reserve);
+        let (residency, bytes) = if pinned + msg.full_bytes + reserve <= self.budget {
+            (Residency::Resident, msg.full_bytes)
+        } else if pinned + msg.tables_bytes + reserve <= self.budget {
+            (Residency::Streamed, msg.tables_bytes)
+        } else {
+            self.parked.push(ResidentWaiter { msg, reply });
+            return;
+        };
+        self.loading
+            .insert(msg.key.clone(), (bytes, msg.reserve, Vec::new()));
+        self.waiting.push_back(Pending {
+            bytes,
+            owner: msg.owner,
+            since: Instant::now(),
+            want: Want::Resident {
+                key: msg.key,
+                residency,
+                tables_bytes: msg.tables_bytes,
+                reply,
+            },
+        });
+        self.grant(ctx);
+    }
+
+    /// Retries the parked requests (a set was unpinned or loaded, or a load was abandoned).
+    fn retry_parked(&mut self, ctx: &mut Context<Self>) {
+        for w in std::mem::take(&mut self.parked) {
+            if w.reply.is_closed() {
+                continue;
+            }
+            self.acquire(w.msg, w.reply, ctx);
+        }
     }
 }
 
@@ -175,7 +588,7 @@ impl Handler<RequestLease> for VramAllocator {
             bytes: msg.bytes,
             owner: msg.owner,
             since: Instant::now(),
-            reply: tx,
+            want: Want::Transient(tx),
         });
         self.grant(ctx);
         Box::pin(async move { rx.await.map_err(|_| LeaseError::AllocatorGone) })
@@ -186,27 +599,132 @@ impl Handler<ReleaseLease> for VramAllocator {
     type Result = ();
 
     fn handle(&mut self, msg: ReleaseLease, ctx: &mut Context<Self>) {
-        if let Some(bytes) = self.active.remove(&msg.id) {
-            self.leased -= bytes;
-        }
-        if self.active.is_empty() && self.trim_when_idle {
-            // No lease outstanding: no stage has work in flight on this device.
-            self.device.trim();
-            self.trim_when_idle = false;
+        if let Some((bytes, kind)) = self.active.remove(&msg.id) {
+            self.leased = self.leased.saturating_sub(bytes);
+            if kind == LeaseKind::Transient {
+                self.transient = self.transient.saturating_sub(1);
+            }
         }
         self.grant(ctx);
     }
 }
 
-impl Handler<TrimWhenIdle> for VramAllocator {
+impl Handler<AcquireResident> for VramAllocator {
+    type Result = ResponseFuture<Result<ResidentGrant, LeaseError>>;
+
+    fn handle(&mut self, msg: AcquireResident, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.acquire(msg, tx, ctx);
+        Box::pin(async move { rx.await.map_err(|_| LeaseError::AllocatorGone)? })
+    }
+}
+
+impl Handler<RegisterResident> for VramAllocator {
+    type Result = MessageResult<RegisterResident>;
+
+    fn handle(&mut self, msg: RegisterResident, ctx: &mut Context<Self>) -> Self::Result {
+        let RegisterResident { mut load, data } = msg;
+        let lease = load.lease.take();
+        let key = load.key.clone();
+        let (bytes, reserve, waiters) =
+            self.loading
+                .remove(&key)
+                .unwrap_or((load.bytes(), 0, Vec::new()));
+        let Some(lease) = lease else {
+            return MessageResult(Err(LeaseError::AllocatorGone));
+        };
+        let bytes = bytes.max(lease.bytes());
+        let lease_id = lease.id;
+        self.tick += 1;
+        let set = Arc::new(ResidentSet {
+            key: key.clone(),
+            residency: load.residency,
+            data,
+            _lease: lease,
+        });
+        let mode = match load.residency {
+            Residency::Resident => "resident",
+            Residency::Streamed => "streamed",
+        };
+        tracing::info!(device = %self.label, params = %key, bytes, mode, "parameters resident on the device");
+        gauge!("proofline_params_resident_bytes", "params" => key.clone(), "location" => self.label.clone())
+            .set(bytes as f64);
+        self.resident.insert(
+            key,
+            Entry {
+                set: set.clone(),
+                bytes,
+                reserve,
+                last_used: self.tick,
+                lease_id,
+            },
+        );
+        let r = ResidentRef {
+            set,
+            allocator: Mailbox::again(ctx.address()),
+        };
+        for w in waiters {
+            let _ = w.reply.send(Ok(ResidentGrant::Ready(r.clone())));
+        }
+        self.grant(ctx);
+        MessageResult(Ok(r))
+    }
+}
+
+impl Handler<ResidentAbandoned> for VramAllocator {
     type Result = ();
 
-    fn handle(&mut self, _: TrimWhenIdle, _: &mut Context<Self>) {
-        if self.active.is_empty() {
-            self.device.trim();
-        } else {
-            self.trim_when_idle = true;
+    fn handle(&mut self, msg: ResidentAbandoned, ctx: &mut Context<Self>) {
+        if let Some((_, _, waiters)) = self.loading.remove(&msg.key) {
+            tracing::warn!(device = %self.label, params = %msg.key, "a resident upload was abandoned");
+            self.parked.extend(waiters);
         }
+        self.retry_parked(ctx);
+        self.grant(ctx);
+    }
+}
+
+impl Handler<ResidentUnpinned> for VramAllocator {
+    type Result = ();
+
+    fn handle(&mut self, _: ResidentUnpinned, ctx: &mut Context<Self>) {
+        if !self.parked.is_empty() {
+            self.retry_parked(ctx);
+        }
+        self.grant(ctx);
+    }
+}
+
+impl Handler<Trim> for VramAllocator {
+    type Result = ();
+
+    fn handle(&mut self, _: Trim, ctx: &mut Context<Self>) {
+        if !self.due.contains(&IdleOp::Trim) {
+            self.due.push(IdleOp::Trim);
+        }
+        self.grant(ctx);
+    }
+}
+
+impl Handler<ResetHighWater> for VramAllocator {
+    type Result = ();
+
+    fn handle(&mut self, _: ResetHighWater, ctx: &mut Context<Self>) {
+        if !self.due.contains(&IdleOp::ResetHighWater) {
+            self.due.push(IdleOp::ResetHighWater);
+        }
+        self.grant(ctx);
+    }
+}
+
+impl Handler<DeviceLoad> for VramAllocator {
+    type Result = MessageResult<DeviceLoad>;
+
+    fn handle(&mut self, msg: DeviceLoad, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(DeviceLoadInfo {
+            stages: self.transient + self.waiting.len(),
+            holds: self.resident.contains_key(&msg.key) || self.loading.contains_key(&msg.key),
+        })
     }
 }
 
@@ -214,99 +732,31 @@ impl Handler<Snapshot> for VramAllocator {
     type Result = MessageResult<Snapshot>;
 
     fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
+        let mut resident: Vec<ResidentInfo> = self
+            .resident
+            .iter()
+            .map(|(k, e)| ResidentInfo {
+                params: k.clone(),
+                bytes: e.bytes,
+                residency: e.set.residency,
+                users: Arc::strong_count(&e.set) - 1,
+            })
+            .collect();
+        resident.sort_by(|a, b| a.params.cmp(&b.params));
         MessageResult(AllocatorSnapshot {
             device: self.label.clone(),
             budget: self.budget,
             leased: self.leased,
+            leased_high: self.leased_high,
             leases: self.active.len(),
             waiting: self.waiting.len(),
+            resident_bytes: self.resident_bytes(),
+            resident,
+            trims: self.trims,
+            pool: self.device.pool_usage(),
         })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-
-    struct CountingDevice(Arc<AtomicUsize>);
-    impl MemoryDevice for CountingDevice {
-        fn label(&self) -> String {
-            "test".into()
-        }
-        fn trim(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    fn req(bytes: u64) -> RequestLease {
-        RequestLease {
-            bytes,
-            owner: "t".into(),
-        }
-    }
-
-    #[actix::test]
-    async fn grants_in_order_never_overcommits_and_waits() {
-        let trims = Arc::new(AtomicUsize::new(0));
-        let alloc =
-            Mailbox::new(VramAllocator::new(Box::new(CountingDevice(trims.clone())), 100).start());
-        let l1 = alloc.send(req(60)).await.unwrap().unwrap();
-        // 50 does not fit next to 60: it waits; a later 10 that would fit must wait behind it.
-        let f2 = alloc.send(req(50));
-        let f3 = alloc.send(req(10));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let tx2 = tx.clone();
-        actix::spawn(async move {
-            let l = f2.await.unwrap().unwrap();
-            let _ = tx.send(("50", l));
-        });
-        actix::spawn(async move {
-            let l = f3.await.unwrap().unwrap();
-            let _ = tx2.send(("10", l));
-        });
-        actix::clock::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(rx.try_recv().is_err(), "nothing fits while 60 is leased");
-        let snap = alloc.send(Snapshot).await.unwrap();
-        assert_eq!((snap.leased, snap.waiting), (60, 2));
-        drop(l1);
-        let (first, a) = rx.recv().await.unwrap();
-        let (second, b) = rx.recv().await.unwrap();
-        assert_eq!((first, second), ("50", "10"), "grants follow arrival order");
-        let snap = alloc.send(Snapshot).await.unwrap();
-        assert_eq!((snap.leased, snap.leases, snap.waiting), (60, 2, 0));
-        // Trim waits for the last lease to come back.
-        alloc.send(TrimWhenIdle).await.unwrap();
-        assert_eq!(trims.load(Ordering::SeqCst), 0);
-        drop((a, b));
-        let snap = alloc.send(Snapshot).await.unwrap();
-        assert_eq!(snap.leased, 0);
-        assert_eq!(trims.load(Ordering::SeqCst), 1);
-    }
-
-    #[actix::test]
-    async fn oversize_requests_fail_and_abandoned_requests_leave_the_queue() {
-        let alloc = Mailbox::new(VramAllocator::new(Box::new(HostMemory), 100).start());
-        let err = alloc.send(req(101)).await.unwrap().unwrap_err();
-        assert!(matches!(
-            err,
-            LeaseError::ExceedsBudget {
-                requested: 101,
-                budget: 100,
-                ..
-            }
-        ));
-        let l1 = alloc.send(req(100)).await.unwrap().unwrap();
-        // A waiter that gives up (cancelled job) must not block those behind it.
-        let abandoned = alloc.send(req(100));
-        drop(abandoned);
-        let f = alloc.send(req(40));
-        actix::clock::sleep(std::time::Duration::from_millis(20)).await;
-        drop(l1);
-        let l = f.await.unwrap().unwrap();
-        assert_eq!(l.bytes(), 40);
-        let snap = alloc.send(Snapshot).await.unwrap();
-        assert_eq!((snap.leased, snap.waiting), (40, 0));
-    }
-}
+mod tests;

@@ -1,16 +1,23 @@
 //! The job coordinator: accepts planned jobs, admits their partitions into the pipeline by
-//! priority, assembles results, handles cancellation and draining, and sends each outcome to
-//! the store writer (the request was stored before the job reached the coordinator).
+//! rank (priority, then deadline, then age), assembles results, handles cancellation,
+//! deadlines and draining, and sends each outcome to the store writer (the request was stored
+//! before the job reached the coordinator).
 //!
 //! Each admitted partition runs as one future on the coordinator's context (the partition
 //! driver, [`crate::partition`]): it sends typed messages to the stage actors and awaits their
 //! replies; the coordinator's own state changes only in its handlers and in the completion
 //! callback of that future, so no lock guards it. The driver records each stage transition in
 //! the partition's `Progress`, which [`InFlight`] reads for the status page.
+//!
+//! Admission: at most `max_in_flight` partitions are in the pipeline, plus up to
+//! `priority_reserve` more for a job that outranks every partition in flight, so that a
+//! WindowPoSt arriving behind C2 jobs is admitted at once and then overtakes them at the next
+//! stage boundary (see [`crate::scheduler`]). Deadlines are checked when partitions are admitted
+//! and every [`DEADLINE_TICK`]; see [`crate::deadline`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use blstrs::{Bls12, Scalar};
@@ -22,19 +29,30 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::backpressure::RecentRuns;
+use crate::deadline::{self, LatencyModel, Remaining};
 use crate::idempotency::{Digest, Repeat, RepeatIndex};
 use crate::job::{now_ms, JobFailure, JobResult, JobState, JobStatus, StageTimings};
 use crate::messages::*;
 use crate::partition::{drive_partition, Progress, Stages};
+use crate::scheduler::Rank;
 use crate::store::writer::StoreWriter;
 use crate::store::{FinishOutcome, FinishedRecord};
 use crate::telemetry::{actor, Mailbox, Named, Secs};
+
+/// How often unfinished jobs with a deadline are checked.
+pub const DEADLINE_TICK: Duration = Duration::from_millis(500);
 
 /// Coordinator limits.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Partitions admitted at once.
     pub max_in_flight: usize,
+    /// Host memory the admitted partitions' buffers may take (estimated from each circuit's
+    /// size); a partition larger than all of it is admitted alone.
+    pub host_budget: u64,
+    /// Extra partitions admitted beyond `max_in_flight` for a job that outranks every partition
+    /// in flight.
+    pub priority_reserve: usize,
     /// Unfinished jobs at most.
     pub max_queued: usize,
     /// Finished jobs kept.
@@ -45,11 +63,15 @@ pub struct Limits {
 struct Running {
     handle: SpawnHandle,
     progress: Arc<Progress>,
+    /// When it was admitted (the deadline check's view of its remaining time).
+    admitted: Instant,
 }
 
 struct JobEntry {
     status: JobStatus,
     seq: u64,
+    /// Estimated host bytes of one partition in flight.
+    host_bytes: u64,
     params: ParamsSpec,
     pending: VecDeque<(usize, CircuitThunk)>,
     expected: Vec<Vec<Scalar>>,
@@ -75,6 +97,8 @@ pub struct JobCoordinator {
     finished_order: VecDeque<JobId>,
     seq: u64,
     in_flight: usize,
+    /// Estimated host bytes of the partitions in flight, by partition.
+    host_held: HashMap<(JobId, usize), u64>,
     store: Mailbox<StoreWriter>,
     /// Ids whose requests are being written to the store (counted as unfinished).
     reserved: HashSet<JobId>,
@@ -88,6 +112,7 @@ pub struct JobCoordinator {
     finished_totals: FinishedTotals,
     repeats: RepeatIndex,
     runs: RecentRuns,
+    latency: LatencyModel,
 }
 
 /// Jobs ended since start, by outcome.
@@ -96,6 +121,25 @@ struct FinishedTotals {
     succeeded: u64,
     failed: u64,
     cancelled: u64,
+}
+
+/// Host bytes a partition of `constraints` constraints holds in flight: the evaluations a, b, c
+/// over the domain and about as much again for the assignment and synthesis' own state.
+pub fn partition_host_bytes(constraints: usize) -> u64 {
+    if constraints == 0 {
+        return 0;
+    }
+    4 * constraints.next_power_of_two() as u64 * std::mem::size_of::<Scalar>() as u64
+}
+
+impl JobEntry {
+    fn rank(&self) -> Rank {
+        Rank {
+            priority: self.status.priority,
+            deadline_ms: self.status.deadline_ms,
+            seq: self.seq,
+        }
+    }
 }
 
 impl JobCoordinator {
@@ -108,6 +152,7 @@ impl JobCoordinator {
             finished_order: VecDeque::new(),
             seq: 0,
             in_flight: 0,
+            host_held: HashMap::new(),
             store,
             reserved: HashSet::new(),
             draining: false,
@@ -118,6 +163,7 @@ impl JobCoordinator {
             finished_totals: FinishedTotals::default(),
             repeats: RepeatIndex::default(),
             runs: RecentRuns::default(),
+            latency: LatencyModel::default(),
         }
     }
 
@@ -188,7 +234,7 @@ impl JobCoordinator {
                 let (stage, stage_s, device) = match job.running.get(&k) {
                     Some(r) => {
                         let (stage, secs) = r.progress.read();
-                        (stage, secs, Some(self.stages.device.to_string()))
+                        (stage, secs, r.progress.device())
                     }
                     None if job.proofs.get(k).is_some_and(Option::is_some) => {
                         (PartitionStage::Done, 0.0, None)
@@ -209,6 +255,7 @@ impl JobCoordinator {
             label: job.status.label.clone(),
             state: job.status.state,
             priority: job.status.priority,
+            deadline_ms: job.status.deadline_ms,
             partitions_done: job.status.partitions_done,
             age_s: job.submitted.secs(),
             final_check: job.final_handle.is_some(),
@@ -232,21 +279,83 @@ impl JobCoordinator {
         }
     }
 
-    /// Admits partitions while there is room, highest priority first, then oldest.
+    /// Fails every unfinished job whose deadline has passed or can no longer be met.
+    fn check_deadlines(&mut self, ctx: &mut Context<Self>) {
+        let now = now_ms();
+        let parallel = self.limits.max_in_flight;
+        let late: Vec<(JobId, String)> = self
+            .jobs
+            .iter()
+            .filter(|(_, j)| !j.status.state.is_terminal())
+            .filter_map(|(id, j)| {
+                let deadline = j.status.deadline_ms?;
+                let remaining = Remaining {
+                    unstarted: j.pending.len(),
+                    running_elapsed: j.running.values().map(|r| r.admitted.secs()).collect(),
+                };
+                let per = self.latency.partition_secs(&j.params.id);
+                deadline::verdict(deadline, now, per, &remaining, parallel)
+                    .map(|why| (id.clone(), why))
+            })
+            .collect();
+        for (id, why) in late {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            counter!("proofline_deadline_exceeded_total", "kind" => job.status.kind.clone())
+                .increment(1);
+            tracing::warn!(job = %id, kind = %job.status.kind, reason = %why, "deadline cannot be met: job failed early");
+            let e = StageError::DeadlineExceeded(why);
+            self.stop_running(&id, ctx);
+            self.finish(
+                &id,
+                JobState::Failed,
+                Some(JobFailure {
+                    code: e.code().to_string(),
+                    message: e.to_string(),
+                    partition: None,
+                }),
+            );
+        }
+    }
+
+    /// The lowest rank among the partitions in flight.
+    fn lowest_in_flight(&self) -> Option<Rank> {
+        self.jobs
+            .values()
+            .filter(|j| !j.running.is_empty())
+            .map(JobEntry::rank)
+            .min()
+    }
+
+    /// Admits partitions while there is room, best rank first (priority, deadline, age).
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        while self.in_flight < self.limits.max_in_flight {
+        self.check_deadlines(ctx);
+        loop {
             let next = self
                 .jobs
                 .iter()
                 .filter(|(_, j)| !j.status.state.is_terminal() && !j.pending.is_empty())
                 // Draining: finish what runs, start nothing new.
                 .filter(|(_, j)| !self.draining || j.status.state == JobState::Running)
-                .max_by_key(|(_, j)| (j.status.priority, std::cmp::Reverse(j.seq)))
-                .map(|(id, _)| id.clone());
-            let Some(id) = next else { break };
+                .max_by_key(|(_, j)| j.rank())
+                .map(|(id, j)| (id.clone(), j.rank()));
+            let Some((id, rank)) = next else { break };
+            let room = self.in_flight < self.limits.max_in_flight
+                || (self.in_flight < self.limits.max_in_flight + self.limits.priority_reserve
+                    && self
+                        .lowest_in_flight()
+                        .is_some_and(|low| rank.priority > low.priority));
+            if !room {
+                break;
+            }
+            let held: u64 = self.host_held.values().sum();
             let Some(job) = self.jobs.get_mut(&id) else {
                 break;
             };
+            if self.in_flight > 0 && held + job.host_bytes > self.limits.host_budget {
+                break; // its buffers would not fit the host budget yet
+            }
             let Some((k, thunk)) = job.pending.pop_front() else {
                 break;
             };
@@ -255,11 +364,12 @@ impl JobCoordinator {
                 job.status.started_at_ms = Some(now_ms());
             }
             let queued_s = job.submitted.secs();
-            let progress = Arc::new(Progress::admitted());
+            let progress = Arc::new(Progress::admitted(self.stages.only_device()));
             let fut = drive_partition(
                 self.stages.clone(),
                 id.clone(),
                 k,
+                rank,
                 job.params.clone(),
                 thunk,
                 job.expected[k].clone(),
@@ -274,9 +384,18 @@ impl JobCoordinator {
                     act.partition_done(&job_id, k, res, t, ctx)
                 },
             ));
+            let host_bytes = job.host_bytes;
             if let Some(job) = self.jobs.get_mut(&id) {
-                job.running.insert(k, Running { handle, progress });
+                job.running.insert(
+                    k,
+                    Running {
+                        handle,
+                        progress,
+                        admitted: Instant::now(),
+                    },
+                );
             }
+            self.host_held.insert((id.clone(), k), host_bytes);
             self.in_flight += 1;
         }
         self.publish();
@@ -291,6 +410,7 @@ impl JobCoordinator {
         ctx: &mut Context<Self>,
     ) {
         self.in_flight = self.in_flight.saturating_sub(1);
+        self.host_held.remove(&(id.clone(), k));
         let Some(job) = self.jobs.get_mut(id) else {
             self.pump(ctx);
             return;
@@ -304,6 +424,7 @@ impl JobCoordinator {
         job.status.timings.add(&timings);
         match res {
             Ok((proof, pk)) => {
+                self.latency.record(&job.params.id, timings.total_s);
                 job.proofs[k] = Some(proof);
                 job.pk = Some(pk);
                 job.status.partitions_done += 1;
@@ -425,9 +546,10 @@ impl JobCoordinator {
         if let Some(job) = self.jobs.get_mut(id) {
             job.cancel.cancel();
             job.pending.clear();
-            for (_, r) in job.running.drain() {
+            for (k, r) in job.running.drain() {
                 ctx.cancel_future(r.handle);
                 self.in_flight = self.in_flight.saturating_sub(1);
+                self.host_held.remove(&(id.clone(), k));
             }
             if let Some(h) = job.final_handle.take() {
                 ctx.cancel_future(h);
@@ -523,6 +645,15 @@ impl Actor for JobCoordinator {
         counter!("proofline_verification_failures_total").increment(0);
         counter!("proofline_jobs_accepted_total").increment(0);
         self.publish();
+        ctx.run_interval(DEADLINE_TICK, |act, ctx| {
+            if act
+                .jobs
+                .values()
+                .any(|j| j.status.deadline_ms.is_some() && !j.status.state.is_terminal())
+            {
+                act.pump(ctx);
+            }
+        });
     }
 }
 
@@ -557,12 +688,19 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             id,
             request,
             plan,
+            priority,
             digest,
             ..
         } = msg;
         let n = plan.partitions.len();
         let mut expected = Vec::with_capacity(n);
         let mut pending = VecDeque::with_capacity(n);
+        let host_bytes = plan
+            .partitions
+            .iter()
+            .map(|p| partition_host_bytes(p.constraints_hint))
+            .max()
+            .unwrap_or(0);
         for (k, p) in plan.partitions.into_iter().enumerate() {
             expected.push(p.public_inputs);
             pending.push_back((k, p.circuit));
@@ -572,7 +710,8 @@ impl Handler<SubmitPlanned> for JobCoordinator {
             kind: request.kind.clone(),
             label: plan.label,
             state: JobState::Queued,
-            priority: request.priority,
+            priority,
+            deadline_ms: request.deadline,
             partitions: n,
             partitions_done: 0,
             submitted_at_ms: now_ms(),
@@ -587,13 +726,14 @@ impl Handler<SubmitPlanned> for JobCoordinator {
                 .record(&id, request.idempotency_key.as_deref(), digest);
         }
         self.seq += 1;
-        tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, "job accepted");
+        tracing::info!(job = %id, kind = %status.kind, label = %status.label, partitions = n, priority = status.priority, deadline_ms = ?status.deadline_ms, "job accepted");
         counter!("proofline_jobs_accepted_total").increment(1);
         self.jobs.insert(
             id.clone(),
             JobEntry {
                 status: status.clone(),
                 seq: self.seq,
+                host_bytes,
                 params: plan.params,
                 pending,
                 expected,
@@ -611,11 +751,8 @@ impl Handler<SubmitPlanned> for JobCoordinator {
         );
         self.pump(ctx);
         Ok(Submitted {
-            status: self
-                .jobs
-                .get(&id)
-                .map(|j| j.status.clone())
-                .unwrap_or(status),
+            // A job failed at once (its deadline had passed) shows as failed once that is stored.
+            status: self.jobs.get(&id).map(visible).unwrap_or(status),
             outcome: SubmitOutcome::Accepted,
         })
     }
@@ -748,6 +885,7 @@ impl Handler<RestoreFinished> for JobCoordinator {
             JobEntry {
                 status,
                 seq: self.seq,
+                host_bytes: 0,
                 params: ParamsSpec {
                     id: String::new(),
                     path: Default::default(),
@@ -884,11 +1022,11 @@ impl Handler<InFlight> for JobCoordinator {
             .values()
             .filter(|j| !j.status.state.is_terminal())
             .collect();
+        // Running first, then in the order they are admitted and scheduled (best rank first).
         unfinished.sort_by_key(|j| {
             (
                 j.status.state != JobState::Running,
-                std::cmp::Reverse(j.status.priority),
-                j.seq,
+                std::cmp::Reverse(j.rank()),
             )
         });
         let mut counts = JobCounts {

@@ -17,6 +17,7 @@ pub fn queued_status(
     kind: &str,
     label: &str,
     priority: i32,
+    deadline_ms: Option<u64>,
     partitions: usize,
 ) -> JobStatus {
     JobStatus {
@@ -25,6 +26,7 @@ pub fn queued_status(
         label: label.to_string(),
         state: JobState::Queued,
         priority,
+        deadline_ms,
         partitions,
         partitions_done: 0,
         submitted_at_ms: now_ms(),

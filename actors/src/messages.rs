@@ -9,12 +9,21 @@
 //! | `Synthesize`       | driver → SynthesisActor     | circuit thunk (moved); returns a, b, c, asg |
 //! | `RequestLease`     | driver → VramAllocator      | bytes; returns a `Lease` (released on drop) |
 //! | `ReleaseLease`     | `Lease::drop` → allocator   | lease id                                    |
+//! | `DeviceLoad`       | driver → VramAllocator      | set key; leased bytes, whether it is there  |
+//! | `AcquireResident`  | driver → VramAllocator      | set key, bytes; the set (pinned) or a load  |
+//! | `RegisterResident` | driver → VramAllocator      | the filled load (moved); the pinned set     |
+//! | `ResidentAbandoned`, `ResidentUnpinned` | `ResidentLoad` / `ResidentRef` drop → allocator | key |
+//! | `Trim`, `ResetHighWater`, `Snapshot` | anyone → allocator | run when the device is idle; state |
 //! | `PlanMsm`          | driver → CpuMsmActor        | `Arc<Assignment>`; returns `MsmPlan`        |
-//! | `ComputeH`         | driver → ComputeActor       | a, b, c (moved), lease (moved); H MSM       |
-//! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease; L, A, B in G1        |
+//! | `MakeResident`     | driver → ComputeActor       | `Arc<ProvingKey>`; the device's set data    |
+//! | `ComputeH`         | driver → ComputeActor       | `Arc<Evaluations>` (moved), lease, pin; H   |
+//! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease, pin; L, A, B in G1   |
 //! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2                     |
 //! | `AssembleVerify`   | driver → CpuMsmActor        | MSM results, public inputs; the proof       |
 //! | `RunFinalCheck`    | coordinator → CpuMsmActor   | the whole proof (moved in and out), check   |
+//! | `AcquireStage`     | driver → StageScheduler     | stage class, rank; returns a `StagePermit`  |
+//! | `ContinueStage`    | driver → StageScheduler     | the permit (moved), rank; returns a permit  |
+//! | `ReleaseStage`     | `StagePermit::drop` → sched.| stage class                                 |
 //! | `RecordOutcome`    | coordinator → StoreWriter   | a finished job's status and result          |
 //! | coordinator msgs   | `Pipeline` → JobCoordinator | see `coordinator.rs`                        |
 //! | `InFlight`         | `Pipeline` → JobCoordinator | returns the jobs in flight for the status page |
@@ -23,7 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use actix::Message;
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use blstrs::{Bls12, G2Projective, Scalar};
 use proofline_groth16::{
     Assignment, MsmPlan, MsmResults, ParamsShape, Proof, ProverError, SharedProvingKey,
     SynthesizedPartition,
@@ -32,6 +41,9 @@ use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
 use proofline_wire::{JobCounts, JobInFlight, JobResult, JobStatus};
 
 use crate::allocator::Lease;
+use crate::compute::{HStage, SparseG1};
+use crate::resident::{ResidentData, ResidentLoad, ResidentRef};
+use crate::scheduler::{Rank, StageClass, StagePermit};
 use crate::store::{FinishOutcome, FinishedRecord};
 
 pub use proofline_wire::JobId;
@@ -85,6 +97,9 @@ pub enum StageError {
     /// The adapter's check of the whole proof failed.
     #[error("final check of the whole proof failed: {0}")]
     FinalCheck(String),
+    /// The job's deadline has passed or can no longer be met.
+    #[error("deadline exceeded: {0}")]
+    DeadlineExceeded(String),
     /// A stage panicked (a bug or a circuit assertion); the job fails, the actor continues.
     #[error("{stage} stage panicked: {message}")]
     Panicked {
@@ -113,6 +128,7 @@ impl StageError {
             StageError::Cancelled => "cancelled",
             StageError::Panicked { .. } => "internal_error",
             StageError::FinalCheck(_) => "final_check_failed",
+            StageError::DeadlineExceeded(_) => "deadline_exceeded",
             StageError::Mailbox(_) => "shutting_down",
         }
     }
@@ -142,19 +158,65 @@ pub enum LeaseError {
     AllocatorGone,
 }
 
-/// Snapshot of an allocator's state.
+/// What a device's stream-ordered memory pool holds, in bytes.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct PoolUsage {
+    /// Handed out to allocations now.
+    pub used: u64,
+    /// Mapped by the pool now (used + cached).
+    pub reserved: u64,
+    /// Highest `used` since the last reset.
+    pub used_high: u64,
+    /// Highest `reserved` since the last reset.
+    pub reserved_high: u64,
+}
+
+/// Where a partition's MSMs read a parameter set's bases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Residency {
+    /// On the device (uploaded once, shared by the device's slots).
+    Resident,
+    /// Streamed from host memory: only the NTT tables are on the device.
+    Streamed,
+}
+
+/// One resident set in a snapshot.
+#[derive(Clone, Debug, serde::Serialize, PartialEq, Eq)]
+pub struct ResidentInfo {
+    /// Parameter set.
+    pub params: String,
+    /// Bytes its lease covers.
+    pub bytes: u64,
+    /// Bases on the device, or streamed.
+    pub residency: Residency,
+    /// Partitions using it now.
+    pub users: usize,
+}
+
+/// Snapshot of an allocator's state (per device: budget, leased and resident bytes).
 #[derive(Clone, Debug, serde::Serialize, PartialEq, Eq)]
 pub struct AllocatorSnapshot {
     /// Device label.
     pub device: String,
     /// Total budget, bytes.
     pub budget: u64,
-    /// Bytes currently leased.
+    /// Bytes currently leased (stage leases and resident sets).
     pub leased: u64,
+    /// Highest `leased` since the last [`ResetHighWater`].
+    pub leased_high: u64,
     /// Leases outstanding.
     pub leases: usize,
     /// Requests waiting.
     pub waiting: usize,
+    /// Bytes of the resident sets.
+    pub resident_bytes: u64,
+    /// The resident sets.
+    pub resident: Vec<ResidentInfo>,
+    /// Pool trims so far.
+    pub trims: u64,
+    /// The device pool's usage (None on the host).
+    pub pool: Option<PoolUsage>,
 }
 
 /// Ask for a snapshot.
@@ -162,10 +224,85 @@ pub struct AllocatorSnapshot {
 #[rtype(result = "AllocatorSnapshot")]
 pub struct Snapshot;
 
-/// Ask the allocator to trim the device's memory pool as soon as no lease is outstanding.
+/// Trim the device's memory pool: as soon as nothing is in flight on the device (the allocator
+/// grants nothing until then).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct TrimWhenIdle;
+pub struct Trim;
+
+/// Reset the allocator's and the pool's high-water marks, when nothing is in flight.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ResetHighWater;
+
+/// How loaded a device is, and whether a parameter set is resident there (the driver's choice
+/// of device).
+#[derive(Message, Debug)]
+#[rtype(result = "DeviceLoadInfo")]
+pub struct DeviceLoad {
+    /// The parameter set.
+    pub key: String,
+}
+
+/// The answer to [`DeviceLoad`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLoadInfo {
+    /// Stage leases outstanding plus requests waiting.
+    pub stages: usize,
+    /// Whether the set is resident (or loading) there.
+    pub holds: bool,
+}
+
+/// Ask for a parameter set's resident data on the device.
+#[derive(Message, Debug)]
+#[rtype(result = "Result<ResidentGrant, LeaseError>")]
+pub struct AcquireResident {
+    /// The parameter set.
+    pub key: String,
+    /// Bytes with the bases on the device.
+    pub full_bytes: u64,
+    /// Bytes with the bases streamed (tables only).
+    pub tables_bytes: u64,
+    /// The largest stage lease a partition of this set asks for.
+    pub reserve: u64,
+    /// Who asks (for logs).
+    pub owner: String,
+}
+
+/// The answer to [`AcquireResident`].
+#[derive(Debug)]
+pub enum ResidentGrant {
+    /// The set is resident; the reference pins it.
+    Ready(ResidentRef),
+    /// Upload it under this lease, then send [`RegisterResident`].
+    Load(ResidentLoad),
+}
+
+/// A filled load: the set becomes resident; returns it pinned.
+#[derive(Message)]
+#[rtype(result = "Result<ResidentRef, LeaseError>")]
+pub struct RegisterResident {
+    /// The load (its lease moves into the set).
+    pub load: ResidentLoad,
+    /// The engine's data.
+    pub data: ResidentData,
+}
+
+/// A load was dropped without being registered (sent by `ResidentLoad::drop`).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ResidentAbandoned {
+    /// The parameter set.
+    pub key: String,
+}
+
+/// A partition stopped using a resident set (sent by `ResidentRef::drop`).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ResidentUnpinned {
+    /// The parameter set.
+    pub key: String,
+}
 
 /// Load (once) and return the resident parameters of a job.
 #[derive(Message)]
@@ -222,19 +359,41 @@ pub struct PlanMsm {
     pub assignment: Arc<Assignment>,
 }
 
+/// The A, B and C evaluations of a partition, as synthesis wrote them. Moved from stage to
+/// stage in an `Arc` (unique in the pipeline; a load harness shares one set between partitions).
+#[derive(Debug, Default)]
+pub struct Evaluations {
+    /// A.
+    pub a: Vec<Scalar>,
+    /// B.
+    pub b: Vec<Scalar>,
+    /// C.
+    pub c: Vec<Scalar>,
+}
+
+/// Make a parameter set resident on the compute actor's device (under the load's lease).
+#[derive(Message)]
+#[rtype(result = "Result<ResidentData, StageError>")]
+pub struct MakeResident {
+    /// Parameters.
+    pub pk: SharedProvingKey,
+    /// Bases on the device or streamed.
+    pub residency: Residency,
+    /// Bytes the load's lease covers.
+    pub bytes: u64,
+}
+
 /// H polynomial then the H MSM, on the compute actor.
 #[derive(Message)]
-#[rtype(result = "Result<G1Projective, StageError>")]
+#[rtype(result = "Result<HStage, StageError>")]
 pub struct ComputeH {
     /// Parameters.
     pub pk: SharedProvingKey,
-    /// A evaluations (moved).
-    pub a: Vec<Scalar>,
-    /// B evaluations (moved).
-    pub b: Vec<Scalar>,
-    /// C evaluations (moved).
-    pub c: Vec<Scalar>,
-    /// Memory lease covering the buffers; released when the handler drops it.
+    /// The evaluations (moved in; freed in the handler).
+    pub evals: Arc<Evaluations>,
+    /// The device's resident data of `pk`, pinned for the stage (none on the host).
+    pub resident: Option<ResidentRef>,
+    /// Memory lease covering the stage's buffers; released when the handler drops it.
     pub lease: Lease,
     /// Cancellation.
     pub cancel: CancelToken,
@@ -242,13 +401,15 @@ pub struct ComputeH {
 
 /// The sparse G1 MSMs (L, A, B) on the compute actor.
 #[derive(Message)]
-#[rtype(result = "Result<(G1Projective, G1Projective, G1Projective), StageError>")]
+#[rtype(result = "Result<SparseG1, StageError>")]
 pub struct ComputeSparseG1 {
     /// Parameters.
     pub pk: SharedProvingKey,
     /// The split scalars.
     pub plan: Arc<MsmPlan>,
-    /// Memory lease for gathered tail bases.
+    /// The device's resident data of `pk`, pinned for the stage (none on the host).
+    pub resident: Option<ResidentRef>,
+    /// Memory lease covering the stage's buffers.
     pub lease: Lease,
     /// Cancellation.
     pub cancel: CancelToken,
@@ -276,6 +437,49 @@ pub struct RunFinalCheck {
     pub pk: SharedProvingKey,
     /// All partition proofs, concatenated (moved in and back out).
     pub proof: Vec<u8>,
+}
+
+/// Ask for a permit of a heavy stage; resolves when granted (`None`: the scheduler stopped).
+#[derive(Message, Debug)]
+#[rtype(result = "Option<StagePermit>")]
+pub struct AcquireStage {
+    /// Which stage.
+    pub class: StageClass,
+    /// The job's rank: the best waiting rank gets the next free permit.
+    pub rank: Rank,
+}
+
+/// At the boundary between two stages of one class: hand the permit back; it comes back (at
+/// once, or after the better-ranked waiters' turns) for the next stage.
+#[derive(Message, Debug)]
+#[rtype(result = "Option<StagePermit>")]
+pub struct ContinueStage {
+    /// The permit of the stage just finished (moved in).
+    pub permit: StagePermit,
+    /// The job's rank.
+    pub rank: Rank,
+}
+
+/// Give a stage permit back (sent by `StagePermit::drop`).
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub struct ReleaseStage {
+    /// Which stage.
+    pub class: StageClass,
+}
+
+/// Ask the scheduler for the state of one stage class.
+#[derive(Message, Debug)]
+#[rtype(result = "StageSnapshot")]
+pub struct StageSnapshotRequest(pub StageClass);
+
+/// Permits of one stage class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageSnapshot {
+    /// Permits granted and not returned.
+    pub held: usize,
+    /// Requests waiting.
+    pub waiting: usize,
 }
 
 /// Assemble the proof with fresh randomness and verify it.
@@ -435,6 +639,8 @@ pub struct SubmitPlanned {
     pub request: JobRequest,
     /// The adapter's plan.
     pub plan: JobPlan,
+    /// Effective priority: the request's, else the kind's default.
+    pub priority: i32,
     /// How the job came here.
     pub admission: Admission,
     /// The request's digest, for submissions named by a client id or an idempotency key.

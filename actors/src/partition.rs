@@ -3,28 +3,46 @@
 //! the buffers move with the messages (see [`crate::messages`]).
 //!
 //! ```text
-//! LoadParams ─► Synthesize ─► RequestLease ─► ComputeH ‖ PlanMsm ─► RequestLease
-//!            ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
+//! LoadParams ─► [synthesis permit] Synthesize
+//!            ─► [compute permit] (device chosen) ─► AcquireResident [─► MakeResident ─► RegisterResident]
+//!            ─► RequestLease ─► ComputeH ‖ PlanMsm
+//!            ─► [continue permit] RequestLease ─► ComputeSparseG1 ‖ MsmG2 ─► AssembleVerify
 //! ```
-//! (`‖`: the two run at once on different actors.)
+//! (`‖`: the two run at once on different actors; `[permit]`: asked of the
+//! [`crate::scheduler::StageScheduler`] before the stage and returned after it, so that the
+//! highest-ranked partition waiting for a stage goes next; `[continue]`: the compute permit is
+//! handed back between H and the G1 MSMs and kept unless a better-ranked partition waits.)
+//! Every GPU stage of a partition runs on the device chosen for it, with that device's
+//! allocator, slots and resident copy of the parameters; the byte counts of the leases come
+//! from the device's [`DeviceSizing`].
 //!
-//! The driver records each stage transition in the partition's [`Progress`], which the
-//! coordinator reads for the status page.
+//! [`compute_partition`] is the part from the device choice to the MSM results; the stage
+//! harness drives it directly with synthetic partitions.
+//!
+//! The driver records each stage transition, and the device chosen, in the partition's
+//! [`Progress`], which the coordinator reads for the status page.
+//!
+//! [`DeviceSizing`]: crate::compute::DeviceSizing
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use blstrs::{Bls12, Scalar};
-use proofline_groth16::{MsmResults, Proof, SharedProvingKey, SynthesizedPartition};
+use blstrs::{Bls12, G2Projective, Scalar};
+use group::Group;
+use proofline_groth16::{
+    Assignment, MsmPlan, MsmResults, Proof, SharedProvingKey, SynthesizedPartition,
+};
 use proofline_jobs::{CircuitThunk, ParamsSpec};
 use proofline_wire::PartitionStage;
 
-use crate::allocator::{Lease, VramAllocator};
+use crate::allocator::Lease;
+use crate::devices::{choose_device, ensure_resident, DeviceStages};
 use crate::job::{now_ms, StageTimings};
 use crate::messages::*;
+use crate::scheduler::{Rank, StageClass, StagePermit, StageScheduler};
 use crate::telemetry::{self, Mailbox, Secs};
-use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
+use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Addresses of the stage actors.
 #[derive(Clone)]
@@ -35,39 +53,64 @@ pub struct Stages {
     pub synthesis: Mailbox<SynthesisActor>,
     /// CPU-MSM pool.
     pub cpu_msm: Mailbox<CpuMsmActor>,
-    /// Memory allocator of the compute device.
-    pub allocator: Mailbox<VramAllocator>,
-    /// Compute actors of the device.
-    pub compute: Mailbox<ComputeActor>,
-    /// The compute device's label (`host`, `cuda:0`), reported per partition.
-    pub device: Arc<str>,
+    /// The compute devices.
+    pub devices: Arc<Vec<DeviceStages>>,
+    /// Permits of the heavy stages, in rank order.
+    pub scheduler: Mailbox<StageScheduler>,
+}
+
+impl Stages {
+    /// The label of the only compute device, if there is one device: every partition runs
+    /// there, so it is known from admission on.
+    pub(crate) fn only_device(&self) -> Option<Arc<str>> {
+        match self.devices.as_slice() {
+            [d] => Some(d.label.as_str().into()),
+            _ => None,
+        }
+    }
 }
 
 /// Where one admitted partition is: its stage and when it entered it, in one atomic word
 /// (stage index in the top 8 bits, Unix milliseconds below), so that a reader never sees a
-/// stage with another stage's start time. Written by the driver, read by the coordinator.
+/// stage with another stage's start time; and the device its compute stages run on, once
+/// chosen. Written by the driver, read by the coordinator.
 #[derive(Debug)]
-pub(crate) struct Progress(AtomicU64);
+pub struct Progress {
+    word: AtomicU64,
+    device: OnceLock<Arc<str>>,
+}
 
 const MS_BITS: u32 = 56;
 
 impl Progress {
-    /// A partition just admitted: looking up its parameters.
-    pub(crate) fn admitted() -> Self {
-        let p = Progress(AtomicU64::new(0));
+    /// A partition just admitted: looking up its parameters. `device`: where it will compute,
+    /// when that is known already (a single device).
+    pub fn admitted(device: Option<Arc<str>>) -> Self {
+        let p = Progress {
+            word: AtomicU64::new(0),
+            device: OnceLock::new(),
+        };
+        if let Some(d) = device {
+            let _ = p.device.set(d);
+        }
         p.enter(PartitionStage::Params);
         p
     }
 
     /// Records entering `stage` now.
-    pub(crate) fn enter(&self, stage: PartitionStage) {
+    pub fn enter(&self, stage: PartitionStage) {
         let word = ((stage.index() as u64) << MS_BITS) | (now_ms() & ((1 << MS_BITS) - 1));
-        self.0.store(word, Ordering::Relaxed);
+        self.word.store(word, Ordering::Relaxed);
+    }
+
+    /// Records the device the partition's compute stages run on (the first call counts).
+    pub fn on_device(&self, label: &str) {
+        let _ = self.device.get_or_init(|| label.into());
     }
 
     /// The stage and the seconds spent in it so far.
-    pub(crate) fn read(&self) -> (PartitionStage, f64) {
-        let word = self.0.load(Ordering::Relaxed);
+    pub fn read(&self) -> (PartitionStage, f64) {
+        let word = self.word.load(Ordering::Relaxed);
         let stage = PartitionStage::ALL
             .get((word >> MS_BITS) as usize)
             .copied()
@@ -75,24 +118,51 @@ impl Progress {
         let since = word & ((1 << MS_BITS) - 1);
         (stage, now_ms().saturating_sub(since) as f64 / 1e3)
     }
+
+    /// The device the partition computes on, once known.
+    pub fn device(&self) -> Option<String> {
+        self.device.get().map(|d| d.to_string())
+    }
 }
 
-/// Bytes of device memory the H stage of a partition holds: a, b, c over the domain.
-fn h_stage_bytes(constraints: usize) -> u64 {
-    let n = constraints.max(1).next_power_of_two() as u64;
-    3 * n * std::mem::size_of::<Scalar>() as u64
+/// Where the sparse queries' 0/1/tail split comes from.
+pub enum PlanSource {
+    /// Built from the assignment on a CPU-MSM actor, while the H stage runs.
+    Assignment(Arc<Assignment>),
+    /// Already built (a harness's synthetic partition).
+    Ready(Arc<MsmPlan>),
 }
 
-/// Bytes the sparse G1 stage gathers: the tail bases and scalars of A, B and L.
-fn sparse_stage_bytes(plan: &proofline_groth16::MsmPlan) -> u64 {
-    let tail = (plan.a.tail_index.len() + plan.b.tail_index.len() + plan.l.tail_index.len()) as u64;
-    let point = std::mem::size_of::<blstrs::G1Affine>() as u64;
-    tail * (point + 32) + 1
+/// Whether the G2 MSM runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G2Stage {
+    /// On a CPU-MSM actor, while the sparse G1 MSMs run.
+    Cpu,
+    /// Not at all (stage-level load tests of the G1 side; the results make no proof).
+    Skip,
 }
 
-/// Asks the allocator for a lease, accounting the wait in the partition's timings.
+/// A partition's compute stages: what [`compute_partition`] needs.
+pub struct ComputeInput {
+    /// "job/partition", for logs.
+    pub owner: String,
+    /// The parameter set's key (resident sets are per key and device).
+    pub params_key: String,
+    /// The parameters.
+    pub pk: SharedProvingKey,
+    /// The evaluations (moved into the H stage).
+    pub evals: Arc<Evaluations>,
+    /// The split, or what to build it from.
+    pub plan: PlanSource,
+    /// Whether the G2 MSM runs.
+    pub g2: G2Stage,
+    /// Cancellation.
+    pub cancel: CancelToken,
+}
+
+/// Asks an allocator for a lease, accounting the wait in the partition's timings.
 async fn request_lease(
-    stages: &Stages,
+    dev: &DeviceStages,
     bytes: u64,
     owner: String,
     t: &mut StageTimings,
@@ -100,12 +170,65 @@ async fn request_lease(
 ) -> Result<Lease, StageError> {
     progress.enter(PartitionStage::LeaseWait);
     let s = Instant::now();
-    let lease = stages
-        .allocator
-        .send(RequestLease { bytes, owner })
-        .await??;
+    let lease = dev.allocator.send(RequestLease { bytes, owner }).await??;
     t.lease_wait_s += s.secs();
     Ok(lease)
+}
+
+/// Waits for a permit of `class`; the wait counts as part of the stage that follows.
+async fn permit(stages: &Stages, class: StageClass, rank: Rank) -> Result<StagePermit, StageError> {
+    stages
+        .scheduler
+        .send(AcquireStage { class, rank })
+        .await?
+        .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into()))
+}
+
+/// Whether a partition's compute stages wait for permits of the stage scheduler.
+pub enum ComputeGate<'a> {
+    /// Through the scheduler, in rank order: a permit before the device is chosen, handed back
+    /// between H and the sparse MSMs (kept unless a better-ranked partition waits).
+    Ranked {
+        /// The pipeline's stage scheduler.
+        scheduler: &'a Mailbox<StageScheduler>,
+        /// The partition's job rank.
+        rank: Rank,
+    },
+    /// Straight to the device (the stage harness, which drives the devices alone).
+    Open,
+}
+
+impl ComputeGate<'_> {
+    /// Waits for a compute permit (none when open).
+    async fn enter(&self) -> Result<Option<StagePermit>, StageError> {
+        match self {
+            ComputeGate::Ranked { scheduler, rank } => scheduler
+                .send(AcquireStage {
+                    class: StageClass::Compute,
+                    rank: *rank,
+                })
+                .await?
+                .map(Some)
+                .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into())),
+            ComputeGate::Open => Ok(None),
+        }
+    }
+
+    /// Hands the permit back at the boundary between H and the sparse MSMs; it comes back at
+    /// once unless a better-ranked partition waits for the compute stage.
+    async fn boundary(&self, held: Option<StagePermit>) -> Result<Option<StagePermit>, StageError> {
+        match (self, held) {
+            (ComputeGate::Ranked { scheduler, rank }, Some(permit)) => scheduler
+                .send(ContinueStage {
+                    permit,
+                    rank: *rank,
+                })
+                .await?
+                .map(Some)
+                .ok_or_else(|| StageError::Mailbox("stage scheduler stopped".into())),
+            (_, held) => Ok(held),
+        }
+    }
 }
 
 /// Awaits `f`, returning its output and the seconds it took.
@@ -115,6 +238,113 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
     (r, s.secs())
 }
 
+/// From the evaluations and the split to the five MSM results: picks a device, gets the
+/// parameters resident there, runs the H stage (with the split built alongside) and the sparse
+/// G1 stage (with the G2 MSM alongside), each under a lease of the bytes the device's sizing
+/// gives, recording each stage and the device in `progress`. Returns the results and the
+/// label of the device.
+pub async fn compute_partition(
+    devices: &[DeviceStages],
+    cpu_msm: &Mailbox<CpuMsmActor>,
+    gate: ComputeGate<'_>,
+    input: ComputeInput,
+    t: &mut StageTimings,
+    progress: &Progress,
+) -> Result<(MsmResults, String), StageError> {
+    let ComputeInput {
+        owner,
+        params_key,
+        pk,
+        evals,
+        plan,
+        g2,
+        cancel,
+    } = input;
+    // Permit waits show as (and are timed with) the stage they lead to.
+    progress.enter(PartitionStage::H);
+    let s = Instant::now();
+    let permit = gate.enter().await?;
+    let mut permit_wait_s = s.secs();
+    let dev = choose_device(devices, &params_key).await?;
+    progress.on_device(&dev.label);
+    progress.enter(PartitionStage::Params);
+    let resident = ensure_resident(dev, &params_key, &owner, &pk, t).await?;
+    let residency = resident.as_ref().map(|r| r.residency());
+    cancel.check()?;
+
+    // H on a compute slot while a CPU-MSM actor splits the sparse scalars.
+    let bytes = dev.sizing.h_stage(&pk, residency);
+    let lease = request_lease(dev, bytes, format!("{owner}/h"), t, progress).await?;
+    let h_fut = dev.compute.send(ComputeH {
+        pk: pk.clone(),
+        evals,
+        resident: resident.clone(),
+        lease,
+        cancel: cancel.clone(),
+    });
+    progress.enter(PartitionStage::H);
+    let (h, plan) = match plan {
+        PlanSource::Ready(p) => {
+            let (h, h_s) = timed(h_fut).await;
+            t.h_s = permit_wait_s + h_s;
+            (h??, p)
+        }
+        PlanSource::Assignment(assignment) => {
+            let plan_fut = cpu_msm.send(PlanMsm { assignment });
+            let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
+            t.h_s = permit_wait_s + h_s;
+            t.msm_plan_s = plan_s;
+            (h??, Arc::new(plan??))
+        }
+    };
+    cancel.check()?;
+    progress.enter(PartitionStage::Msm);
+    let s = Instant::now();
+    let permit = gate.boundary(permit).await?;
+    permit_wait_s = s.secs();
+
+    // Sparse G1 MSMs on a compute slot while the G2 MSM runs on a CPU-MSM actor.
+    let bytes = dev.sizing.sparse_stage(&plan, residency);
+    let lease = request_lease(dev, bytes, format!("{owner}/msm"), t, progress).await?;
+    let g1_fut = dev.compute.send(ComputeSparseG1 {
+        pk: pk.clone(),
+        plan: plan.clone(),
+        resident,
+        lease,
+        cancel: cancel.clone(),
+    });
+    progress.enter(PartitionStage::Msm);
+    let (g1, b_g2) = match g2 {
+        G2Stage::Cpu => {
+            let g2_fut = cpu_msm.send(MsmG2 {
+                pk: pk.clone(),
+                plan: plan.clone(),
+                cancel: cancel.clone(),
+            });
+            let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
+            t.msm_g1_s = permit_wait_s + g1_s;
+            t.msm_g2_s = g2_s;
+            (g1??, g2??)
+        }
+        G2Stage::Skip => {
+            let (g1, g1_s) = timed(g1_fut).await;
+            t.msm_g1_s = permit_wait_s + g1_s;
+            (g1??, G2Projective::identity())
+        }
+    };
+    drop(permit);
+    Ok((
+        MsmResults {
+            h: h.h,
+            l: g1.l,
+            a: g1.a,
+            b_g1: g1.b_g1,
+            b_g2,
+        },
+        dev.label.clone(),
+    ))
+}
+
 /// Drives one partition through the stages, recording each in `progress`. Returns the verified
 /// proof and the stage timings.
 #[allow(clippy::too_many_arguments)]
@@ -122,6 +352,7 @@ pub(crate) async fn drive_partition(
     stages: Stages,
     job: JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
@@ -134,7 +365,7 @@ pub(crate) async fn drive_partition(
     let mut t = StageTimings::default();
     let start = Instant::now();
     let res = drive_stages(
-        &stages, &job, k, params, circuit, expected, cancel, &mut t, &progress,
+        &stages, &job, k, rank, params, circuit, expected, cancel, &mut t, &progress,
     )
     .await;
     t.total_s = start.secs();
@@ -147,6 +378,7 @@ async fn drive_stages(
     stages: &Stages,
     job: &JobId,
     k: usize,
+    rank: Rank,
     params: ParamsSpec,
     circuit: CircuitThunk,
     expected: Vec<Scalar>,
@@ -156,6 +388,7 @@ async fn drive_stages(
 ) -> Result<(Proof<Bls12>, SharedProvingKey), StageError> {
     progress.enter(PartitionStage::Params);
     let s = Instant::now();
+    let params_key = params.id.clone();
     let pk = stages
         .params
         .send(LoadParams {
@@ -166,6 +399,7 @@ async fn drive_stages(
 
     progress.enter(PartitionStage::Synthesis);
     let s = Instant::now();
+    let synthesis_permit = permit(stages, StageClass::Synthesis, rank).await?;
     let synth = stages
         .synthesis
         .send(Synthesize {
@@ -179,6 +413,7 @@ async fn drive_stages(
         })
         .await??;
     t.synthesis_s = s.secs();
+    drop(synthesis_permit);
     cancel.check()?;
 
     let SynthesizedPartition {
@@ -187,65 +422,22 @@ async fn drive_stages(
         c,
         assignment,
     } = synth;
-    let assignment = Arc::new(assignment);
-    let lease = request_lease(
-        stages,
-        h_stage_bytes(a.len()),
-        format!("{job}/{k}/h"),
-        t,
-        progress,
-    )
-    .await?;
-
-    // H on the compute actor while the CPU-MSM actor splits the sparse scalars.
-    let h_fut = stages.compute.send(ComputeH {
+    let input = ComputeInput {
+        owner: format!("{job}/{k}"),
+        params_key,
         pk: pk.clone(),
-        a,
-        b,
-        c,
-        lease,
-        cancel: cancel.clone(),
-    });
-    progress.enter(PartitionStage::H);
-    let plan_fut = stages.cpu_msm.send(PlanMsm {
-        assignment: assignment.clone(),
-    });
-    let ((h, h_s), (plan, plan_s)) = tokio::join!(timed(h_fut), timed(plan_fut));
-    t.h_s = h_s;
-    t.msm_plan_s = plan_s;
-    let h = h??;
-    let plan = Arc::new(plan??);
-    drop(assignment);
-    cancel.check()?;
-
-    let lease = request_lease(
-        stages,
-        sparse_stage_bytes(&plan),
-        format!("{job}/{k}/msm"),
-        t,
-        progress,
-    )
-    .await?;
-
-    // Sparse G1 MSMs on the compute actor while the G2 MSM runs on a CPU-MSM actor.
-    let g1_fut = stages.compute.send(ComputeSparseG1 {
-        pk: pk.clone(),
-        plan: plan.clone(),
-        lease,
-        cancel: cancel.clone(),
-    });
-    progress.enter(PartitionStage::Msm);
-    let g2_fut = stages.cpu_msm.send(MsmG2 {
-        pk: pk.clone(),
-        plan: plan.clone(),
-        cancel: cancel.clone(),
-    });
-    let ((g1, g1_s), (g2, g2_s)) = tokio::join!(timed(g1_fut), timed(g2_fut));
-    t.msm_g1_s = g1_s;
-    t.msm_g2_s = g2_s;
-    let (l, a, b_g1) = g1??;
-    let b_g2 = g2??;
-    drop(plan);
+        evals: Arc::new(Evaluations { a, b, c }),
+        plan: PlanSource::Assignment(Arc::new(assignment)),
+        g2: G2Stage::Cpu,
+        cancel,
+    };
+    let gate = ComputeGate::Ranked {
+        scheduler: &stages.scheduler,
+        rank,
+    };
+    let (results, device) =
+        compute_partition(&stages.devices, &stages.cpu_msm, gate, input, t, progress).await?;
+    tracing::debug!(%device, "partition computed");
 
     progress.enter(PartitionStage::Verify);
     let s = Instant::now();
@@ -253,13 +445,7 @@ async fn drive_stages(
         .cpu_msm
         .send(AssembleVerify {
             pk: pk.clone(),
-            results: MsmResults {
-                h,
-                l,
-                a,
-                b_g1,
-                b_g2,
-            },
+            results,
             public_inputs: expected,
         })
         .await??;

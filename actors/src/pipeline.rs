@@ -36,22 +36,25 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use proofline_config::PipelineConfig;
+use proofline_config::{PipelineConfig, PoolSizes};
 use proofline_groth16::{CpuBackend, ProverBackend};
 use proofline_jobs::{
-    request_digest, AdapterRegistry, ConstraintsStore, JobError, JobPlan, JobRequest, ParamsStore,
-    SynthesisMode,
+    request_digest, AdapterRegistry, ConstraintsStore, JobError, JobPlan, JobRequest, ParamsSpec,
+    ParamsStore, SynthesisMode,
 };
 use proofline_wire::{DeviceStatus, GpuFigures, ResidentParams, StatusPage};
 use rand::RngCore;
 use tokio::sync::oneshot;
 
-use crate::allocator::{HostMemory, MemoryDevice, VramAllocator};
+use crate::allocator::{HostMemory, MemoryDevice};
+use crate::compute::{ComputeEngine, CpuEngine, CpuSizing};
 use crate::coordinator::{JobCoordinator, Limits};
+use crate::devices::{ensure_resident, start_devices, DeviceSetup};
 use crate::idempotency::valid_key;
-use crate::job::{now_ms, queued_status, JobFailure, JobResult, JobState, JobStatus};
+use crate::job::{now_ms, queued_status, JobFailure, JobResult, JobState, JobStatus, StageTimings};
 use crate::messages::*;
 use crate::partition::Stages;
+use crate::scheduler::StageScheduler;
 use crate::store::claimer::{self, ClaimerCommand};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::shared::SharedQueue;
@@ -60,26 +63,27 @@ use crate::store::{
     valid_id, Backlog, FinishedRecord, JobStore, MemoryStore, Retention, StoreError, StoreSpec,
 };
 use crate::telemetry::{self, actor, ActorStats, GpuProbe, Mailbox, Secs};
-use crate::workers::{ComputeActor, CpuMsmActor, ParamsLoader, SynthesisActor};
+use crate::workers::{CpuMsmActor, ParamsLoader, SynthesisActor};
 
 /// Everything the pipeline is started with.
 pub struct PipelineOptions {
-    /// Pool sizes and limits.
+    /// Queue limits.
     pub config: PipelineConfig,
+    /// Pool sizes, every "auto" resolved.
+    pub sizes: PoolSizes,
+    /// Host memory for the partitions in flight, bytes.
+    pub host_budget: u64,
     /// Job kinds.
     pub registry: AdapterRegistry,
     /// Resident parameters.
     pub store: Arc<ParamsStore>,
     /// Recorded constraint systems of the synthesis actors.
     pub constraints: Arc<ConstraintsStore>,
-    /// Backend of the compute actors.
-    pub backend: Arc<dyn ProverBackend>,
     /// Backend of the CPU-MSM actors (G2 MSM).
     pub cpu_backend: Arc<dyn ProverBackend>,
-    /// The compute device's memory, owned by the allocator actor.
-    pub memory: Box<dyn MemoryDevice>,
-    /// Allocator budget in bytes.
-    pub memory_budget: u64,
+    /// The compute devices: each with its allocator's memory and budget and one engine per
+    /// compute slot.
+    pub devices: Vec<DeviceSetup>,
     /// Where jobs are kept.
     pub persistence: StoreSpec,
     /// Finished jobs older than this are pruned from the store (`None`: by count only,
@@ -111,17 +115,16 @@ impl Default for BuildInfo {
 }
 
 impl PipelineOptions {
-    /// The CPU backend with a host-memory budget of `config.memory_budget_bytes` (0: 90% of the
-    /// memory available at start), and synthesis as `config.synthesis_mode` says.
+    /// The CPU backend: one "host" device with the configured compute slots (CPU engines) and
+    /// the host memory budget (`"auto"`: 90% of the memory available at start), and synthesis
+    /// as `config.synthesis_mode` says.
     pub fn cpu(
         config: &PipelineConfig,
         registry: AdapterRegistry,
         store: Arc<ParamsStore>,
     ) -> Self {
-        let memory_budget = match config.memory_budget_bytes {
-            0 => host_available_bytes() / 10 * 9,
-            b => b,
-        };
+        let sizes = config.pool_sizes(cpu_cores(), 0);
+        let host_budget = host_budget(config);
         let mode = match config.synthesis_mode {
             proofline_config::SynthesisMode::Precompiled => SynthesisMode::Precompiled,
             proofline_config::SynthesisMode::Plain => SynthesisMode::Plain,
@@ -130,18 +133,25 @@ impl PipelineOptions {
             .then(|| proofline_config::expand_home(&config.constraints_dir));
         PipelineOptions {
             config: config.clone(),
+            sizes,
+            host_budget,
             registry,
             store,
             constraints: Arc::new(ConstraintsStore::new(mode, constraints_dir)),
-            backend: Arc::new(CpuBackend),
             cpu_backend: Arc::new(CpuBackend),
-            memory: Box::new(HostMemory),
-            memory_budget,
+            devices: vec![host_device(sizes.compute_slots, host_budget)],
             persistence: StoreSpec::Memory,
             retain_finished_for: None,
             build: BuildInfo::default(),
             gpu_probe: None,
         }
+    }
+
+    /// Computes on `devices` (GPUs) instead, with pool sizes `sizes`.
+    pub fn with_devices(mut self, devices: Vec<DeviceSetup>, sizes: PoolSizes) -> Self {
+        self.devices = devices;
+        self.sizes = sizes;
+        self
     }
 
     /// Keeps jobs where `spec` says.
@@ -155,6 +165,37 @@ impl PipelineOptions {
         self.retain_finished_for = age;
         self
     }
+}
+
+/// The host as a compute device: `slots` CPU engines over host memory.
+pub fn host_device(slots: usize, budget: u64) -> DeviceSetup {
+    host_device_with(CpuEngine::default(), slots, budget)
+}
+
+/// The host as a compute device whose `slots` compute with `engine`'s backend.
+pub fn host_device_with(engine: CpuEngine, slots: usize, budget: u64) -> DeviceSetup {
+    DeviceSetup {
+        memory: Box::new(HostMemory),
+        budget,
+        engines: (0..slots.max(1))
+            .map(|_| Box::new(engine.clone()) as Box<dyn ComputeEngine>)
+            .collect(),
+        sizing: Arc::new(CpuSizing),
+    }
+}
+
+/// CPU cores available to the process.
+pub fn cpu_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// The configured host memory budget (`"auto"`: 90% of the memory available now).
+pub fn host_budget(config: &PipelineConfig) -> u64 {
+    config
+        .host_memory_budget
+        .or_else(|| host_available_bytes() / 10 * 9)
 }
 
 /// Host memory available now: `MemAvailable` of /proc/meminfo; where that is missing or zero
@@ -238,7 +279,7 @@ struct SharedPart {
 /// Handle to a running pipeline.
 pub struct Pipeline {
     coordinator: Mailbox<JobCoordinator>,
-    allocator: Mailbox<VramAllocator>,
+    stages: Stages,
     registry: Arc<AdapterRegistry>,
     backend_name: String,
     params: Arc<ParamsStore>,
@@ -250,6 +291,33 @@ pub struct Pipeline {
     retain: usize,
     system: System,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Preloads parameter sets into a running pipeline (cloneable, usable from any thread).
+#[derive(Clone)]
+pub struct Preloader {
+    params: Mailbox<ParamsLoader>,
+    devices: Arc<Vec<crate::devices::DeviceStages>>,
+}
+
+impl Preloader {
+    /// Loads a parameter set and makes it resident on every device, its bases in device memory
+    /// where they fit the budget next to the sets in use, else streamed. Returns where it is:
+    /// `(device, residency)`; the host keeps parameters in the parameter store, not on a
+    /// device, and is not listed.
+    pub async fn preload(&self, spec: ParamsSpec) -> Result<Vec<(String, Residency)>, StageError> {
+        let key = spec.id.clone();
+        let pk = self.params.send(LoadParams { spec }).await??;
+        let mut out = Vec::new();
+        for d in self.devices.iter() {
+            let mut t = StageTimings::default();
+            if let Some(r) = ensure_resident(d, &key, "preload", &pk, &mut t).await? {
+                tracing::info!(params = %key, device = %d.label, residency = ?r.residency(), secs = t.params_s, "preloaded");
+                out.push((d.label.clone(), r.residency()));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Longest client-chosen job id.
@@ -362,8 +430,13 @@ impl Pipeline {
         );
         let writer_store = store.clone();
         let registry = Arc::new(opts.registry);
-        let backend_name = opts.backend.name().to_string();
-        let device: Arc<str> = opts.memory.label().into();
+        let backend_name = opts
+            .devices
+            .iter()
+            .map(|d| d.label())
+            .map(|l| if l == "host" { "cpu".to_string() } else { l })
+            .collect::<Vec<_>>()
+            .join(",");
         // The status page and /metrics list actors in the order they were first seen: pipeline
         // order.
         for name in [
@@ -373,65 +446,62 @@ impl Pipeline {
             actor::ALLOCATOR,
             actor::COMPUTE,
             actor::CPU_MSM,
+            actor::SCHEDULER,
             actor::STORE,
         ] {
             ActorStats::of(name);
         }
         let (build, gpu_probe, page_store) = (opts.build, opts.gpu_probe, opts.store.clone());
-        tracing::info!(
-            backend = %backend_name,
-            device = %opts.memory.label(),
-            budget_bytes = opts.memory_budget,
-            "memory budget of the allocator"
-        );
         let (tx, rx) = std::sync::mpsc::channel();
-        let cfg = opts.config;
+        let (cfg, sizes, host_budget) = (opts.config, opts.sizes, opts.host_budget);
+        let (params_store, cpu_backend, devices) = (opts.store, opts.cpu_backend, opts.devices);
         let constraints = opts.constraints;
-        let (params_store, backend, cpu_backend, memory, budget) = (
-            opts.store,
-            opts.backend,
-            opts.cpu_backend,
-            opts.memory,
-            opts.memory_budget,
-        );
+        tracing::info!(?sizes, host_budget_bytes = host_budget, backend = %backend_name, "pipeline pools");
         let thread = std::thread::Builder::new()
             .name("proofline-actors".into())
             .spawn(move || {
                 let sys = System::new();
                 let addrs = sys.block_on(async move {
+                    // One loader thread per partition that can be in flight: a partition whose
+                    // parameters are resident, or small (a WinningPoSt's), never waits behind
+                    // another file's first load (a 32 GiB C2's takes minutes); partitions of one
+                    // file wait for its single load in the store.
+                    let loaders =
+                        (sizes.max_partitions_in_flight + cfg.priority_reserve_partitions).max(1);
                     let params = Mailbox::pool(
-                        SyncArbiter::start(1, move || ParamsLoader::new(params_store.clone())),
-                        1,
+                        SyncArbiter::start(loaders, move || {
+                            ParamsLoader::new(params_store.clone())
+                        }),
+                        loaders,
                     );
                     let synthesis = Mailbox::pool(
-                        SyncArbiter::start(cfg.synthesis_workers, move || {
+                        SyncArbiter::start(sizes.synthesis_workers, move || {
                             SynthesisActor::new(constraints.clone())
                         }),
-                        cfg.synthesis_workers,
+                        sizes.synthesis_workers,
                     );
                     let cpu_msm = Mailbox::pool(
-                        SyncArbiter::start(cfg.cpu_msm_workers, move || {
+                        SyncArbiter::start(sizes.cpu_msm_workers, move || {
                             CpuMsmActor::new(cpu_backend.clone())
                         }),
-                        cfg.cpu_msm_workers,
+                        sizes.cpu_msm_workers,
                     );
-                    let compute = Mailbox::pool(
-                        SyncArbiter::start(cfg.compute_slots, move || {
-                            ComputeActor::new(backend.clone())
-                        }),
-                        cfg.compute_slots,
+                    // Compute permits: one per compute slot of every device.
+                    let all_slots: usize = devices.iter().map(|d| d.engines.len().max(1)).sum();
+                    let scheduler = Mailbox::new(
+                        StageScheduler::new(sizes.synthesis_workers, all_slots).start(),
                     );
-                    let allocator = Mailbox::new(VramAllocator::new(memory, budget).start());
                     let stages = Stages {
                         params,
                         synthesis,
                         cpu_msm,
-                        allocator: allocator.clone(),
-                        compute,
-                        device,
+                        devices: Arc::new(start_devices(devices)),
+                        scheduler,
                     };
                     let limits = Limits {
-                        max_in_flight: cfg.max_partitions_in_flight,
+                        max_in_flight: sizes.max_partitions_in_flight,
+                        host_budget,
+                        priority_reserve: cfg.priority_reserve_partitions,
                         max_queued: cfg.max_queued_jobs,
                         retain_finished: cfg.retain_finished_jobs,
                     };
@@ -439,14 +509,14 @@ impl Pipeline {
                         StoreWriter::new(writer_store.clone(), retention)
                     }));
                     let coordinator =
-                        Mailbox::new(JobCoordinator::new(stages, limits, writer).start());
-                    (System::current(), coordinator, allocator)
+                        Mailbox::new(JobCoordinator::new(stages.clone(), limits, writer).start());
+                    (System::current(), coordinator, stages)
                 });
                 if tx.send(addrs).is_ok() {
                     let _ = sys.run();
                 }
             })?;
-        let (system, coordinator, allocator) = rx.recv().map_err(|_| PipelineError::Startup)?;
+        let (system, coordinator, stages) = rx.recv().map_err(|_| PipelineError::Startup)?;
         let shared = match queue {
             Some(queue) => {
                 let (tx, rx) = mpsc::channel();
@@ -464,7 +534,7 @@ impl Pipeline {
         };
         let pipeline = Pipeline {
             coordinator,
-            allocator,
+            stages,
             registry,
             backend_name,
             params: page_store,
@@ -477,6 +547,10 @@ impl Pipeline {
             system,
             thread: Some(thread),
         };
+        // Missed deadlines are alerted on per kind: every kind's series exists from the start.
+        for kind in pipeline.registry.kinds() {
+            metrics::counter!("proofline_deadline_exceeded_total", "kind" => kind).increment(0);
+        }
         pipeline.restore(backlog);
         Ok(pipeline)
     }
@@ -493,12 +567,14 @@ impl Pipeline {
                     // Its client id and idempotency key are stored with it: a client retrying
                     // after the restart gets this job back.
                     let digest = named(&request).then(|| request_digest(&request));
+                    let priority = self.registry.priority_of(&request);
                     self.coordinator.do_send(SubmitPlanned {
                         id,
                         request,
                         plan,
                         admission: Admission::Restored,
                         digest,
+                        priority,
                     });
                 }
                 Err(e) => {
@@ -508,7 +584,8 @@ impl Pipeline {
                         &id,
                         &request.kind,
                         request.circuit.as_deref().unwrap_or(&request.kind),
-                        request.priority,
+                        self.registry.priority_of(&request),
+                        request.deadline,
                         0,
                     );
                     status.state = JobState::Failed;
@@ -648,11 +725,15 @@ impl Pipeline {
         })
         .await??;
         let id = request.id.clone().unwrap_or_else(new_job_id);
+        // The request's priority, else its kind's default: what admission, the stage scheduler
+        // and the shared queue's claim order use.
+        let priority = self.registry.priority_of(&request);
         let status = queued_status(
             &id,
             &request.kind,
             &plan.label,
-            request.priority,
+            priority,
+            request.deadline,
             plan.partitions.len(),
         );
         if let Some(shared) = &self.shared {
@@ -711,6 +792,7 @@ impl Pipeline {
                 id: id.clone(),
                 request,
                 plan,
+                priority,
                 admission: Admission::Reserved,
                 digest,
             })
@@ -859,9 +941,28 @@ impl Pipeline {
         self.ask(Counts).await.unwrap_or_default()
     }
 
-    /// The allocator's state.
-    pub async fn memory(&self) -> Option<AllocatorSnapshot> {
-        self.allocator.send(Snapshot).await.ok()
+    /// Each device's allocator: budget, leased and resident bytes, resident sets, trims.
+    pub async fn memory(&self) -> Vec<AllocatorSnapshot> {
+        let mut out = Vec::new();
+        for d in self.stages.devices.iter() {
+            if let Ok(s) = d.allocator.send(Snapshot).await {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// Loads a parameter set and makes it resident on every device (see [`Preloader`]).
+    pub async fn preload(&self, spec: ParamsSpec) -> Result<Vec<(String, Residency)>, StageError> {
+        self.preloader().preload(spec).await
+    }
+
+    /// A handle that preloads parameter sets from any thread.
+    pub fn preloader(&self) -> Preloader {
+        Preloader {
+            params: self.stages.params.clone(),
+            devices: self.stages.devices.clone(),
+        }
     }
 
     /// Seconds since the pipeline started.
@@ -900,11 +1001,12 @@ impl Pipeline {
         let devices = memory
             .into_iter()
             .map(|m| {
-                // Parameters are held in host memory; none are resident in device memory yet.
+                // The host holds the parameter store's sets; a GPU its resident sets (bases and
+                // NTT tables in device memory).
                 let resident_bytes = if m.device == host_label {
                     params.iter().map(|p| p.host_bytes).sum()
                 } else {
-                    0
+                    m.resident_bytes
                 };
                 let gpu = gpus
                     .iter()

@@ -46,6 +46,8 @@ pub mod actor {
     pub const ALLOCATOR: &str = "allocator";
     /// Compute actors.
     pub const COMPUTE: &str = "compute";
+    /// Stage scheduler.
+    pub const SCHEDULER: &str = "scheduler";
     /// The job store writer.
     pub const STORE: &str = "store_writer";
 }
@@ -299,6 +301,15 @@ impl<A: Actor + Named> Mailbox<A> {
         Mailbox { addr, stats }
     }
 
+    /// Another handle to an actor already wrapped (an actor handing out its own address, e.g.
+    /// in a lease): its pool's thread count stays as it was.
+    pub fn again(addr: Addr<A>) -> Self {
+        Mailbox {
+            addr,
+            stats: ActorStats::of(A::NAME),
+        }
+    }
+
     /// Sends `msg` and returns the reply future.
     pub fn send<M>(&self, msg: M) -> Request<A, Counted<M>>
     where
@@ -309,6 +320,11 @@ impl<A: Actor + Named> Mailbox<A> {
     {
         let ticket = Ticket::issue(self.stats);
         self.addr.send(Counted { msg, ticket })
+    }
+
+    /// Whether both address the same actor.
+    pub fn same_actor(&self, other: &Mailbox<A>) -> bool {
+        self.addr == other.addr
     }
 
     /// Sends `msg` without waiting for a reply.

@@ -4,8 +4,9 @@
 //! * [`SynthesisActor`]: runs circuits into a, b, c and the assignment (witness plus the
 //!   shape's recorded matrices, or every constraint);
 //! * [`CpuMsmActor`]: MSM preparation (0/1/tail split), the G2 MSM, assembly and verification;
-//! * [`ComputeActor`]: the H polynomial and the G1 MSMs through a [`ProverBackend`] — the CPU
-//!   backend now; on a GPU, one actor per device slot owning its context and streams.
+//! * [`ComputeActor`]: one compute slot of a device, running its [`ComputeEngine`] (on a GPU,
+//!   the slot's own stream; on the CPU, the CPU backend): resident uploads, the H stage and the
+//!   sparse G1 MSMs, each under the lease the message carries.
 //!
 //! Handlers do the work synchronously on their thread; the messages carry buffers by move.
 //! Every handler runs its work inside [`guarded`]: a panic (a circuit's assertion, a backend
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use blstrs::{Bls12, G1Projective, G2Projective};
+use blstrs::{Bls12, G2Projective};
 use proofline_groth16::synthesis::Synthesizer;
 use proofline_groth16::{precompiled, prover};
 use proofline_groth16::{
@@ -26,7 +27,9 @@ use proofline_jobs::{ConstraintsStore, JobError, ParamsStore, Precompiled};
 use proofline_r1cs::R1csError;
 use tracing::info_span;
 
+use crate::compute::{ComputeEngine, HStage, SparseG1};
 use crate::messages::*;
+use crate::resident::ResidentData;
 use crate::telemetry::{self, actor, Named, Secs};
 
 /// Runs a stage, turning a panic (a circuit's assertion, a backend bug) into a stage error, so
@@ -255,13 +258,13 @@ impl Handler<RunFinalCheck> for CpuMsmActor {
 
 /// Runs the compute stages on one device slot.
 pub struct ComputeActor {
-    backend: Arc<dyn ProverBackend>,
+    engine: Box<dyn ComputeEngine>,
 }
 
 impl ComputeActor {
-    /// A compute actor over `backend`.
-    pub fn new(backend: Arc<dyn ProverBackend>) -> Self {
-        ComputeActor { backend }
+    /// A compute actor over its slot's engine.
+    pub fn new(engine: Box<dyn ComputeEngine>) -> Self {
+        ComputeActor { engine }
     }
 }
 
@@ -273,46 +276,73 @@ impl Named for ComputeActor {
     const NAME: &'static str = actor::COMPUTE;
 }
 
+impl Handler<MakeResident> for ComputeActor {
+    type Result = Result<ResidentData, StageError>;
+
+    fn handle(&mut self, msg: MakeResident, _: &mut SyncContext<Self>) -> Self::Result {
+        let _span = info_span!("make_resident", slot = %self.engine.label()).entered();
+        let t = Instant::now();
+        let engine = &mut self.engine;
+        let r = guarded("make_resident", || {
+            engine.make_resident(&msg.pk, msg.residency, msg.bytes)
+        })?;
+        telemetry::stage("make_resident", t.secs());
+        Ok(r)
+    }
+}
 crate::counted_handlers!(ComputeActor);
 
 impl Handler<ComputeH> for ComputeActor {
-    type Result = Result<G1Projective, StageError>;
+    type Result = Result<HStage, StageError>;
 
     fn handle(&mut self, msg: ComputeH, _: &mut SyncContext<Self>) -> Self::Result {
+        let _span = info_span!("h_stage", slot = %self.engine.label()).entered();
         msg.cancel.check()?;
         let ComputeH {
-            pk, a, b, c, lease, ..
+            pk,
+            evals,
+            resident,
+            lease,
+            ..
         } = msg;
-        let t = Instant::now();
-        let backend = self.backend.as_ref();
-        let sum = guarded("h", move || {
-            let h = prover::compute_h(backend, a, b, c)?;
-            telemetry::stage("h_poly", t.secs());
-            let t = Instant::now();
-            let sum = prover::msm_h(backend, &pk, &h)?;
-            telemetry::stage("msm_h", t.secs());
-            Ok(sum)
+        let bytes = lease.bytes();
+        let engine = &mut self.engine;
+        let r = guarded("h", || {
+            engine.h_stage(&pk, evals, resident.as_ref().map(|r| r.data()), bytes)
         });
+        // the stage returned: nothing of it is in flight, its memory is back in the pool
+        drop(resident);
         drop(lease);
-        sum
+        let r = r?;
+        telemetry::stage("h_poly", r.h_poly_s);
+        telemetry::stage("msm_h", r.msm_h_s);
+        Ok(r)
     }
 }
 
 impl Handler<ComputeSparseG1> for ComputeActor {
-    type Result = Result<(G1Projective, G1Projective, G1Projective), StageError>;
+    type Result = Result<SparseG1, StageError>;
 
     fn handle(&mut self, msg: ComputeSparseG1, _: &mut SyncContext<Self>) -> Self::Result {
+        let _span = info_span!("msm_g1_sparse", slot = %self.engine.label()).entered();
         msg.cancel.check()?;
         let t = Instant::now();
+        let ComputeSparseG1 {
+            pk,
+            plan,
+            resident,
+            lease,
+            ..
+        } = msg;
+        let bytes = lease.bytes();
+        let engine = &mut self.engine;
         let r = guarded("msm_g1_sparse", || {
-            Ok(prover::msm_sparse_g1(
-                self.backend.as_ref(),
-                &msg.pk,
-                &msg.plan,
-            )?)
-        })?;
+            engine.sparse_g1(&pk, &plan, resident.as_ref().map(|r| r.data()), bytes)
+        });
+        drop(resident);
+        drop(lease);
+        let r = r?;
         telemetry::stage("msm_g1_sparse", t.secs());
-        drop(msg.lease);
         Ok(r)
     }
 }

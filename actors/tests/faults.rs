@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16;
 use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use proofline_actors::pipeline::host_device_with;
 use proofline_actors::store::{
     Backlog, FinishOutcome, FinishedRecord, JobStore, Retention, StoreError,
 };
-use proofline_actors::{JobState, JobStatus, Pipeline, PipelineOptions, StoreSpec};
+use proofline_actors::{CpuEngine, JobState, JobStatus, Pipeline, PipelineOptions, StoreSpec};
 use proofline_config::Config;
 use proofline_groth16::{BackendError, CpuBackend, NttKind, ProverBackend, SparseScalars};
 use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
@@ -130,15 +131,20 @@ impl ProverBackend for FaultyBackend {
 /// One thread per pool, so a pool that lost its thread could not serve the next job.
 fn start(params: &Path, backend: Arc<FaultyBackend>, store: StoreSpec) -> Pipeline {
     let mut cfg = Config::embedded_default().unwrap();
-    cfg.pipeline.compute_slots = 1;
-    cfg.pipeline.cpu_msm_workers = 1;
-    cfg.pipeline.synthesis_workers = 1;
-    cfg.pipeline.max_partitions_in_flight = 1;
+    cfg.pipeline.compute_slots = 1.into();
+    cfg.pipeline.cpu_msm_workers = 1.into();
+    cfg.pipeline.synthesis_workers = 1.into();
+    cfg.pipeline.max_partitions_in_flight = 1.into();
     let mut reg = AdapterRegistry::new();
     reg.register(Arc::new(BuiltinAdapter::new(params, vec![])));
     let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, Arc::new(ParamsStore::new(false)))
         .with_store(store);
-    opts.backend = backend.clone();
+    let budget = opts.host_budget;
+    opts.devices = vec![host_device_with(
+        CpuEngine::with_backend(backend.clone()),
+        1,
+        budget,
+    )];
     opts.cpu_backend = backend;
     Pipeline::start(opts).unwrap()
 }
@@ -149,7 +155,6 @@ fn request(seed: u64) -> JobRequest {
         circuit: Some("sha256-1".into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority: 0,
         ..Default::default()
     }
 }
@@ -162,7 +167,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 fn leases_returned(p: &Pipeline) -> proofline_actors::AllocatorSnapshot {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let s = block_on(p.memory()).unwrap();
+        let s = block_on(p.memory()).remove(0);
         if (s.leased == 0 && s.leases == 0) || Instant::now() > deadline {
             return s;
         }
@@ -242,7 +247,7 @@ fn a_job_cancelled_in_its_compute_stage_gives_back_its_memory_lease() {
         .recv_timeout(Duration::from_secs(120))
         .expect("the H stage started");
     // The H stage holds its lease while it computes.
-    let during = block_on(p.memory()).unwrap();
+    let during = block_on(p.memory()).remove(0);
     assert!(during.leased > 0 && during.leases == 1, "{during:?}");
     let st = block_on(p.cancel(&job.id)).unwrap();
     assert_eq!(st.state, JobState::Cancelled);

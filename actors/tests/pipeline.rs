@@ -183,7 +183,7 @@ fn request(circuit: &str, seed: u64, priority: i32) -> JobRequest {
         circuit: Some(circuit.into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority,
+        priority: Some(priority),
         ..Default::default()
     }
 }
@@ -332,7 +332,7 @@ fn cancellation_priorities_and_store_replay() {
     write_params(dir.path(), 1, 3);
     // One partition at a time, so jobs queue behind each other.
     let p = start(dir.path(), Some(journal.path()), |c| {
-        c.pipeline.max_partitions_in_flight = 1
+        c.pipeline.max_partitions_in_flight = 1.into()
     });
     let (first, low, high, cancelled) = block_on(async {
         let first = p.submit(request("sha256-1", 1, 0)).await.unwrap();
@@ -380,7 +380,9 @@ fn cancellation_priorities_and_store_replay() {
 fn a_panicking_circuit_fails_its_job_and_the_pipeline_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     write_params(dir.path(), 1, 4);
-    let p = start(dir.path(), None, |c| c.pipeline.synthesis_workers = 1);
+    let p = start(dir.path(), None, |c| {
+        c.pipeline.synthesis_workers = 1.into()
+    });
     block_on(async {
         let mut r = request("sha256-1", 1, 0);
         r.kind = "panic".into();
@@ -470,8 +472,8 @@ fn the_status_page_shows_where_each_partition_is() {
     let dir = tempfile::tempdir().unwrap();
     write_params(dir.path(), 1, 8);
     let mut cfg = Config::embedded_default().unwrap();
-    cfg.pipeline.max_partitions_in_flight = 2;
-    cfg.pipeline.synthesis_workers = 1;
+    cfg.pipeline.max_partitions_in_flight = 2.into();
+    cfg.pipeline.synthesis_workers = 1.into();
     let gate = Arc::new(Gate::default());
     let mut reg = AdapterRegistry::new();
     reg.register(Arc::new(BuiltinAdapter::new(dir.path(), vec![])));

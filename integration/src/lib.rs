@@ -1,7 +1,9 @@
 //! Shared helpers of the integration tests, the load harness and the benchmarks: a daemon on a
 //! free loopback port over a temporary parameter directory, cached parameter generation, a bare
-//! HTTP GET, small statistics, and a headless browser for the dashboard test ([`webdriver`]).
+//! HTTP GET, small statistics, a headless browser for the dashboard test ([`webdriver`]), and
+//! [`stages`], the stage harness (synthetic partitions through the compute devices).
 
+pub mod stages;
 pub mod webdriver;
 
 use std::path::{Path, PathBuf};

@@ -20,7 +20,6 @@ fn job(seed: u64) -> JobRequest {
         circuit: Some("sha256-1".into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority: 0,
         ..Default::default()
     }
 }
@@ -61,8 +60,8 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
     // A backlog: one synthesis thread, six partitions admitted at once, many jobs queued.
     let dir = cached_params("sha256-1").unwrap();
     let mut cfg = test_config(&dir).unwrap();
-    cfg.pipeline.max_partitions_in_flight = 6;
-    cfg.pipeline.synthesis_workers = 1;
+    cfg.pipeline.max_partitions_in_flight = 6.into();
+    cfg.pipeline.synthesis_workers = 1.into();
     let daemon = start(&cfg).unwrap();
     let c = Client::new(daemon.url());
     let ids: Vec<String> = (0..48).map(|s| c.submit(&job(s)).unwrap().id).collect();

@@ -17,7 +17,6 @@ fn req(circuit: &str, input: serde_json::Value) -> JobRequest {
         circuit: Some(circuit.into()),
         input,
         public_inputs: None,
-        priority: 0,
         ..Default::default()
     }
 }
@@ -76,11 +75,28 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
     assert_eq!((s, code.as_str()), (400, "malformed_json"));
     assert!(msg.contains("extra"), "{msg}");
     let (s, code, msg) = api_error(c.submit(&JobRequest {
-        kind: "winning-post".into(),
+        kind: "proof-of-nothing".into(),
         ..req("x", serde_json::json!({}))
     }));
     assert_eq!((s, code.as_str()), (400, "unknown_kind"));
-    assert!(msg.contains("groth16"), "{msg}");
+    assert!(
+        msg.contains("groth16") && msg.contains("window-post"),
+        "{msg}"
+    );
+    for (body, field) in [
+        (
+            &br#"{"kind":"groth16","circuit":"sha256-1","deadline":"tomorrow"}"#[..],
+            "'deadline'",
+        ),
+        (
+            br#"{"kind":"groth16","circuit":"sha256-1","priority":"urgent"}"#,
+            "'priority'",
+        ),
+    ] {
+        let (s, _, msg) = api_error(c.submit_raw(body));
+        assert_eq!(s, 400);
+        assert!(msg.contains(field), "{msg}");
+    }
     let (s, code, _) = api_error(c.submit(&req("sha512-1", serde_json::json!({"seed": 1}))));
     assert_eq!((s, code.as_str()), (400, "unknown_circuit"));
     let (s, code, msg) =
@@ -172,7 +188,7 @@ fn proves_over_http_and_rejects_bad_input_while_serving() {
 fn cancel_over_http() {
     let dir = cached_params("sha256-1").unwrap();
     let mut cfg = test_config(&dir).unwrap();
-    cfg.pipeline.max_partitions_in_flight = 1;
+    cfg.pipeline.max_partitions_in_flight = 1.into();
     let daemon = start(&cfg).unwrap();
     let c = Client::new(daemon.url());
     let first = c

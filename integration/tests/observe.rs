@@ -20,7 +20,6 @@ fn job(seed: u64) -> JobRequest {
         circuit: Some("sha256-1".into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority: 0,
         ..Default::default()
     }
 }
@@ -54,7 +53,7 @@ fn value(line: &str) -> f64 {
 fn status_page_metrics_and_dashboard_files_over_http() {
     let dir = cached_params("sha256-1").unwrap();
     let mut cfg = test_config(&dir).unwrap();
-    cfg.pipeline.max_partitions_in_flight = 1;
+    cfg.pipeline.max_partitions_in_flight = 1.into();
     let daemon = start(&cfg).unwrap();
     let c = Client::new(daemon.url());
 

@@ -26,7 +26,7 @@ fn porep_c2_over_http_is_accepted_by_verify_seal() {
     let mut cfg = test_config(builtin.path()).unwrap();
     cfg.filecoin.params_dir = fx.params_dir.display().to_string();
     cfg.filecoin.verify_digests = false; // random test parameters
-    cfg.pipeline.max_partitions_in_flight = 1; // one 2KiB partition's buffers at a time
+    cfg.pipeline.max_partitions_in_flight = 1.into(); // one 2KiB partition's buffers at a time
     let daemon = start(&cfg).unwrap();
     let c = Client::new(daemon.url());
 

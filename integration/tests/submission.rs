@@ -23,7 +23,7 @@ fn repeats_return_the_job_conflicts_are_409_and_a_full_queue_says_when_to_retry(
     let dir = cached_params("sha256-2").unwrap();
     let mut cfg = test_config(&dir).unwrap();
     cfg.pipeline.max_queued_jobs = 1;
-    cfg.pipeline.max_partitions_in_flight = 1;
+    cfg.pipeline.max_partitions_in_flight = 1.into();
     let daemon = start(&cfg).unwrap();
     // No retries here: the test looks at each answer.
     let c = Client::new(daemon.url()).with_retry(RetryPolicy::none());

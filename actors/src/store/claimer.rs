@@ -112,10 +112,12 @@ fn start(
         }
     };
     tracing::info!("claimed a job from the shared queue");
+    let priority = registry.priority_of(&request);
     let r = futures::executor::block_on(coordinator.send(SubmitPlanned {
         id: id.clone(),
         request,
         plan,
+        priority,
         admission: Admission::Claimed,
         // Names are checked by the daemon that accepted the job into the shared queue.
         digest: None,

@@ -223,7 +223,8 @@ mod tests {
                 "sector_id": 7,
             }),
             public_inputs: None,
-            priority: 2,
+            priority: Some(2),
+            deadline: Some(1_796_000_000_000),
             ..Default::default()
         }
     }
@@ -238,6 +239,24 @@ mod tests {
         // Raw bytes plus a little JSON: far below the base64 text's 400,000 characters.
         assert!(bytes.len() < c1.len() + 1_000, "{} bytes", bytes.len());
         assert_eq!(decode_request(&bytes).unwrap(), before);
+    }
+
+    #[test]
+    fn an_absent_priority_stays_absent_so_the_kind_default_applies_after_a_restart() {
+        let mut req = JobRequest::new("window-post");
+        req.deadline = Some(1_796_000_000_000);
+        let back = decode_request(&encode_request(&mut req.clone()).unwrap()).unwrap();
+        assert_eq!(
+            (back.priority, back.deadline),
+            (None, Some(1_796_000_000_000))
+        );
+        req.priority = Some(0);
+        let back = decode_request(&encode_request(&mut req.clone()).unwrap()).unwrap();
+        assert_eq!(
+            back.priority,
+            Some(0),
+            "an explicit 0 is not the kind default"
+        );
     }
 
     #[test]
@@ -257,6 +276,7 @@ mod tests {
                 label: "sha256-1".into(),
                 state: JobState::Succeeded,
                 priority: 3,
+                deadline_ms: None,
                 partitions: 1,
                 partitions_done: 1,
                 submitted_at_ms: 1,

@@ -371,7 +371,6 @@ mod tests {
             circuit: Some("sha256-1".into()),
             input: serde_json::json!({ "seed": seed }),
             public_inputs: None,
-            priority: 0,
             ..Default::default()
         }
     }
@@ -383,6 +382,7 @@ mod tests {
             label: "sha256-1".into(),
             state: JobState::Succeeded,
             priority: 0,
+            deadline_ms: None,
             partitions: 1,
             partitions_done: 1,
             submitted_at_ms: 1,

@@ -4,8 +4,9 @@
 //! * A submission on any daemon is planned there (so a bad request gets its 4xx at once) and
 //!   inserted as `queued`; that daemon does not run it unless it claims it.
 //! * Each daemon claims jobs while it has room: `SELECT … FOR UPDATE SKIP LOCKED` picks the
-//!   highest-priority, oldest job that is queued or whose claim expired; the claim sets the
-//!   holder, a lease expiry and a new epoch.
+//!   best-ranked job that is queued or whose claim expired, in the coordinator's order: the
+//!   effective priority (the request's, else its kind's default), then the earliest deadline
+//!   (none last), then the oldest; the claim sets the holder, a lease expiry and a new epoch.
 //! * The holder renews its leases every third of the lease (with a status snapshot, so any
 //!   daemon can show progress). A daemon that dies stops renewing; once the lease expires,
 //!   another daemon claims the job (epoch + 1) and runs it from the start.
@@ -49,6 +50,7 @@ CREATE TABLE IF NOT EXISTS proofline_jobs (
     id              text PRIMARY KEY,
     request         bytea,
     priority        integer NOT NULL,
+    deadline_ms     bigint,
     submitted_at_ms bigint NOT NULL,
     state           text NOT NULL,
     holder          text,
@@ -60,8 +62,12 @@ CREATE TABLE IF NOT EXISTS proofline_jobs (
     result          bytea,
     finished_at_ms  bigint
 );
-CREATE INDEX IF NOT EXISTS proofline_jobs_open
-    ON proofline_jobs (priority DESC, submitted_at_ms) WHERE state IN ('queued', 'running');
+-- Tables made before jobs had deadlines gain the column; their index gives way to the rank one.
+ALTER TABLE proofline_jobs ADD COLUMN IF NOT EXISTS deadline_ms bigint;
+DROP INDEX IF EXISTS proofline_jobs_open;
+CREATE INDEX IF NOT EXISTS proofline_jobs_open_rank
+    ON proofline_jobs (priority DESC, deadline_ms ASC NULLS LAST, submitted_at_ms)
+    WHERE state IN ('queued', 'running');
 CREATE INDEX IF NOT EXISTS proofline_jobs_finished
     ON proofline_jobs (finished_at_ms) WHERE finished_at_ms IS NOT NULL;
 ";
@@ -207,7 +213,7 @@ impl SharedQueue {
                      SELECT id FROM proofline_jobs
                      WHERE state IN ('queued', 'running')
                        AND (holder IS NULL OR lease_until < now())
-                     ORDER BY priority DESC, submitted_at_ms
+                     ORDER BY priority DESC, deadline_ms ASC NULLS LAST, submitted_at_ms
                      LIMIT 1
                      FOR UPDATE SKIP LOCKED)
                  UPDATE proofline_jobs j
@@ -254,7 +260,7 @@ impl SharedQueue {
             .status(id)
             .ok()
             .flatten()
-            .unwrap_or_else(|| crate::job::queued_status(id, "?", "?", 0, 0));
+            .unwrap_or_else(|| crate::job::queued_status(id, "?", "?", 0, None, 0));
         s.state = JobState::Failed;
         s.finished_at_ms = Some(now_ms());
         s.error = Some(JobFailure {
@@ -440,12 +446,16 @@ impl JobStore for SharedQueue {
         let snapshot = codec::encode_status(status).map_err(|e| self.unavailable(e))?;
         let n = self.with(&self.writes, |c| {
             c.execute(
-                "INSERT INTO proofline_jobs (id, request, priority, submitted_at_ms, state, status)
-                 VALUES ($1, $2, $3, $4, 'queued', $5) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO proofline_jobs
+                     (id, request, priority, deadline_ms, submitted_at_ms, state, status)
+                 VALUES ($1, $2, $3, $4, $5, 'queued', $6) ON CONFLICT (id) DO NOTHING",
                 &[
                     &id,
                     &bytes,
-                    &request.priority,
+                    // The effective priority: the status carries the kind's default when the
+                    // request gives none.
+                    &status.priority,
+                    &status.deadline_ms.map(|d| d.min(i64::MAX as u64) as i64),
                     &(status.submitted_at_ms as i64),
                     &snapshot,
                 ],

@@ -182,9 +182,12 @@ struct JobArgs {
     /// Preimage as hex (with --circuit).
     #[arg(long, conflicts_with = "seed")]
     preimage_hex: Option<String>,
-    /// Priority (higher first).
-    #[arg(long, default_value_t = 0)]
-    priority: i32,
+    /// Priority (higher first; default: the job kind's).
+    #[arg(long)]
+    priority: Option<i32>,
+    /// Deadline, Unix time in milliseconds: the job fails early when it cannot finish by then.
+    #[arg(long)]
+    deadline: Option<u64>,
     /// Job id to use (letters, digits, '-'); submitting the same job again under it returns the
     /// existing job.
     #[arg(long)]
@@ -251,6 +254,7 @@ impl JobArgs {
                 input: input.into(),
                 payload: Some(job.document.into()),
                 priority: self.priority,
+                deadline: self.deadline,
                 ..JobRequest::new("porep-c2")
             });
         }
@@ -272,6 +276,7 @@ impl JobArgs {
             circuit: Some(circuit),
             input,
             priority: self.priority,
+            deadline: self.deadline,
             ..JobRequest::new("groth16")
         })
     }
@@ -281,7 +286,12 @@ impl JobArgs {
     fn submit(&self, cfg: &Config, c: &Client) -> anyhow::Result<JobStatus> {
         let key = new_idempotency_key();
         if let Some(mut job) = self.c1_job()? {
-            job.fields.push(("priority", self.priority.to_string()));
+            if let Some(p) = self.priority {
+                job.fields.push(("priority", p.to_string()));
+            }
+            if let Some(d) = self.deadline {
+                job.fields.push(("deadline", d.to_string()));
+            }
             if let Some(id) = &self.id {
                 job.fields.push(("id", id.clone()));
             }

@@ -114,14 +114,24 @@ pub fn render(page: &StatusPage) -> String {
         let _ = writeln!(out, "  none");
     }
     for job in &page.jobs_in_flight {
+        let due = job.deadline_ms.map_or(String::new(), |d| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.as_millis() as u64);
+            match d.checked_sub(now) {
+                Some(left) => format!(" (deadline in {})", fmt_secs(left as f64 / 1e3)),
+                None => " (deadline passed)".to_string(),
+            }
+        });
         let _ = writeln!(
             out,
-            "  {}  {} {}  {:?}  priority {}  age {}  {}/{} partitions done",
+            "  {}  {} {}  {:?}  priority {}{}  age {}  {}/{} partitions done",
             job.id,
             job.kind,
             job.label,
             job.state,
             job.priority,
+            due,
             fmt_secs(job.age_s),
             job.partitions_done,
             job.partitions.len()
@@ -227,6 +237,7 @@ mod tests {
                 label: "32GiB".into(),
                 state: JobState::Running,
                 priority: 0,
+                deadline_ms: None,
                 partitions_done: 1,
                 age_s: 75.0,
                 final_check: false,

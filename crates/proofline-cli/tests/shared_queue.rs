@@ -4,6 +4,9 @@
 //!
 //! * claims, lease expiry and take-over at the queue level: a holder whose claim expired and
 //!   was taken cannot complete the job; the new holder does, once;
+//! * claims in the coordinator's rank order (effective priority, earliest deadline, age), with
+//!   each request's own `priority` and `deadline` kept; a table made before deadlines gains
+//!   the column;
 //! * two `proofline serve` processes share one queue; `kill -9` of the one running a job, and
 //!   the other finishes it; every job completes exactly once and its proof verifies, read from
 //!   the surviving daemon.
@@ -96,7 +99,7 @@ fn an_expired_claim_is_taken_over_and_only_the_new_holder_completes() {
     let y = SharedQueue::connect(spec(&db.url, "y", lease)).unwrap();
 
     let mut req = request("sha256-1", 1);
-    let status = queued_status("job-1", "groth16", "sha256-1", 0, 1);
+    let status = queued_status("job-1", "groth16", "sha256-1", 0, None, 1);
     x.accept("job-1", &mut req, &status).unwrap();
     assert!(matches!(
         y.accept("job-1", &mut req, &status),
@@ -143,7 +146,7 @@ fn an_expired_claim_is_taken_over_and_only_the_new_holder_completes() {
     y.accept(
         "job-2",
         &mut req2,
-        &queued_status("job-2", "groth16", "sha256-1", 0, 1),
+        &queued_status("job-2", "groth16", "sha256-1", 0, None, 1),
     )
     .unwrap();
     assert_eq!(
@@ -152,6 +155,60 @@ fn an_expired_claim_is_taken_over_and_only_the_new_holder_completes() {
     );
     assert!(y.claim().unwrap().is_none());
     assert_eq!(y.list(10).unwrap().len(), 2);
+}
+
+#[test]
+fn claims_follow_priority_then_deadline_then_age_and_requests_keep_their_fields() {
+    let Some(admin) = server_url() else { return };
+    let db = TestDb::create(&admin, "rank");
+    // A table as made before jobs had deadlines, with one job waiting in it.
+    db.client()
+        .batch_execute(
+            "CREATE TABLE proofline_jobs (
+                 id text PRIMARY KEY, request bytea, priority integer NOT NULL,
+                 submitted_at_ms bigint NOT NULL, state text NOT NULL, holder text,
+                 lease_until timestamptz, epoch bigint NOT NULL DEFAULT 0,
+                 claims integer NOT NULL DEFAULT 0, completions integer NOT NULL DEFAULT 0,
+                 status bytea NOT NULL, result bytea, finished_at_ms bigint);
+             CREATE INDEX proofline_jobs_open ON proofline_jobs (priority DESC, submitted_at_ms)
+                 WHERE state IN ('queued', 'running');",
+        )
+        .unwrap();
+    let q = SharedQueue::connect(spec(&db.url, "x", Duration::from_secs(60))).unwrap();
+
+    // (id, effective priority, request's priority, deadline), submitted in this order.
+    let jobs: [(&str, i32, Option<i32>, Option<u64>); 5] = [
+        ("old-c2", 0, None, None),
+        ("c2-late-deadline", 0, Some(0), Some(2_000)),
+        ("window-post", 200, None, Some(9_000)),
+        ("c2-early-deadline", 0, None, Some(1_000)),
+        ("urgent-c2", 250, Some(250), None),
+    ];
+    let mut sent = HashMap::new();
+    for (k, (id, effective, priority, deadline)) in jobs.into_iter().enumerate() {
+        let mut req = request("sha256-1", k as u64);
+        req.priority = priority;
+        req.deadline = deadline;
+        let mut status = queued_status(id, "groth16", "sha256-1", effective, deadline, 1);
+        status.submitted_at_ms = 1_000 + k as u64;
+        q.accept(id, &mut req, &status).unwrap();
+        sent.insert(id, req);
+    }
+    let mut order = Vec::new();
+    while let Some((id, req)) = q.claim().unwrap() {
+        assert_eq!(&req, &sent[id.as_str()], "the stored request of {id}");
+        order.push(id);
+    }
+    assert_eq!(
+        order,
+        [
+            "urgent-c2",
+            "window-post",
+            "c2-early-deadline",
+            "c2-late-deadline",
+            "old-c2"
+        ]
+    );
 }
 
 #[test]

@@ -42,7 +42,7 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
     cfg.server.bind = "127.0.0.1:0".into();
     cfg.params.dir = params_dir().display().to_string();
     cfg.log.level = "warn".into();
-    cfg.pipeline.max_partitions_in_flight = 2;
+    cfg.pipeline.max_partitions_in_flight = 2.into();
     let daemon = Daemon::start(&cfg).unwrap();
     let c = Client::new(daemon.url());
     let ids: Vec<String> = (0..40)
@@ -52,7 +52,6 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
                 circuit: Some("sha256-1".into()),
                 input: serde_json::json!({ "seed": seed }),
                 public_inputs: None,
-                priority: 0,
                 ..Default::default()
             })
             .unwrap()

@@ -17,6 +17,7 @@ fn status_json() -> String {
         label: "sha256-1".into(),
         state: JobState::Queued,
         priority: 0,
+        deadline_ms: None,
         partitions: 1,
         partitions_done: 0,
         submitted_at_ms: 1,

@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+mod values;
+pub use values::{parse_size, Count, Devices, MemorySize};
+
 /// The default configuration, compiled in.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 
@@ -126,25 +129,76 @@ pub enum SynthesisMode {
 pub struct PipelineConfig {
     /// Compute backend.
     pub backend: BackendKind,
+    /// GPUs to use.
+    pub devices: Devices,
     /// Synthesis actor threads.
-    pub synthesis_workers: usize,
+    pub synthesis_workers: Count,
     /// Synthesis through recorded constraint systems, or plain.
     pub synthesis_mode: SynthesisMode,
     /// Directory of recorded constraint systems (`<params stem>.r1cs`); empty: beside each
     /// parameter file.
     pub constraints_dir: String,
     /// CPU-MSM actor threads.
-    pub cpu_msm_workers: usize,
+    pub cpu_msm_workers: Count,
     /// Compute actors per device.
-    pub compute_slots: usize,
+    pub compute_slots: Count,
     /// Partitions admitted at once.
-    pub max_partitions_in_flight: usize,
-    /// Allocator budget, bytes (0 on GPU: free memory at start minus a reserve).
-    pub memory_budget_bytes: u64,
+    pub max_partitions_in_flight: Count,
+    /// Extra partitions admitted for a job that outranks every partition in flight.
+    pub priority_reserve_partitions: usize,
+    /// Host memory budget (CPU backend stages; partitions admitted).
+    pub host_memory_budget: MemorySize,
+    /// Device memory budget of each GPU's allocator.
+    pub device_memory_budget: MemorySize,
     /// Unfinished jobs accepted at most.
     pub max_queued_jobs: usize,
     /// Finished jobs kept for queries.
     pub retain_finished_jobs: usize,
+}
+
+/// The pool sizes of a pipeline, with every "auto" resolved for a machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PoolSizes {
+    /// Synthesis actor threads.
+    pub synthesis_workers: usize,
+    /// CPU-MSM actor threads.
+    pub cpu_msm_workers: usize,
+    /// Compute slots per device.
+    pub compute_slots: usize,
+    /// Partitions admitted at once.
+    pub max_partitions_in_flight: usize,
+}
+
+impl PipelineConfig {
+    /// Resolves the "auto" counts for a machine with `cores` CPU cores and `gpus` GPUs in use.
+    ///
+    /// With GPUs: 2 compute slots per GPU (one slot's uploads and host work overlap the other's
+    /// kernels), half the cores synthesizing (synthesis is the CPU side's longest stage; a
+    /// pre-compiled partition also spreads its witness and products over rayon's threads, so
+    /// measure with `proofline-synth` to size it), a quarter on CPU-MSM work (the split and the
+    /// G2 MSM), and as many partitions in flight as synthesis workers plus slots. On the CPU: 1
+    /// of each, 2 in flight (the compute stages already use every core).
+    pub fn pool_sizes(&self, cores: usize, gpus: usize) -> PoolSizes {
+        let cores = cores.max(1);
+        let (slots, synthesis, cpu_msm) = if gpus > 0 {
+            (2, (cores / 2).max(1), (cores / 4).max(1))
+        } else {
+            (1, 1, 1)
+        };
+        let compute_slots = self.compute_slots.or(slots);
+        let synthesis_workers = self.synthesis_workers.or(synthesis);
+        let in_flight = if gpus > 0 {
+            synthesis_workers + compute_slots * gpus
+        } else {
+            2
+        };
+        PoolSizes {
+            synthesis_workers,
+            cpu_msm_workers: self.cpu_msm_workers.or(cpu_msm),
+            compute_slots,
+            max_partitions_in_flight: self.max_partitions_in_flight.or(in_flight),
+        }
+    }
 }
 
 /// `[params]`.
@@ -155,6 +209,8 @@ pub struct ParamsConfig {
     pub dir: String,
     /// Verify points on load.
     pub check_points: bool,
+    /// Circuits whose parameters are loaded (and made resident on the GPUs) at start.
+    pub preload: Vec<String>,
 }
 
 /// `[filecoin]`.
@@ -244,6 +300,8 @@ impl Config {
                 .prefix_separator("_")
                 .separator("__")
                 .try_parsing(true)
+                .list_separator(",")
+                .with_list_parse_key("params.preload")
                 .source(Some(env_map)),
         );
         let cfg: Config = b.build()?.try_deserialize()?;
@@ -257,16 +315,14 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        let p = &self.pipeline;
         let positive = [
-            (
-                "pipeline.synthesis_workers",
-                self.pipeline.synthesis_workers,
-            ),
-            ("pipeline.cpu_msm_workers", self.pipeline.cpu_msm_workers),
-            ("pipeline.compute_slots", self.pipeline.compute_slots),
+            ("pipeline.synthesis_workers", p.synthesis_workers.or(1)),
+            ("pipeline.cpu_msm_workers", p.cpu_msm_workers.or(1)),
+            ("pipeline.compute_slots", p.compute_slots.or(1)),
             (
                 "pipeline.max_partitions_in_flight",
-                self.pipeline.max_partitions_in_flight,
+                p.max_partitions_in_flight.or(1),
             ),
             ("pipeline.max_queued_jobs", self.pipeline.max_queued_jobs),
             ("server.workers", self.server.workers),
@@ -406,9 +462,14 @@ mod tests {
     fn embedded_default_loads() {
         let c = Config::embedded_default().unwrap();
         assert_eq!(c.server.bind, "127.0.0.1:9797");
-        assert_eq!(c.pipeline.backend, BackendKind::Cpu);
+        assert_eq!(c.pipeline.backend, BackendKind::Auto);
         assert_eq!(c.pipeline.synthesis_mode, SynthesisMode::Precompiled);
         assert_eq!(c.constraints_dir(), None);
+        assert_eq!(c.pipeline.devices, Devices::All);
+        assert_eq!(c.pipeline.host_memory_budget, MemorySize::Auto);
+        assert_eq!(c.pipeline.device_memory_budget, MemorySize::Auto);
+        assert_eq!(c.pipeline.synthesis_workers, Count::Auto);
+        assert!(c.params.preload.is_empty());
         assert!(c.to_toml().contains("[pipeline]"));
     }
 
@@ -431,8 +492,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.server.bind, "127.0.0.1:1234");
-        assert_eq!(c.pipeline.synthesis_workers, 5);
-        assert_eq!(c.pipeline.cpu_msm_workers, 1);
+        assert_eq!(c.pipeline.synthesis_workers, Count::Fixed(5));
+        assert_eq!(c.pipeline.cpu_msm_workers, Count::Auto);
+    }
+
+    #[test]
+    fn budgets_devices_and_counts_take_auto_sizes_and_lists() {
+        let c = Config::load_with_env(
+            None,
+            env(&[
+                ("PROOFLINE_PIPELINE__DEVICE_MEMORY_BUDGET", "64GiB"),
+                ("PROOFLINE_PIPELINE__HOST_MEMORY_BUDGET", "1073741824"),
+                ("PROOFLINE_PIPELINE__DEVICES", "0,1"),
+                ("PROOFLINE_PIPELINE__COMPUTE_SLOTS", "3"),
+                ("PROOFLINE_PARAMS__PRELOAD", "sha256-2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.pipeline.device_memory_budget, MemorySize::Bytes(64 << 30));
+        assert_eq!(c.pipeline.host_memory_budget, MemorySize::Bytes(1 << 30));
+        assert_eq!(c.pipeline.devices, Devices::List(vec![0, 1]));
+        assert_eq!(c.pipeline.compute_slots, Count::Fixed(3));
+        // a file can say it in TOML
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.toml");
+        std::fs::write(
+            &f,
+            "[pipeline]\ndevices = []\nsynthesis_workers = \"auto\"\n[params]\npreload = [\"a\", \"b\"]\n",
+        )
+        .unwrap();
+        let c = Config::load_with_env(Some(&f), env(&[])).unwrap();
+        assert_eq!(c.pipeline.devices, Devices::List(vec![]));
+        assert_eq!(c.params.preload, vec!["a", "b"]);
+        // the effective configuration reads back the same
+        let back: Config = toml::from_str(&c.to_toml()).unwrap();
+        assert_eq!(back, c);
+        // auto pool sizes: the H200 box of the benchmarks (16 cores, one GPU)
+        let sizes = c.pipeline.pool_sizes(16, 1);
+        assert_eq!(
+            (
+                sizes.synthesis_workers,
+                sizes.cpu_msm_workers,
+                sizes.compute_slots,
+                sizes.max_partitions_in_flight
+            ),
+            (8, 4, 2, 10)
+        );
+        assert_eq!(c.pipeline.pool_sizes(2, 0).compute_slots, 1);
+        assert_eq!(c.pipeline.pool_sizes(1, 2).max_partitions_in_flight, 5);
     }
 
     #[test]
@@ -477,6 +584,18 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("magic"), "{e}");
+        for (key, bad) in [
+            ("PROOFLINE_PIPELINE__DEVICE_MEMORY_BUDGET", "lots"),
+            ("PROOFLINE_PIPELINE__DEVICES", "gpu0"),
+            ("PROOFLINE_PIPELINE__SYNTHESIS_WORKERS", "many"),
+        ] {
+            let e = Config::load_with_env(None, env(&[(key, bad)])).unwrap_err();
+            let field = key.rsplit("__").next().unwrap().to_ascii_lowercase();
+            assert!(
+                e.to_string().contains(&field) || e.to_string().contains(bad),
+                "{e}"
+            );
+        }
         let e = Config::load_with_env(None, env(&[("PROOFLINE_PIPELINE__BACKEND", "fpga")]))
             .unwrap_err();
         assert!(

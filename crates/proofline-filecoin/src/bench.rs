@@ -14,7 +14,7 @@ use proofline_groth16::prover::{
 };
 use proofline_groth16::synthesis::synthesize_boxed;
 use proofline_groth16::{proof_to_bytes, CpuBackend, MsmPlan, ProvingKey, SynthesizedPartition};
-use proofline_jobs::JobRequest;
+use proofline_jobs::{JobPlan, JobRequest};
 use serde::Serialize;
 
 use crate::fixture::Fixture;
@@ -102,11 +102,77 @@ pub fn load_average() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn time<T>(acc: &mut f64, f: impl FnOnce() -> T) -> T {
+/// Runs `f`, adding its wall time to `acc`.
+pub fn time<T>(acc: &mut f64, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
     let out = f();
     *acc += t.elapsed().as_secs_f64();
     out
+}
+
+/// Proves every partition of `plan` with the CPU backend, stage by stage into `st`, checks each
+/// proof against the vk and the planned public inputs, and returns the partition proofs
+/// concatenated and the scalar split of partition 0.
+pub fn prove_plan_timed(
+    plan: JobPlan,
+    pk: &ProvingKey,
+    st: &mut StageSecs,
+) -> Result<(Vec<u8>, PartitionStats), FilecoinError> {
+    let other = |e: &dyn std::fmt::Display| FilecoinError::Other(e.to_string());
+    let backend = CpuBackend;
+    let mut rng = rand::rngs::OsRng;
+    let partitions = plan.partitions.len();
+    let mut proof = Vec::with_capacity(partitions * proofline_groth16::PROOF_BYTES);
+    let mut scalars = None;
+    for (k, part) in plan.partitions.into_iter().enumerate() {
+        let synth: SynthesizedPartition = time(&mut st.synthesis, || {
+            let circuit = (part.circuit)().map_err(|e| other(&e))?;
+            synthesize_boxed(circuit).map_err(|e| other(&e))
+        })?;
+        check_shape(pk, &synth).map_err(|e| other(&e))?;
+        if k == 0 {
+            scalars = Some(partition_stats(&synth));
+        }
+        let SynthesizedPartition {
+            a,
+            b,
+            c,
+            assignment,
+        } = synth;
+        let msm_plan = time(&mut st.msm_plan, || MsmPlan::build(&assignment));
+        let h = time(&mut st.h_poly, || compute_h(&backend, a, b, c)).map_err(|e| other(&e))?;
+        let h_sum = time(&mut st.msm_h, || msm_h(&backend, pk, &h)).map_err(|e| other(&e))?;
+        drop(h);
+        let (l, a_sum, b_g1) = time(&mut st.msm_g1_sparse, || {
+            msm_sparse_g1(&backend, pk, &msm_plan)
+        })
+        .map_err(|e| other(&e))?;
+        let b_g2 =
+            time(&mut st.msm_b_g2, || msm_b_g2(&backend, pk, &msm_plan)).map_err(|e| other(&e))?;
+        let ok = time(&mut st.assemble_verify, || {
+            let (r, s) = random_r_s(&mut rng);
+            let results = MsmResults {
+                h: h_sum,
+                l,
+                a: a_sum,
+                b_g1,
+                b_g2,
+            };
+            let p = assemble(pk, &results, r, s);
+            let inputs = public_inputs(&assignment);
+            let ok =
+                inputs == part.public_inputs.as_slice() && verify(pk, &p, inputs).unwrap_or(false);
+            proof.extend_from_slice(&proof_to_bytes(&p));
+            ok
+        });
+        if !ok {
+            return Err(FilecoinError::Other(format!(
+                "partition {k} did not verify against the vk and the planned public inputs"
+            )));
+        }
+    }
+    let scalars = scalars.ok_or_else(|| FilecoinError::Other("no partitions".into()))?;
+    Ok((proof, scalars))
 }
 
 /// Proves the fixture's sector both ways. `run_filecoin_proofs = false` skips the reference.
@@ -129,63 +195,13 @@ pub fn run(fixture: &Fixture, run_filecoin_proofs: bool) -> Result<BenchReport, 
     let load = t.elapsed().as_secs_f64();
 
     let mut st = StageSecs::default();
-    let backend = CpuBackend;
-    let mut rng = rand::rngs::OsRng;
     let load_start = load_average();
     let t_all = Instant::now();
     let cpu_all = process_cpu_secs();
     let (plan, identity): (_, SealIdentity) =
         time(&mut st.plan, || adapter.plan_with_identity(&req)).map_err(|e| other(&e))?;
     let partitions = plan.partitions.len();
-    let mut proof = Vec::with_capacity(partitions * proofline_groth16::PROOF_BYTES);
-    let mut scalars = None;
-    for (k, part) in plan.partitions.into_iter().enumerate() {
-        let synth: SynthesizedPartition = time(&mut st.synthesis, || {
-            let circuit = (part.circuit)().map_err(|e| other(&e))?;
-            synthesize_boxed(circuit).map_err(|e| other(&e))
-        })?;
-        check_shape(&pk, &synth).map_err(|e| other(&e))?;
-        if k == 0 {
-            scalars = Some(partition_stats(&synth));
-        }
-        let SynthesizedPartition {
-            a,
-            b,
-            c,
-            assignment,
-        } = synth;
-        let msm_plan = time(&mut st.msm_plan, || MsmPlan::build(&assignment));
-        let h = time(&mut st.h_poly, || compute_h(&backend, a, b, c)).map_err(|e| other(&e))?;
-        let h_sum = time(&mut st.msm_h, || msm_h(&backend, &pk, &h)).map_err(|e| other(&e))?;
-        drop(h);
-        let (l, a_sum, b_g1) = time(&mut st.msm_g1_sparse, || {
-            msm_sparse_g1(&backend, &pk, &msm_plan)
-        })
-        .map_err(|e| other(&e))?;
-        let b_g2 =
-            time(&mut st.msm_b_g2, || msm_b_g2(&backend, &pk, &msm_plan)).map_err(|e| other(&e))?;
-        let ok = time(&mut st.assemble_verify, || {
-            let (r, s) = random_r_s(&mut rng);
-            let results = MsmResults {
-                h: h_sum,
-                l,
-                a: a_sum,
-                b_g1,
-                b_g2,
-            };
-            let p = assemble(&pk, &results, r, s);
-            let inputs = public_inputs(&assignment);
-            let ok =
-                inputs == part.public_inputs.as_slice() && verify(&pk, &p, inputs).unwrap_or(false);
-            proof.extend_from_slice(&proof_to_bytes(&p));
-            ok
-        });
-        if !ok {
-            return Err(FilecoinError::Other(format!(
-                "partition {k} did not verify against the vk and the planned public inputs"
-            )));
-        }
-    }
+    let (proof, scalars) = prove_plan_timed(plan, &pk, &mut st)?;
     let ours = t_all.elapsed().as_secs_f64();
     let ours_cpu = process_cpu_secs() - cpu_all;
     let mut verify_ok = verify_c2(&proof, &identity)?;
@@ -221,7 +237,7 @@ pub fn run(fixture: &Fixture, run_filecoin_proofs: bool) -> Result<BenchReport, 
         speedup_cpu: theirs_cpu.map(|t| t / ours_cpu.max(1e-9)),
         load_average: (load_start, load_average()),
         verify_seal_ok: verify_ok,
-        scalars: scalars.ok_or_else(|| FilecoinError::Other("no partitions".into()))?,
+        scalars,
     })
 }
 

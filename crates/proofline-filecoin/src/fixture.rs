@@ -1,13 +1,15 @@
-//! The 2KiB PoRep test fixture: random Groth16 parameters under the published file names, cached
+//! The 2KiB test fixtures: random Groth16 parameters under the published file names, cached
 //! outside the repository, and a freshly sealed random 2KiB sector.
 //!
-//! * Parameters: random Groth16 parameters for filecoin-proofs' own blank stacked circuit of
-//!   the 2KiB PoRep (2,687,921 constraints, 1.1 GB), made by [`crate::paramgen`] (about 2.5
-//!   minutes on 2 busy cores; bellperson's `generate_random_parameters`, kept as
-//!   [`Generator::Bellperson`], took 8.6–18 minutes on the same box), written as
-//!   `<cache>/params/v28-stacked-proof-of-replication-...{.params,.vk}`. Each file is written
-//!   under a temporary name and renamed into place, so an interrupted run never leaves a
-//!   truncated file under a real name; present files are reused.
+//! * Parameters: random Groth16 parameters for filecoin-proofs' own blank circuit of any
+//!   [`ProofCircuit`] — the 2KiB PoRep (2,687,921 constraints, 1.1 GB, about 2.5 minutes on 2
+//!   busy cores with [`crate::paramgen`]; bellperson's `generate_random_parameters`, kept as
+//!   [`Generator::Bellperson`], took 8.6–18 minutes on the same box), the 2KiB WindowPoSt and
+//!   WinningPoSt circuits (seconds), the 2KiB SnapDeals update circuit (minutes) — written as
+//!   `<cache>/params/v28-<published name>{.params,.vk}`. Each file is written under a
+//!   temporary name and renamed into place, so an interrupted run never leaves a truncated
+//!   file under a real name; present files are reused. The sectors of the PoSt and SnapDeals
+//!   fixtures are in [`crate::sectors`].
 //! * Sector: `add_piece`, `seal_pre_commit_phase1`/`2` and `seal_commit_phase1` through
 //!   filecoin-proofs-api into a temporary directory, with a random piece, ticket, seed, prover
 //!   id and sector id. Takes seconds; done fresh for every fixture.
@@ -27,19 +29,25 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use bellperson::groth16;
-use blstrs::Bls12;
-use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, UnpaddedBytesAmount};
+use blstrs::{Bls12, Scalar};
+use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
+use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, PoStConfig, PoStType, UnpaddedBytesAmount};
 use filecoin_proofs_api::seal::{
     add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
+    SealPreCommitPhase2Output,
 };
-use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use filecoin_proofs_api::{PieceInfo, RegisteredSealProof, SectorId};
 use rand::{Rng, RngCore};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::settings::SETTINGS;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCompound};
+use storage_proofs_update::constants::TreeRHasher;
+use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound, PublicParams};
 
-use crate::{shapes, with_tree_shape, FilecoinError};
+use crate::proofs::ProofCircuit;
+use crate::{with_tree_shape, FilecoinError};
 
 /// The registered proof the fixture seals with.
 pub const FIXTURE_PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
@@ -162,9 +170,28 @@ pub enum Generator {
     Bellperson,
 }
 
-fn generate_for<Tree: 'static + MerkleTreeTrait>(
-    config: &PoRepConfig,
+/// Random parameters for the circuit `blank` builds, by `generator`.
+fn generate_with<C, F>(
+    blank: F,
     mut rng: &mut dyn RngCore,
+    generator: Generator,
+) -> Result<groth16::Parameters<Bls12>, FilecoinError>
+where
+    C: bellpepper_core::Circuit<Scalar>,
+    F: Fn() -> C,
+{
+    let out = match generator {
+        Generator::Fast => crate::paramgen::generate_random_parameters(blank, rng),
+        Generator::Bellperson => {
+            groth16::generate_random_parameters::<Bls12, _, _>(blank(), &mut rng)
+        }
+    };
+    out.map_err(|e| FilecoinError::Other(format!("parameter generation failed: {e}")))
+}
+
+fn generate_seal<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    rng: &mut dyn RngCore,
     generator: Generator,
 ) -> Result<groth16::Parameters<Bls12>, FilecoinError> {
     let public_params = filecoin_proofs::parameters::public_params::<Tree>(config)?;
@@ -174,13 +201,61 @@ fn generate_for<Tree: 'static + MerkleTreeTrait>(
             _,
         >>::blank_circuit(&public_params)
     };
-    let out = match generator {
-        Generator::Fast => crate::paramgen::generate_random_parameters(blank, rng),
-        Generator::Bellperson => {
-            groth16::generate_random_parameters::<Bls12, _, _>(blank(), &mut rng)
-        }
+    generate_with(blank, rng, generator)
+}
+
+fn generate_post<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+    rng: &mut dyn RngCore,
+    generator: Generator,
+) -> Result<groth16::Parameters<Bls12>, FilecoinError> {
+    let public_params = match config.typ {
+        PoStType::Window => window_post_public_params::<Tree>(config)?,
+        PoStType::Winning => winning_post_public_params::<Tree>(config)?,
     };
-    out.map_err(|e| FilecoinError::Other(format!("parameter generation failed: {e}")))
+    let blank = || {
+        <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(
+            &public_params,
+        )
+    };
+    generate_with(blank, rng, generator)
+}
+
+fn generate_update<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    sector_size: u64,
+    rng: &mut dyn RngCore,
+    generator: Generator,
+) -> Result<groth16::Parameters<Bls12>, FilecoinError> {
+    let public_params = PublicParams::from_sector_size(sector_size);
+    let blank = || {
+        <EmptySectorUpdateCompound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, _>>::blank_circuit(
+            &public_params,
+        )
+    };
+    generate_with(blank, rng, generator)
+}
+
+/// Random parameters for filecoin-proofs' blank circuit of `circuit`.
+fn generate_for(
+    circuit: ProofCircuit,
+    rng: &mut dyn RngCore,
+    generator: Generator,
+) -> Result<groth16::Parameters<Bls12>, FilecoinError> {
+    let size = circuit.sector_size();
+    let unknown = |s| Err(FilecoinError::SectorSize(s));
+    match circuit {
+        ProofCircuit::Seal(rp) => {
+            let config = rp.as_v1_config();
+            with_tree_shape!(size, generate_seal(&config, rng, generator), unknown)
+        }
+        ProofCircuit::PoSt(rp) => {
+            let config = rp.as_v1_config();
+            with_tree_shape!(size, generate_post(&config, rng, generator), unknown)
+        }
+        ProofCircuit::Update(_) => {
+            with_tree_shape!(size, generate_update(size, rng, generator), unknown)
+        }
+    }
 }
 
 /// The verifying key at the head of a parameter file, serialized.
@@ -194,20 +269,22 @@ fn vk_bytes_of(params: &Path) -> Result<Vec<u8>, FilecoinError> {
     Ok(out)
 }
 
-/// Random parameters for `rp` under the published names in `dir`, generated unless present.
+/// Random parameters for `circuit` under the published names in `dir`, generated unless
+/// present.
 ///
 /// Concurrent callers (two test processes) are serialised by an exclusive lock on
 /// `<dir>/.fixture.lock`, so one generates and the others reuse. The `.vk` is always checked
 /// against (and if needed rewritten from) the head of the `.params` file in place, so the pair
 /// is consistent even after an interrupted run.
 pub fn ensure_params(
-    rp: RegisteredSealProof,
+    circuit: impl Into<ProofCircuit>,
     dir: &Path,
     rng: &mut dyn RngCore,
     generator: Generator,
 ) -> Result<ParamsReport, FilecoinError> {
     use fs2::FileExt;
-    let files = shapes::params_files(rp)?;
+    let circuit = circuit.into();
+    let files = circuit.files()?;
     let params = dir.join(&files.params);
     let vk = dir.join(&files.vk);
     fs::create_dir_all(dir).map_err(|e| FilecoinError::io(dir, e))?;
@@ -224,12 +301,8 @@ pub fn ensure_params(
     let t = Instant::now();
     let generated = !params.is_file();
     if generated {
-        let config = shapes::porep_config(rp);
-        let size = u64::from(config.sector_size);
-        tracing::info!(file = %params.display(), "generating random test parameters");
-        let p = with_tree_shape!(size, generate_for(&config, rng, generator), |s| Err(
-            FilecoinError::SectorSize(s)
-        ))?;
+        tracing::info!(file = %params.display(), circuit = %circuit.name(), "generating random test parameters");
+        let p = generate_for(circuit, rng, generator)?;
         write_atomically(&params, |w| p.write(w))?;
     }
     let secs = if generated {
@@ -251,6 +324,22 @@ pub fn ensure_params(
     })
 }
 
+/// Points filecoin-proofs at `cache` and makes sure random parameters for `circuit` are in its
+/// parameter directory; returns that directory and what was done.
+pub fn ensure_circuit(
+    cache: &Path,
+    circuit: impl Into<ProofCircuit>,
+) -> Result<(PathBuf, ParamsReport), FilecoinError> {
+    let params_dir = point_filecoin_proofs_at(cache)?;
+    let report = ensure_params(
+        circuit,
+        &params_dir,
+        &mut rand::rngs::OsRng,
+        Generator::Fast,
+    )?;
+    Ok((params_dir, report))
+}
+
 /// A sealed sector's C1 output and identity.
 #[derive(Clone, Debug)]
 pub struct SealedSector {
@@ -266,21 +355,46 @@ pub struct SealedSector {
     pub seal_secs: f64,
 }
 
-/// Seals a fresh random sector of `rp` in a temporary directory and returns its C1 output.
-/// Call [`point_filecoin_proofs_at`] first.
-pub fn seal_random_sector(
+/// A sector sealed up to pre-commit phase 2 in a directory: its replica, its cache (trees,
+/// `p_aux`, `t_aux`), and what sealing it took.
+#[derive(Clone, Debug)]
+pub struct PreCommitted {
+    /// Registered proof.
+    pub registered_proof: RegisteredSealProof,
+    /// The sealed replica file.
+    pub replica: PathBuf,
+    /// The sector's cache directory.
+    pub cache: PathBuf,
+    /// The pieces of its data.
+    pub pieces: Vec<PieceInfo>,
+    /// Prover id used for sealing.
+    pub prover_id: [u8; 32],
+    /// Sector number.
+    pub sector_id: u64,
+    /// Ticket.
+    pub ticket: [u8; 32],
+    /// Replica commitment.
+    pub comm_r: [u8; 32],
+    /// Data commitment.
+    pub comm_d: [u8; 32],
+}
+
+/// Seals a random piece of `rp`'s size with `prover_id` and `sector_id` up to pre-commit
+/// phase 2, in `dir` (which must exist). Call [`point_filecoin_proofs_at`] first.
+pub fn seal_pre_committed(
     rp: RegisteredSealProof,
+    dir: &Path,
+    prover_id: [u8; 32],
+    sector_id: u64,
     rng: &mut impl Rng,
-) -> Result<SealedSector, FilecoinError> {
-    let t = Instant::now();
-    let work = tempfile::tempdir().map_err(|e| FilecoinError::io(std::env::temp_dir(), e))?;
+) -> Result<PreCommitted, FilecoinError> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |e| FilecoinError::io(p, e)
     };
-    let cache = work.path().join("cache");
-    let staged = work.path().join("staged");
-    let sealed = work.path().join("sealed");
+    let cache = dir.join("cache");
+    let staged = dir.join("staged");
+    let sealed = dir.join("sealed");
     fs::create_dir_all(&cache).map_err(io(&cache))?;
     let piece_len =
         UnpaddedBytesAmount::from(filecoin_proofs::PaddedBytesAmount::from(rp.sector_size()));
@@ -298,10 +412,7 @@ pub fn seal_random_sector(
     drop(staged_file);
     File::create(&sealed).map_err(io(&sealed))?;
 
-    let prover_id: [u8; 32] = rng.gen();
-    let sector_id: u64 = rng.gen_range(1..1_000_000);
     let ticket: [u8; 32] = random_fr32(rng);
-    let seed: [u8; 32] = random_fr32(rng);
     let pieces = vec![piece_info];
     let pc1 = seal_pre_commit_phase1(
         rp,
@@ -313,16 +424,50 @@ pub fn seal_random_sector(
         ticket,
         &pieces,
     )?;
-    let pc2 = seal_pre_commit_phase2(pc1, &cache, &sealed)?;
+    let SealPreCommitPhase2Output {
+        comm_r,
+        comm_d,
+        registered_proof: _,
+    } = seal_pre_commit_phase2(pc1, &cache, &sealed)?;
+    Ok(PreCommitted {
+        registered_proof: rp,
+        replica: sealed,
+        cache,
+        pieces,
+        prover_id,
+        sector_id,
+        ticket,
+        comm_r,
+        comm_d,
+    })
+}
+
+/// Seals a fresh random sector of `rp` in a temporary directory and returns its C1 output.
+/// Call [`point_filecoin_proofs_at`] first.
+pub fn seal_random_sector(
+    rp: RegisteredSealProof,
+    rng: &mut impl Rng,
+) -> Result<SealedSector, FilecoinError> {
+    let t = Instant::now();
+    let work = tempfile::tempdir().map_err(|e| FilecoinError::io(std::env::temp_dir(), e))?;
+    let prover_id: [u8; 32] = rng.gen();
+    let sector_id: u64 = rng.gen_range(1..1_000_000);
+    let s = seal_pre_committed(rp, work.path(), prover_id, sector_id, rng)?;
+    let seed: [u8; 32] = random_fr32(rng);
+    let pc2 = SealPreCommitPhase2Output {
+        comm_r: s.comm_r,
+        comm_d: s.comm_d,
+        registered_proof: rp,
+    };
     let c1 = seal_commit_phase1(
-        &cache,
-        &sealed,
+        &s.cache,
+        &s.replica,
         prover_id,
         SectorId::from(sector_id),
-        ticket,
+        s.ticket,
         seed,
         pc2,
-        &pieces,
+        &s.pieces,
     )?;
     let c1_output = serde_json::to_vec(&c1)
         .map_err(|e| FilecoinError::Other(format!("serializing the C1 output: {e}")))?;
@@ -335,8 +480,9 @@ pub fn seal_random_sector(
     })
 }
 
-/// 32 random bytes with the top two bits clear (how Lotus' tickets and seeds look as Fr).
-fn random_fr32(rng: &mut impl Rng) -> [u8; 32] {
+/// 32 random bytes with the top two bits clear (how Lotus' tickets, seeds and randomness look
+/// as Fr).
+pub fn random_fr32(rng: &mut impl Rng) -> [u8; 32] {
     let mut b: [u8; 32] = rng.gen();
     b[31] &= 0x3f;
     b

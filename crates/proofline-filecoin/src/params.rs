@@ -1,5 +1,6 @@
-//! Filecoin's published parameter files: where a registered proof's file is, and the digest
-//! check against filecoin-proofs' embedded `parameters.json`.
+//! Filecoin's published parameter files: where the file of a circuit (PoRep, PoSt or SnapDeals,
+//! see [`ProofCircuit`]) is, and the digest check against filecoin-proofs' embedded
+//! `parameters.json`. Every kind goes through the same functions.
 //!
 //! filecoin-proofs' rule (`storage_proofs_core::parameter_cache::verify_production_entry`): the
 //! BLAKE2b-512 digest of the whole file, lower-case hex, first 32 characters, must equal the
@@ -10,10 +11,10 @@ use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use filecoin_proofs_api::RegisteredSealProof;
 use proofline_jobs::{JobError, ParamsCheck, ParamsSpec};
 use storage_proofs_core::parameter_cache::PARAMETERS;
 
+use crate::proofs::ProofCircuit;
 use crate::shapes;
 
 /// The published digest of a parameter or verifying-key file name (`v28-...params`).
@@ -65,27 +66,29 @@ impl ParamsCheck for DigestCheck {
     }
 }
 
-/// How an operator gets the published files.
-pub fn fetch_hint(rp: RegisteredSealProof, dir: &Path) -> String {
+/// How an operator gets the published files of a sector size (the fetch tools fetch every
+/// circuit of a size: PoRep, PoSt and SnapDeals).
+pub fn fetch_hint(sector_size: u64, dir: &Path) -> String {
+    let size = shapes::sector_size_label(sector_size);
     format!(
-        "fetch the published parameters for {} sectors into {} (e.g. `lotus fetch-params {}` or \
-         `curio fetch-params {}` with FIL_PROOFS_PARAMETER_CACHE={}), or point the Filecoin \
-         params_dir setting at the directory that has them",
-        shapes::sector_size_label(u64::from(rp.sector_size())),
+        "fetch the published parameters for {size} sectors into {} (e.g. `lotus fetch-params \
+         {size}` or `curio fetch-params {size}` with FIL_PROOFS_PARAMETER_CACHE={}), or point the \
+         Filecoin params_dir setting at the directory that has them",
         dir.display(),
-        shapes::sector_size_label(u64::from(rp.sector_size())),
-        shapes::sector_size_label(u64::from(rp.sector_size())),
         dir.display(),
     )
 }
 
-/// The parameter spec of a registered proof's `.params` file in `dir`.
+/// The parameter spec of a circuit's `.params` file in `dir`.
 pub fn params_spec(
-    rp: RegisteredSealProof,
+    circuit: impl Into<ProofCircuit>,
     dir: &Path,
     verify_digests: bool,
 ) -> Result<ParamsSpec, JobError> {
-    let files = shapes::params_files(rp).map_err(|e| JobError::Internal(e.to_string()))?;
+    let circuit = circuit.into();
+    let files = circuit
+        .files()
+        .map_err(|e| JobError::Internal(e.to_string()))?;
     let check: Option<Arc<dyn ParamsCheck>> = if verify_digests {
         Some(Arc::new(DigestCheck {
             file_name: files.params.clone(),
@@ -97,13 +100,16 @@ pub fn params_spec(
         id: files.params.clone(),
         path: dir.join(&files.params),
         check,
-        hint: fetch_hint(rp, dir),
+        hint: fetch_hint(circuit.sector_size(), dir),
     })
 }
 
-/// The `.vk` file of a registered proof in `dir`.
-pub fn vk_path(rp: RegisteredSealProof, dir: &Path) -> Result<PathBuf, crate::FilecoinError> {
-    Ok(dir.join(shapes::params_files(rp)?.vk))
+/// The `.vk` file of a circuit in `dir`.
+pub fn vk_path(
+    circuit: impl Into<ProofCircuit>,
+    dir: &Path,
+) -> Result<PathBuf, crate::FilecoinError> {
+    Ok(dir.join(circuit.into().files()?.vk))
 }
 
 #[cfg(test)]
@@ -124,9 +130,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         std::fs::write(&p, b"not parameters").unwrap();
-        let name = shapes::params_files(RegisteredSealProof::StackedDrg2KiBV1_1)
-            .unwrap()
-            .params;
+        let name =
+            shapes::params_files(filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1)
+                .unwrap()
+                .params;
         let e = DigestCheck { file_name: name }.check(&p).unwrap_err();
         assert!(e.contains("digest mismatch"), "{e}");
         let e = DigestCheck {

@@ -46,7 +46,6 @@ fn req(input: Value) -> JobRequest {
         circuit: None,
         input,
         public_inputs: None,
-        priority: 0,
         ..Default::default()
     }
 }

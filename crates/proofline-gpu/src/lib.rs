@@ -1,43 +1,70 @@
-//! proofline-gpu: BLS12-381 NTT over Fr and G1 multi-scalar multiplication on
-//! NVIDIA GPUs, with the kernels of `cuda/` compiled ahead of time (build.rs)
-//! and loaded through cudarc.
+//! proofline-gpu: BLS12-381 NTT over Fr and G1 multi-scalar multiplication on NVIDIA GPUs, with
+//! the kernels of `cuda/` compiled ahead of time (build.rs) and loaded through cudarc.
 //!
-//! This crate owns the GPU kernels' host side: device discovery ([`probe`]),
-//! one [`GpuContext`] per device index with its own stream, NTTs
-//! ([`GpuContext::ntt`], [`GpuContext::h_poly`]) and MSMs
-//! ([`GpuContext::msm_g1`], sparse and resident variants). Host buffers are
-//! blstrs types, uploaded byte-for-byte (blst's Montgomery layouts).
+//! Two handles, two capabilities:
 //!
-//! A machine without a GPU (no libcuda, no device, or a build without nvcc)
-//! gets [`GpuError::Unavailable`] from [`probe`] and [`GpuContext::new`], never
-//! a panic.
+//! * [`GpuDevice`], opened once per device index and held by the device's memory allocator: pool
+//!   attributes (release threshold), pool trim, memory info, pool usage and high-water marks,
+//!   device-wide synchronisation. It creates the slots.
+//! * [`GpuSlot`], one per compute slot: its own stream, the device's kernels, an explicit device
+//!   index; it runs the partition's GPU stages ([`GpuSlot::upload_resident`],
+//!   [`GpuSlot::h_stage`], [`GpuSlot::sparse_g1_stage`]) and cannot reach a device-global call.
+//!
+//! Every stage runs under the bytes of one lease: an [`Arena`] charges each device allocation
+//! and refuses to exceed the grant. [`bytes`] computes those bytes from the stage's shapes.
+//! Resident data (NTT tables, query bases) is a [`ResidentSet`], uploaded once per parameter set
+//! and device and shared by the device's slots.
+//!
+//! The kernels' arguments are one `#[repr(C)]` struct per kernel and the constants the host and
+//! the kernels share are defined once, in `abi.rs`, from which build.rs generates the C header.
+//!
+//! A machine without a GPU (no libcuda, no device, or a build without nvcc) gets
+//! [`GpuError::Unavailable`] from [`probe`] and [`GpuDevice::open`], never a panic.
 
-mod arith;
-pub mod backend;
-mod context;
+/// The host/kernel interface (`abi.rs`, shared with build.rs, which generates the C header
+/// from the layouts and constants that the crate itself does not all read).
+#[allow(dead_code)]
+mod abi {
+    use crate::exec::KernelArgs;
+    use cudarc::driver::DeviceRepr;
+    include!("abi.rs");
+}
+pub mod arena;
+pub mod bytes;
+mod device;
 mod error;
+mod exec;
 pub mod layout;
 mod msm;
 mod ntt;
+pub mod oplog;
 pub mod plan;
-pub mod testutil;
+mod resident;
+mod slot;
+mod stager;
+mod stages;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 /// Kernel images embedded by build.rs.
 pub mod kernels {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
 
-pub use arith::{CurveOp, FieldOp};
-pub use backend::GpuBackend;
-pub use context::{probe, DeviceInfo, GpuContext};
+pub use arena::Arena;
+pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
-pub use msm::{DeviceBases, MsmStats};
-pub use ntt::{DeviceScalars, NttKind};
+pub use msm::{MsmStats, STREAM_CHUNK};
+pub use ntt::NttKind;
+pub use oplog::{DeviceLog, Recording};
+pub use resident::{HostQueries, QueryLens, Residency, ResidentSet};
+pub use slot::GpuSlot;
+pub use stages::{HStageTimes, SparseG1};
 
 #[cfg(test)]
 mod tests {
-    /// On a machine without a GPU (CI), probing must return an error value,
-    /// never panic; with a GPU it lists at least one device.
+    /// On a machine without a GPU (CI), probing and opening must return an error value, never
+    /// panic; with a GPU it lists at least one device and opens it.
     #[test]
     fn probe_never_panics() {
         match crate::probe() {
@@ -45,8 +72,9 @@ mod tests {
             Err(crate::GpuError::Unavailable(reason)) => eprintln!("GPU unavailable: {reason}"),
             Err(e) => panic!("unexpected probe error: {e}"),
         }
-        if let Err(e) = crate::GpuContext::new(0) {
-            eprintln!("GpuContext::new(0): {e}");
+        match crate::GpuDevice::open(0, crate::DeviceOptions::default()) {
+            Ok(d) => eprintln!("opened {:?}", d.info()),
+            Err(e) => eprintln!("GpuDevice::open(0): {e}"),
         }
     }
 }

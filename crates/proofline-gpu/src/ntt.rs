@@ -1,5 +1,5 @@
-//! NTT over Fr on the GPU: forward / inverse / coset transforms and the fused
-//! Groth16 H sequence, driving the kernels of `cuda/ntt.cu`.
+//! NTT over Fr on the GPU: forward / inverse / coset transforms and the fused Groth16 H
+//! sequence, driving the kernels of `cuda/ntt.cu` through an [`Exec`].
 //!
 //! Forward: DIF passes (natural -> bit-reversed); the last pass writes
 //! bit-reversed into a second buffer (natural order out). Coset forward scales
@@ -10,18 +10,19 @@
 //! (-> natural coset evaluations); then a = (a b - c) / (g^n - 1); DIF(w^-1)
 //! whose last pass stores bit-reversed, scaled by n^-1 g^-j.
 
-use std::sync::Arc;
-
 use blstrs::Scalar;
-use cudarc::driver::CudaSlice;
 use ff::Field;
 
-use crate::context::{Arg, GpuContext, NttTables};
+use crate::abi::{
+    DevPtr, DevPtrMut, HPointwiseArgs, NttPassArgs, StageTablesArgs, ELEMENT_THREADS, FR_WORDS,
+    NTT_THREADS,
+};
 use crate::error::GpuError;
-use crate::layout::{scalars_as_u32, scalars_as_u32_mut, FR_WORDS};
+use crate::exec::{grid, DevBuf, Exec};
+use crate::layout::scalars_as_u32;
 use crate::plan::{coset_generator, ntt_passes, ntt_passes_bitrev, pow_tables, root_of_unity};
 
-/// Which transform [`GpuContext::ntt`] computes (natural order in and out).
+/// Which transform an NTT computes (natural order in and out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NttKind {
     /// a_j = sum_i x_i w^(ij)
@@ -34,34 +35,108 @@ pub enum NttKind {
     CosetInverse,
 }
 
-/// A vector of Fr elements resident on the device (Montgomery form).
-pub struct DeviceScalars {
-    pub(crate) buf: CudaSlice<u32>,
-    pub(crate) len: usize,
+/// Direction of the radix-2 stages of a pass plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// Gentleman-Sande: natural in, bit-reversed out (stages high to low).
+    Dif,
+    /// Cooley-Tukey: bit-reversed in, natural out (stages low to high).
+    Dit,
 }
 
-impl DeviceScalars {
-    /// number of elements
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// whether empty
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+/// Where the last pass of a plan writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    /// In place.
+    InPlace,
+    /// Bit-reversed into a second buffer.
+    BitReversedInto(u64),
 }
 
-const THREADS: u32 = 256;
+/// Which index the load factor of the first pass is taken at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FactorIndex {
+    /// The element's index.
+    Natural,
+    /// The bit-reversed index.
+    BitReversed,
+}
+
+/// The twiddle and coset tables of one domain size on the device.
+pub(crate) struct NttTables<B> {
+    pub(crate) log_n: u32,
+    pub(crate) pow_lo_bits: u32,
+    pub(crate) tw_fwd: B,
+    pub(crate) tw_inv: B,
+    pub(crate) g_lo: B,
+    pub(crate) g_hi: B,
+    pub(crate) ginv_lo: B,
+    pub(crate) ginv_hi: B,
+    /// n^-1 (Montgomery)
+    pub(crate) n_inv: B,
+    /// (g^n - 1)^-1 (Montgomery)
+    pub(crate) z_inv: B,
+}
+
+/// The tables' device addresses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TablePtrs {
+    log_n: u32,
+    lo_bits: u32,
+    tw_fwd: u64,
+    tw_inv: u64,
+    g_lo: u64,
+    g_hi: u64,
+    ginv_lo: u64,
+    ginv_hi: u64,
+    n_inv: u64,
+    z_inv: u64,
+}
+
+impl<B: DevBuf> NttTables<B> {
+    pub(crate) fn ptrs(&self) -> TablePtrs {
+        TablePtrs {
+            log_n: self.log_n,
+            lo_bits: self.pow_lo_bits,
+            tw_fwd: self.tw_fwd.ptr(),
+            tw_inv: self.tw_inv.ptr(),
+            g_lo: self.g_lo.ptr(),
+            g_hi: self.g_hi.ptr(),
+            ginv_lo: self.ginv_lo.ptr(),
+            ginv_hi: self.ginv_hi.ptr(),
+            n_inv: self.n_inv.ptr(),
+            z_inv: self.z_inv.ptr(),
+        }
+    }
+
+    /// Converts every table (resident data).
+    pub(crate) fn map<C>(self, f: impl Fn(B) -> C) -> NttTables<C> {
+        NttTables {
+            log_n: self.log_n,
+            pow_lo_bits: self.pow_lo_bits,
+            tw_fwd: f(self.tw_fwd),
+            tw_inv: f(self.tw_inv),
+            g_lo: f(self.g_lo),
+            g_hi: f(self.g_hi),
+            ginv_lo: f(self.ginv_lo),
+            ginv_hi: f(self.ginv_hi),
+            n_inv: f(self.n_inv),
+            z_inv: f(self.z_inv),
+        }
+    }
+}
 
 /// A scaling factor c * G(i) for `ntt_pass` (device pointers; 0 = absent).
 #[derive(Clone, Copy, Debug, Default)]
 struct Scale {
     c: u64,
-    plo: u64,
-    phi: u64,
+    lo: u64,
+    hi: u64,
 }
 
-fn log2_exact(n: usize) -> Result<u32, GpuError> {
+#[cfg(feature = "testkit")]
+/// log2 of a power-of-two NTT length.
+pub(crate) fn log2_exact(n: usize) -> Result<u32, GpuError> {
     if n == 0 || !n.is_power_of_two() {
         return Err(GpuError::InvalidInput(format!(
             "NTT length {n} is not a power of two"
@@ -76,323 +151,301 @@ fn log2_exact(n: usize) -> Result<u32, GpuError> {
     Ok(lg)
 }
 
-fn grid(n: usize) -> u32 {
-    n.div_ceil(THREADS as usize) as u32
+/// The split power tables of a domain's coset generator and its inverse, and its stage
+/// twiddles built on the device from power tables of w and w^-1. Temporary tables are freed
+/// (and the lane synchronised) before it returns.
+pub(crate) fn build_tables<E: Exec>(e: &E, log_n: u32) -> Result<NttTables<E::Buf>, GpuError> {
+    let n = 1usize << log_n;
+    let half = (n / 2).max(1);
+    let w = root_of_unity(log_n);
+    let winv = w.invert().unwrap_or(Scalar::ONE);
+    // twiddles: one contiguous table per stage (n - 1 entries, see `twiddle` in cuda/ntt.cu),
+    // from the split power tables of w
+    let stage_tables = |base: Scalar| -> Result<E::Buf, GpuError> {
+        let t = pow_tables(base, half);
+        let lo = e.upload(scalars_as_u32(&t.lo))?;
+        let hi = e.upload(scalars_as_u32(&t.hi))?;
+        let count = (n - 1).max(1);
+        let out = e.alloc(count * FR_WORDS as usize)?;
+        e.launch(
+            grid(count, ELEMENT_THREADS),
+            ELEMENT_THREADS,
+            &StageTablesArgs {
+                out: DevPtrMut(out.ptr()),
+                lo: DevPtr(lo.ptr()),
+                hi: DevPtr(hi.ptr()),
+                log_n,
+                lo_bits: t.lo_bits,
+            },
+        )?;
+        Ok(out)
+    };
+    let tw_fwd = stage_tables(w)?;
+    let tw_inv = stage_tables(winv)?;
+    let g = coset_generator();
+    let ginv = g.invert().unwrap_or(Scalar::ONE);
+    let gt = pow_tables(g, n);
+    let gi = pow_tables(ginv, n);
+    let n_inv = Scalar::from(n as u64).invert().unwrap_or(Scalar::ONE);
+    let z = g.pow_vartime([n as u64]) - Scalar::ONE;
+    let z_inv = z.invert().unwrap_or(Scalar::ONE);
+    let tables = NttTables {
+        log_n,
+        pow_lo_bits: gt.lo_bits,
+        tw_fwd,
+        tw_inv,
+        g_lo: e.upload(scalars_as_u32(&gt.lo))?,
+        g_hi: e.upload(scalars_as_u32(&gt.hi))?,
+        ginv_lo: e.upload(scalars_as_u32(&gi.lo))?,
+        ginv_hi: e.upload(scalars_as_u32(&gi.hi))?,
+        n_inv: e.upload(scalars_as_u32(&[n_inv]))?,
+        z_inv: e.upload(scalars_as_u32(&[z_inv]))?,
+    };
+    e.sync()?;
+    Ok(tables)
 }
 
-impl GpuContext {
-    /// Uploads scalars (Montgomery form) to the device.
-    pub fn upload_scalars(&self, s: &[Scalar]) -> Result<DeviceScalars, GpuError> {
-        Ok(DeviceScalars {
-            buf: self.upload_u32(scalars_as_u32(s))?,
-            len: s.len(),
-        })
+/// Radix-2 passes over `data` (2^log_n elements, log_n >= 1), in place except where `output`
+/// says the last pass writes bit-reversed elsewhere. `load` scales the input of the first
+/// pass, `store` the output of the last.
+#[allow(clippy::too_many_arguments)]
+fn run_passes<E: Exec>(
+    e: &E,
+    data: u64,
+    tw: u64,
+    t: &TablePtrs,
+    order: Order,
+    load: Option<(Scale, FactorIndex)>,
+    store: Option<Scale>,
+    output: Output,
+) -> Result<(), GpuError> {
+    let log_n = t.log_n;
+    let bitrev = matches!(output, Output::BitReversedInto(_));
+    let mut passes = if order == Order::Dif && bitrev {
+        ntt_passes_bitrev(log_n)
+    } else {
+        ntt_passes(log_n)
+    };
+    if order == Order::Dif {
+        passes.reverse();
     }
-
-    /// Downloads device scalars into `out` (`out.len()` must equal the length).
-    pub fn download_scalars(&self, d: &DeviceScalars, out: &mut [Scalar]) -> Result<(), GpuError> {
-        if out.len() != d.len {
-            return Err(GpuError::InvalidInput(format!(
-                "download of {} scalars into {}",
-                d.len,
-                out.len()
-            )));
-        }
-        self.download(&d.buf, scalars_as_u32_mut(out))
-    }
-
-    pub(crate) fn ntt_tables(&self, log_n: u32) -> Result<Arc<NttTables>, GpuError> {
-        if let Ok(t) = self.tables.lock() {
-            if let Some(x) = t.get(&log_n) {
-                return Ok(x.clone());
-            }
-        }
-        let n = 1usize << log_n;
-        let half = (n / 2).max(1);
-        let w = root_of_unity(log_n);
-        let winv = w.invert().unwrap_or(Scalar::ONE);
-        // twiddles: one contiguous table per stage (n - 1 entries, see
-        // `twiddle` in cuda/ntt.cu), from the split power tables of w
-        let build = |base: Scalar| -> Result<CudaSlice<u32>, GpuError> {
-            let t = pow_tables(base, half);
-            let lo = self.upload_u32(scalars_as_u32(&t.lo))?;
-            let hi = self.upload_u32(scalars_as_u32(&t.hi))?;
-            let count = (n - 1).max(1);
-            let out = self.alloc_u32(count * FR_WORDS)?;
-            self.launch(
-                &self.k.fr_build_stage_tables,
-                grid(count),
-                THREADS,
-                &[
-                    Arg::U64(self.ptr(&out)),
-                    Arg::U64(self.ptr(&lo)),
-                    Arg::U64(self.ptr(&hi)),
-                    Arg::U32(log_n),
-                    Arg::U32(t.lo_bits),
-                ],
-            )?;
-            Ok(out)
+    let count = passes.len();
+    for (i, p) in passes.into_iter().enumerate() {
+        let first = i == 0;
+        let last = i + 1 == count;
+        let tile = 1usize << (p.t + p.lg_l + p.hb);
+        let blocks = (1usize << log_n) / tile;
+        let (ls, lidx) = match (first, load) {
+            (true, Some(l)) => l,
+            _ => (Scale::default(), FactorIndex::Natural),
         };
-        let tw_fwd = build(w)?;
-        let tw_inv = build(winv)?;
-        let g = coset_generator();
-        let ginv = g.invert().unwrap_or(Scalar::ONE);
-        let gt = pow_tables(g, n);
-        let gi = pow_tables(ginv, n);
-        let n_inv = Scalar::from(n as u64).invert().unwrap_or(Scalar::ONE);
-        let z = g.pow_vartime([n as u64]) - Scalar::ONE;
-        let z_inv = z.invert().unwrap_or(Scalar::ONE);
-        let t = Arc::new(NttTables {
-            tw_fwd,
-            tw_inv,
-            g_lo: self.upload_u32(scalars_as_u32(&gt.lo))?,
-            g_hi: self.upload_u32(scalars_as_u32(&gt.hi))?,
-            ginv_lo: self.upload_u32(scalars_as_u32(&gi.lo))?,
-            ginv_hi: self.upload_u32(scalars_as_u32(&gi.hi))?,
-            pow_lo_bits: gt.lo_bits,
-            n_inv: self.upload_u32(scalars_as_u32(&[n_inv]))?,
-            z_inv: self.upload_u32(scalars_as_u32(&[z_inv]))?,
-        });
-        if let Ok(mut m) = self.tables.lock() {
-            m.insert(log_n, t.clone());
-        }
-        Ok(t)
-    }
-
-    /// Radix-2 passes over `data` (2^log_n elements, log_n >= 1), in place
-    /// except that with `bitrev_out` the last pass writes bit-reversed into
-    /// `out`. `load` scales the input of the first pass (factor index
-    /// bit-reversed when its flag is set), `store` the output of the last.
-    #[allow(clippy::too_many_arguments)]
-    fn run_passes(
-        &self,
-        data: u64,
-        out: u64,
-        tw: u64,
-        log_n: u32,
-        dif: bool,
-        load: Option<(Scale, bool)>,
-        store: Option<Scale>,
-        bitrev_out: bool,
-        lo_bits: u32,
-    ) -> Result<(), GpuError> {
-        let mut passes = if dif && bitrev_out {
-            ntt_passes_bitrev(log_n)
+        let ss = if last {
+            store.unwrap_or_default()
         } else {
-            ntt_passes(log_n)
+            Scale::default()
         };
-        if dif {
-            passes.reverse();
+        let (dst, bitrev_out) = match output {
+            Output::BitReversedInto(out) if last => (out, 1),
+            _ => (data, 0),
+        };
+        e.launch(
+            blocks as u32,
+            NTT_THREADS,
+            &NttPassArgs {
+                input: DevPtr(data),
+                output: DevPtrMut(dst),
+                tw: DevPtr(tw),
+                load_c: DevPtr(ls.c),
+                load_lo: DevPtr(ls.lo),
+                load_hi: DevPtr(ls.hi),
+                store_c: DevPtr(ss.c),
+                store_lo: DevPtr(ss.lo),
+                store_hi: DevPtr(ss.hi),
+                log_n,
+                s_lo: p.s_lo,
+                t: p.t,
+                lg_l: p.lg_l,
+                dif: u32::from(order == Order::Dif),
+                load_rev: u32::from(lidx == FactorIndex::BitReversed),
+                bitrev_out,
+                lo_bits: t.lo_bits,
+                hb: p.hb,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "testkit")]
+/// NTT of the `1 << t.log_n` scalars in `data`, natural order in and out. The result lands in
+/// a second buffer that replaces `data` (the old one is freed on the stream).
+pub(crate) fn ntt<E: Exec>(
+    e: &E,
+    data: &mut E::Buf,
+    t: &TablePtrs,
+    kind: NttKind,
+) -> Result<(), GpuError> {
+    let n = 1usize << t.log_n;
+    if data.words() < n * FR_WORDS as usize {
+        return Err(GpuError::InvalidInput(format!(
+            "NTT of 2^{} over a buffer of {} scalars",
+            t.log_n,
+            data.words() / FR_WORDS as usize
+        )));
+    }
+    if t.log_n == 0 {
+        return Ok(()); // every transform of one element is the identity
+    }
+    let tmp = e.alloc(n * FR_WORDS as usize)?;
+    ntt_into(e, data.ptr(), tmp.ptr(), t, kind)?;
+    *data = tmp;
+    Ok(())
+}
+
+#[cfg(feature = "testkit")]
+/// NTT of the 2^`t.log_n` (>= 2) scalars at `src` into `dst` (natural order in and out; `src`
+/// is overwritten with scratch).
+pub(crate) fn ntt_into<E: Exec>(
+    e: &E,
+    src: u64,
+    dst: u64,
+    t: &TablePtrs,
+    kind: NttKind,
+) -> Result<(), GpuError> {
+    let out = Output::BitReversedInto(dst);
+    let g = Scale {
+        c: 0,
+        lo: t.g_lo,
+        hi: t.g_hi,
+    };
+    let ninv = Scale {
+        c: t.n_inv,
+        lo: 0,
+        hi: 0,
+    };
+    let ninv_ginv = Scale {
+        c: t.n_inv,
+        lo: t.ginv_lo,
+        hi: t.ginv_hi,
+    };
+    let p = src;
+    match kind {
+        NttKind::Forward => run_passes(e, p, t.tw_fwd, t, Order::Dif, None, None, out)?,
+        NttKind::CosetForward => run_passes(
+            e,
+            p,
+            t.tw_fwd,
+            t,
+            Order::Dif,
+            Some((g, FactorIndex::Natural)),
+            None,
+            out,
+        )?,
+        NttKind::Inverse => run_passes(e, p, t.tw_inv, t, Order::Dif, None, Some(ninv), out)?,
+        NttKind::CosetInverse => {
+            run_passes(e, p, t.tw_inv, t, Order::Dif, None, Some(ninv_ginv), out)?
         }
-        let count = passes.len();
-        for (i, p) in passes.into_iter().enumerate() {
-            let first = i == 0;
-            let last = i + 1 == count;
-            let tile = 1usize << (p.t + p.lg_l + p.hb);
-            let blocks = (1usize << log_n) / tile;
-            let (ls, lrev) = if first {
-                load.unwrap_or_default()
-            } else {
-                (Scale::default(), false)
-            };
-            let ss = if last {
-                store.unwrap_or_default()
-            } else {
-                Scale::default()
-            };
-            let dst = if last && bitrev_out { out } else { data };
-            self.launch(
-                &self.k.ntt_pass,
-                blocks as u32,
-                THREADS,
-                &[
-                    Arg::U64(data),
-                    Arg::U64(dst),
-                    Arg::U64(tw),
-                    Arg::U32(log_n),
-                    Arg::U32(p.s_lo),
-                    Arg::U32(p.t),
-                    Arg::U32(p.lg_l),
-                    Arg::U32(dif as u32),
-                    Arg::U64(ls.c),
-                    Arg::U64(ls.plo),
-                    Arg::U64(ls.phi),
-                    Arg::U32(lrev as u32),
-                    Arg::U64(ss.c),
-                    Arg::U64(ss.plo),
-                    Arg::U64(ss.phi),
-                    Arg::U32((last && bitrev_out) as u32),
-                    Arg::U32(lo_bits),
-                    Arg::U32(p.hb),
-                ],
+    }
+    Ok(())
+}
+
+/// Which buffer holds H after [`h_poly_at`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HIn {
+    /// The first (a's).
+    A,
+    /// The second (b's).
+    B,
+}
+
+/// Groth16 H on device-resident evaluations over the domain of `t` (a, b, c hold at least
+/// n scalars each): on return `a` holds the n coefficients of H = (A B - C) / Z (computed on
+/// the coset g<w>); `b` and `c` hold scratch. Allocates nothing.
+pub(crate) fn h_poly<E: Exec>(
+    e: &E,
+    a: &mut E::Buf,
+    b: &mut E::Buf,
+    c: &mut E::Buf,
+    t: &TablePtrs,
+) -> Result<(), GpuError> {
+    let n = 1usize << t.log_n;
+    let words = n * FR_WORDS as usize;
+    if a.words() < words || b.words() < words || c.words() < words {
+        return Err(GpuError::InvalidInput(format!(
+            "h_poly over 2^{} with buffers of {} / {} / {} words",
+            t.log_n,
+            a.words(),
+            b.words(),
+            c.words()
+        )));
+    }
+    if h_poly_at(e, a.ptr(), b.ptr(), c.ptr(), t)? == HIn::B {
+        std::mem::swap(a, b);
+    }
+    Ok(())
+}
+
+/// [`h_poly`] on device addresses (each of 2^`t.log_n` scalars); says where H landed.
+pub(crate) fn h_poly_at<E: Exec>(
+    e: &E,
+    a: u64,
+    b: u64,
+    c: u64,
+    t: &TablePtrs,
+) -> Result<HIn, GpuError> {
+    let n = 1usize << t.log_n;
+    let ninv_g = Scale {
+        c: t.n_inv,
+        lo: t.g_lo,
+        hi: t.g_hi,
+    };
+    let ninv_ginv = Scale {
+        c: t.n_inv,
+        lo: t.ginv_lo,
+        hi: t.ginv_hi,
+    };
+    if t.log_n > 0 {
+        for x in [a, b, c] {
+            // evaluations -> bit-reversed coefficients (times n)
+            run_passes(e, x, t.tw_inv, t, Order::Dif, None, None, Output::InPlace)?;
+            // * n^-1 g^i on load, then -> natural-order coset evaluations
+            run_passes(
+                e,
+                x,
+                t.tw_fwd,
+                t,
+                Order::Dit,
+                Some((ninv_g, FactorIndex::BitReversed)),
+                None,
+                Output::InPlace,
             )?;
         }
-        Ok(())
     }
-
-    /// NTT of device-resident data (natural order in and out). Does not
-    /// synchronise.
-    pub fn ntt_device(&self, d: &mut DeviceScalars, kind: NttKind) -> Result<(), GpuError> {
-        let log_n = log2_exact(d.len)?;
-        if log_n == 0 {
-            return Ok(()); // every transform of one element is the identity
-        }
-        let t = self.ntt_tables(log_n)?;
-        let data = self.ptr(&d.buf);
-        let tmp = self.alloc_u32(d.len * FR_WORDS)?;
-        let tmpp = self.ptr(&tmp);
-        let lb = t.pow_lo_bits;
-        let g = Scale {
-            c: 0,
-            plo: self.ptr(&t.g_lo),
-            phi: self.ptr(&t.g_hi),
-        };
-        let ninv = Scale {
-            c: self.ptr(&t.n_inv),
-            plo: 0,
-            phi: 0,
-        };
-        let ninv_ginv = Scale {
-            c: self.ptr(&t.n_inv),
-            plo: self.ptr(&t.ginv_lo),
-            phi: self.ptr(&t.ginv_hi),
-        };
-        match kind {
-            NttKind::Forward => self.run_passes(
-                data,
-                tmpp,
-                self.ptr(&t.tw_fwd),
-                log_n,
-                true,
-                None,
-                None,
-                true,
-                lb,
-            )?,
-            NttKind::CosetForward => self.run_passes(
-                data,
-                tmpp,
-                self.ptr(&t.tw_fwd),
-                log_n,
-                true,
-                Some((g, false)),
-                None,
-                true,
-                lb,
-            )?,
-            NttKind::Inverse => self.run_passes(
-                data,
-                tmpp,
-                self.ptr(&t.tw_inv),
-                log_n,
-                true,
-                None,
-                Some(ninv),
-                true,
-                lb,
-            )?,
-            NttKind::CosetInverse => self.run_passes(
-                data,
-                tmpp,
-                self.ptr(&t.tw_inv),
-                log_n,
-                true,
-                None,
-                Some(ninv_ginv),
-                true,
-                lb,
-            )?,
-        }
-        // the result is in tmp: swap buffers (the old one is freed on our stream)
-        d.buf = tmp;
-        Ok(())
+    e.launch(
+        grid(n, ELEMENT_THREADS),
+        ELEMENT_THREADS,
+        &HPointwiseArgs {
+            a: DevPtrMut(a),
+            b: DevPtr(b),
+            c: DevPtr(c),
+            zinv: DevPtr(t.z_inv),
+            n: n as u32,
+        },
+    )?;
+    if t.log_n == 0 {
+        return Ok(HIn::A);
     }
-
-    /// NTT of `data` (length a power of two), natural order in and out.
-    pub fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> Result<(), GpuError> {
-        log2_exact(data.len())?;
-        let mut d = self.upload_scalars(data)?;
-        self.ntt_device(&mut d, kind)?;
-        self.download_scalars(&d, data)
-    }
-
-    /// Groth16 H on device-resident evaluations: on return `a` holds the n
-    /// coefficients of H = (A B - C) / Z (computed on the coset g<w>); `b` and
-    /// `c` are overwritten with their coset evaluations. Does not synchronise.
-    pub fn h_poly_device(
-        &self,
-        a: &mut DeviceScalars,
-        b: &mut DeviceScalars,
-        c: &mut DeviceScalars,
-    ) -> Result<(), GpuError> {
-        if a.len != b.len || a.len != c.len {
-            return Err(GpuError::InvalidInput(format!(
-                "h_poly lengths differ: {} {} {}",
-                a.len, b.len, c.len
-            )));
-        }
-        let log_n = log2_exact(a.len)?;
-        let t = self.ntt_tables(log_n)?;
-        let lb = t.pow_lo_bits;
-        let (twf, twi) = (self.ptr(&t.tw_fwd), self.ptr(&t.tw_inv));
-        let ninv_g = Scale {
-            c: self.ptr(&t.n_inv),
-            plo: self.ptr(&t.g_lo),
-            phi: self.ptr(&t.g_hi),
-        };
-        let ninv_ginv = Scale {
-            c: self.ptr(&t.n_inv),
-            plo: self.ptr(&t.ginv_lo),
-            phi: self.ptr(&t.ginv_hi),
-        };
-        if log_n > 0 {
-            for x in [&*a, &*b, &*c] {
-                let p = self.ptr(&x.buf);
-                // evaluations -> bit-reversed coefficients (times n)
-                self.run_passes(p, p, twi, log_n, true, None, None, false, lb)?;
-                // * n^-1 g^i on load, then -> natural-order coset evaluations
-                self.run_passes(
-                    p,
-                    p,
-                    twf,
-                    log_n,
-                    false,
-                    Some((ninv_g, true)),
-                    None,
-                    false,
-                    lb,
-                )?;
-            }
-        }
-        let (pa, pb, pc) = (self.ptr(&a.buf), self.ptr(&b.buf), self.ptr(&c.buf));
-        self.launch(
-            &self.k.fr_h_pointwise,
-            grid(a.len),
-            THREADS,
-            &[
-                Arg::U64(pa),
-                Arg::U64(pb),
-                Arg::U64(pc),
-                Arg::U32(a.len as u32),
-                Arg::U64(self.ptr(&t.z_inv)),
-            ],
-        )?;
-        if log_n > 0 {
-            // inverse coset NTT; the last pass writes bit-reversed, scaled by
-            // n^-1 g^-j, into b's (now free) buffer
-            self.run_passes(pa, pb, twi, log_n, true, None, Some(ninv_ginv), true, lb)?;
-            std::mem::swap(&mut a.buf, &mut b.buf);
-        }
-        Ok(())
-    }
-
-    /// Groth16 H: given evaluations a, b, c over the domain of size n (a power
-    /// of two), writes the n coefficients of H into `a` (the caller takes n - 1).
-    pub fn h_poly(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), GpuError> {
-        let mut da = self.upload_scalars(a)?;
-        let mut db = self.upload_scalars(b)?;
-        let mut dc = self.upload_scalars(c)?;
-        self.h_poly_device(&mut da, &mut db, &mut dc)?;
-        self.download_scalars(&da, a)
-    }
+    // inverse coset NTT; the last pass writes bit-reversed, scaled by n^-1 g^-j, into b's (now
+    // free) buffer
+    run_passes(
+        e,
+        a,
+        t.tw_inv,
+        t,
+        Order::Dif,
+        None,
+        Some(ninv_ginv),
+        Output::BitReversedInto(b),
+    )?;
+    Ok(HIn::B)
 }

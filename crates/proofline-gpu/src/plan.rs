@@ -1,11 +1,14 @@
 //! CPU-side planning for the GPU kernels, unit-tested on every machine: MSM
 //! window sizing and signed-digit decomposition (the reference for
 //! `cuda/msm.cu`), NTT pass planning (`cuda/ntt.cu`), power tables, and the
-//! host-side final reductions (window combination).
+//! host-side final reductions (window combination). Constants the kernels also
+//! use come from `abi.rs`.
 
 use blstrs::{G1Projective, Scalar};
 use ff::{Field, PrimeField};
 use group::Group;
+
+pub use crate::abi::{ACC_BLOCKS_PER_SM, ACC_THREADS, BIG_PER_BLOCK, NTT_TILE_LOG, REDUCE_SEGMENT};
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
 /// spare bit for the final signed-digit carry).
@@ -14,17 +17,13 @@ pub const SCALAR_BITS: u32 = 256;
 pub const MAX_WINDOW: u32 = 20;
 /// Smallest window.
 pub const MIN_WINDOW: u32 = 8;
-/// Buckets per segment in the bucket-reduction kernel.
-pub const REDUCE_SEGMENT: u32 = 16;
-/// Largest number of points handled by one dense MSM chunk on the device
+/// Largest number of points handled by one Pippenger chunk on the device
 /// (sort buffer: windows x chunk x 4 bytes = 3.5 GB at c = 20).
 pub const MSM_MAX_CHUNK: usize = 1 << 26;
-/// Largest chunk of the sparse MSM: its sort buffer only holds the tail.
-pub const MSM_MAX_CHUNK_SPARSE: usize = 1 << 28;
 
-/// MSM plan for `n` effective (non-skipped) points.
+/// Window plan of a Pippenger chunk of `n` points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MsmPlan {
+pub struct WindowPlan {
     /// window bits
     pub c: u32,
     /// number of windows
@@ -33,7 +32,7 @@ pub struct MsmPlan {
     pub nb: u32,
 }
 
-impl MsmPlan {
+impl WindowPlan {
     /// Window choice: about log2(n) - 4 bits in [MIN_WINDOW, 16], and
     /// MAX_WINDOW (13 windows) from 2^22 points. Windows 17..19 would only
     /// add a nearly empty top window (255 = 15 * 17) for no fewer windows.
@@ -49,7 +48,7 @@ impl MsmPlan {
     /// Plan for an explicit window size.
     pub fn with_window(c: u32) -> Self {
         let nw = SCALAR_BITS.div_ceil(c);
-        MsmPlan {
+        WindowPlan {
             c,
             nw,
             nb: 1 << (c - 1),
@@ -73,12 +72,7 @@ impl MsmPlan {
 pub const BIG_BUCKET_MIN: u32 = 64;
 /// Fewest sorted entries per thread of the balanced bucket accumulation.
 pub const ACC_MIN_PER_THREAD: usize = 16;
-/// Threads per block of `msm_bucket_acc`, and blocks per multiprocessor of its
-/// `__launch_bounds__` (cuda/msm.cu).
-pub const ACC_THREADS: u32 = 64;
-/// See [`ACC_THREADS`].
-pub const ACC_BLOCKS_PER_SM: u32 = 6;
-/// Default number of full waves of resident threads of the accumulation (4
+/// Number of full waves of resident threads of the accumulation (4
 /// measured 2-3 % faster than 1 or 2 on the H200, no different from 8).
 pub const ACC_WAVES: u32 = 4;
 
@@ -113,9 +107,6 @@ impl AccSplit {
         }
     }
 }
-/// Points per block in the big-bucket kernel.
-pub const BIG_PER_BLOCK: u32 = 2048;
-
 /// Work split of the big buckets: for sizes s_j, block b handles part
 /// blk_part[b] of bucket blk_bucket[b]; bucket j's partials are
 /// [first[j], first[j] + count[j]).
@@ -160,7 +151,7 @@ pub fn canonical_limbs(s: &Scalar) -> [u64; 4] {
 
 /// Signed c-bit digits, exactly as `msm_digits` in cuda/msm.cu computes them:
 /// d in [-2^(c-1), 2^(c-1)], sum d_w 2^(c w) = s.
-pub fn signed_digits(limbs: &[u64; 4], plan: &MsmPlan) -> Vec<i64> {
+pub fn signed_digits(limbs: &[u64; 4], plan: &WindowPlan) -> Vec<i64> {
     let c = plan.c;
     let mut out = Vec::with_capacity(plan.nw as usize);
     let mut carry = 0u64;
@@ -211,9 +202,6 @@ pub struct NttPass {
     /// of a plan for a DIF whose last pass writes bit-reversed)
     pub hb: u32,
 }
-
-/// log2 of the shared-memory tile (elements) of `ntt_pass`.
-pub const NTT_TILE_LOG: u32 = 10;
 
 /// Largest number of stages fused in a pass after the first one (tiles keep
 /// at least 4 consecutive low indices, i.e. 128-byte runs).
@@ -285,11 +273,17 @@ pub struct PowTables {
     pub lo_bits: u32,
 }
 
-/// Build [`PowTables`] for base^m, m < count.
-pub fn pow_tables(base: Scalar, count: usize) -> PowTables {
+/// (lo_bits, lo length, hi length) of the [`PowTables`] of `count` powers.
+pub fn pow_table_lens(count: usize) -> (u32, usize, usize) {
     let count = count.max(1);
     let lo_bits = 12u32.min(usize::BITS - (count - 1).max(1).leading_zeros());
     let lo_len = 1usize << lo_bits;
+    (lo_bits, lo_len, count.div_ceil(lo_len).max(1))
+}
+
+/// Build [`PowTables`] for base^m, m < count.
+pub fn pow_tables(base: Scalar, count: usize) -> PowTables {
+    let (lo_bits, lo_len, hi_len) = pow_table_lens(count);
     let mut lo = Vec::with_capacity(lo_len);
     let mut x = Scalar::ONE;
     for _ in 0..lo_len {
@@ -297,7 +291,6 @@ pub fn pow_tables(base: Scalar, count: usize) -> PowTables {
         x *= base;
     }
     // x = base^(2^lo_bits)
-    let hi_len = count.div_ceil(lo_len).max(1);
     let mut hi = Vec::with_capacity(hi_len);
     let mut y = Scalar::ONE;
     for _ in 0..hi_len {
@@ -331,7 +324,7 @@ mod tests {
     fn digits_recompose() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
         for c in MIN_WINDOW..=MAX_WINDOW {
-            let plan = MsmPlan::with_window(c);
+            let plan = WindowPlan::with_window(c);
             assert!(plan.nw * plan.c >= SCALAR_BITS);
             let mut samples: Vec<Scalar> = (0..50).map(|_| Scalar::random(&mut rng)).collect();
             samples.push(Scalar::ZERO);
@@ -383,14 +376,14 @@ mod tests {
 
     #[test]
     fn window_sizing() {
-        assert_eq!(MsmPlan::for_points(1).c, MIN_WINDOW);
-        assert_eq!(MsmPlan::for_points(1 << 16).c, 12);
-        assert_eq!(MsmPlan::for_points(1 << 21).c, 16);
-        assert_eq!(MsmPlan::for_points(1 << 22).c, 20);
-        assert_eq!(MsmPlan::for_points(1 << 24).c, 20);
-        assert_eq!(MsmPlan::for_points(1 << 27).c, 20);
+        assert_eq!(WindowPlan::for_points(1).c, MIN_WINDOW);
+        assert_eq!(WindowPlan::for_points(1 << 16).c, 12);
+        assert_eq!(WindowPlan::for_points(1 << 21).c, 16);
+        assert_eq!(WindowPlan::for_points(1 << 22).c, 20);
+        assert_eq!(WindowPlan::for_points(1 << 24).c, 20);
+        assert_eq!(WindowPlan::for_points(1 << 27).c, 20);
         for n in [1usize, 100, 1 << 10, 1 << 20, 1 << 26] {
-            let p = MsmPlan::for_points(n);
+            let p = WindowPlan::for_points(n);
             assert_eq!(p.segments() * p.segment_len(), p.nb);
         }
     }

@@ -1,24 +1,30 @@
-//! GPU == CPU correctness tests for proofline-gpu. Every test skips (prints a
-//! line and returns) when `probe()` reports no usable GPU, so `cargo test`
-//! passes on CPU-only CI. Sizes: PROOFLINE_GPU_TEST_MAX_LOG (default 16; the
-//! device suite runs 24). Sparse mix: PROOFLINE_GPU_TEST_MIX="zero,one".
+//! GPU == CPU correctness tests for proofline-gpu's kernels and their host code. Every test
+//! skips (prints a line and returns) when no GPU is usable, so `cargo test` passes on CPU-only
+//! CI. Sizes: PROOFLINE_GPU_TEST_MAX_LOG (default 16; the device suite runs 24). Sparse mix:
+//! PROOFLINE_GPU_TEST_MIX="zero,one". Every MSM runs under an arena sized by `bytes.rs`, so a
+//! formula below what the code allocates fails here too.
 
 use blstrs::{G1Affine, G1Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::Group;
 use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
-use proofline_gpu::testutil::*;
-use proofline_gpu::{CurveOp, FieldOp, GpuContext, NttKind};
+use proofline_gpu::testkit::*;
+use proofline_gpu::{NttKind, Residency};
+use proofline_groth16::msm::SparseScalars;
 use rand::{RngCore, SeedableRng};
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-fn gpu() -> Option<&'static GpuContext> {
-    static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
-    CTX.get_or_init(|| match GpuContext::new(0) {
+fn gpu() -> Option<&'static TestGpu> {
+    static CTX: OnceLock<Option<TestGpu>> = OnceLock::new();
+    CTX.get_or_init(|| match TestGpu::open(0, false) {
         Ok(c) => {
-            eprintln!("gpu: {:?} images: {}", c.device_info(), c.kernel_images());
+            eprintln!(
+                "gpu: {:?} images: {}",
+                c.device().info(),
+                c.device().kernel_images()
+            );
             Some(c)
         }
         Err(e) => {
@@ -297,11 +303,6 @@ fn h_poly_large_identity() {
     }
 }
 
-fn cpu_msm(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
-    let proj: Vec<G1Projective> = points.iter().map(G1Projective::from).collect();
-    G1Projective::multi_exp(&proj, scalars)
-}
-
 fn msm_sizes() -> Vec<usize> {
     let mut v = vec![1usize, 2, 3, 100, 1000];
     let mut lg = 10;
@@ -320,12 +321,13 @@ fn msm_dense_matches_blstrs() {
     let maxn = *sizes.iter().max().unwrap_or(&1);
     let points = random_points(maxn, sd);
     let scalars = random_scalars(maxn, sd + 1);
-    let resident = g.upload_bases(&points).expect("upload");
+    let bases = g.tiled_points(&points, maxn).expect("upload");
     for &n in &sizes {
         let want = cpu_msm(&points[..n], &scalars[..n]);
-        let got = g.msm_g1(&points[..n], &scalars[..n]).expect("msm");
+        let got = g.msm(&points[..n], &scalars[..n]).expect("msm");
         assert_eq!(got, want, "dense msm n = {n}");
-        let got = g.msm_g1_resident(&resident, &scalars[..n]).expect("msm");
+        let s = g.scalars(&scalars[..n]).expect("upload");
+        let (got, _) = g.msm_resident(&bases, &s).expect("msm");
         assert_eq!(got, want, "resident msm n = {n}");
         eprintln!("msm {n} ok");
     }
@@ -339,7 +341,6 @@ fn msm_sparse_matches_blstrs() {
     let maxn = *sizes.iter().max().unwrap_or(&1);
     let mut points = random_points(maxn, sd + 5);
     points[maxn / 2] = G1Affine::identity();
-    let resident = g.upload_bases(&points).expect("upload");
     for (mi, m) in [
         mix(),
         // the measured splits of a real 8MiB PoRep partition (docs/filecoin.md): L's, and
@@ -371,14 +372,19 @@ fn msm_sparse_matches_blstrs() {
         let scalars = mixed_scalars(maxn, m, sd + 100 + mi as u64);
         for &n in &sizes {
             let want = cpu_msm(&points[..n], &scalars[..n]);
-            let got = g.msm_g1_sparse(&points[..n], &scalars[..n]).expect("msm");
-            assert_eq!(got, want, "sparse msm n = {n} mix {m:?}");
+            // the CPU's split, taken as it is
+            let split = SparseScalars::from_dense(&scalars[..n]);
             let got = g
-                .msm_g1_resident_sparse(&resident, &scalars[..n])
+                .msm_sparse(&points[..n], &split, Residency::Resident, 0)
                 .expect("msm");
-            assert_eq!(got, want, "resident sparse msm n = {n} mix {m:?}");
+            assert_eq!(got, want, "sparse msm n = {n} mix {m:?}");
+            // bases streamed from the host in chunks of a prime number of points
+            let got = g
+                .msm_sparse(&points[..n], &split, Residency::Streamed, 997)
+                .expect("msm");
+            assert_eq!(got, want, "streamed sparse msm n = {n} mix {m:?}");
             // the dense path must agree on the same mixed scalars
-            let got = g.msm_g1_resident(&resident, &scalars[..n]).expect("msm");
+            let got = g.msm(&points[..n], &scalars[..n]).expect("msm");
             assert_eq!(got, want, "dense msm on mixed scalars n = {n} mix {m:?}");
         }
         eprintln!("sparse mix {m:?} ok");
@@ -395,16 +401,21 @@ fn msm_repeated_scalars_and_edge_cases() {
     for s in [Scalar::from(2u64), -Scalar::ONE, Scalar::from(1u64 << 40)] {
         let scalars = vec![s; n];
         let want = cpu_msm(&points, &scalars);
-        assert_eq!(g.msm_g1(&points, &scalars).expect("msm"), want);
-        assert_eq!(g.msm_g1_sparse(&points, &scalars).expect("msm"), want);
+        assert_eq!(g.msm(&points, &scalars).expect("msm"), want);
+        let split = SparseScalars::from_dense(&scalars);
+        assert_eq!(
+            g.msm_sparse(&points, &split, Residency::Resident, 0)
+                .expect("msm"),
+            want
+        );
     }
     // same point repeated: bucket additions hit the doubling case
     let same = vec![points[0]; n];
     let scalars = random_scalars(n, sd + 3);
     let want = cpu_msm(&same, &scalars);
-    assert_eq!(g.msm_g1(&same, &scalars).expect("msm"), want);
+    assert_eq!(g.msm(&same, &scalars).expect("msm"), want);
     // empty
-    assert_eq!(g.msm_g1(&[], &[]).expect("msm"), G1Projective::identity());
+    assert_eq!(g.msm(&[], &[]).expect("msm"), G1Projective::identity());
     // layout: host bytes upload unchanged
     assert_eq!(scalars_as_u32(&scalars[..1]).len(), 8);
 }

@@ -1,30 +1,32 @@
-//! Whole Groth16 proofs with the GPU steps: every stage of `proofline-groth16`'s prover through
-//! `GpuBackend`, checked step by step against the CPU backend (the H coefficients and each MSM
-//! must be equal) and the proof verified by bellperson. Skips when no GPU is usable.
+//! Whole Groth16 proofs through a GPU slot's stages, the way the pipeline's compute actors run
+//! them: the parameter set made resident (bases in VRAM, or tables only with the bases streamed
+//! from host memory), the H stage (evaluations up, H on the device, H MSM straight from the
+//! device buffer), the sparse G1 stage over the CPU's 0/1/tail split. Each stage runs under the
+//! bytes `bytes.rs` computes, every result equals the CPU backend's, the proof verifies (and a
+//! tampered input does not), and the pool's high-water mark stays within the leases.
+//! Skips when no GPU is usable.
 
 use bellperson::groth16;
 use blstrs::Bls12;
 use proofline_circuits::Sha256Preimage;
-use proofline_gpu::GpuBackend;
+use proofline_gpu::bytes::{h_stage_bytes, resident_bytes, sparse_stage_bytes};
+use proofline_gpu::testkit::TestGpu;
+use proofline_gpu::{HostQueries, Residency};
 use proofline_groth16::msm::MsmPlan;
-use proofline_groth16::prover;
 use proofline_groth16::synthesis::synthesize;
-use proofline_groth16::{CpuBackend, ProverBackend, ProvingKey};
+use proofline_groth16::{prover, CpuBackend, MsmResults, ProvingKey};
 use rand::SeedableRng;
 
-fn gpu() -> Option<GpuBackend> {
-    match GpuBackend::new(0) {
-        Ok(b) => Some(b),
+#[test]
+fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
+    let g = match TestGpu::open(0, false) {
+        Ok(g) => g,
         Err(e) => {
             eprintln!("SKIP: no GPU ({e})");
-            None
+            return;
         }
-    }
-}
-
-#[test]
-fn sha256_proof_with_gpu_steps_equals_cpu_and_verifies() {
-    let Some(gpu) = gpu() else { return };
+    };
+    let (device, slot) = (g.device(), g.slot());
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
     for blocks in [1usize, 4] {
         let params = groth16::generate_random_parameters::<Bls12, _, _>(
@@ -37,10 +39,17 @@ fn sha256_proof_with_gpu_steps_equals_cpu_and_verifies() {
         let synth = synthesize(Sha256Preimage::new(blocks, pre.clone()).unwrap()).unwrap();
         prover::check_shape(&pk, &synth).unwrap();
         let plan = MsmPlan::build(&synth.assignment);
+        let p = pk.params();
+        let host = HostQueries {
+            h: &p.h,
+            l: &p.l,
+            a: &p.a,
+            b_g1: &p.b_g1,
+        };
+        let log_n = (p.h.len() + 1).trailing_zeros();
+        assert_eq!(1usize << log_n, p.h.len() + 1);
 
-        // H on both backends: identical coefficients.
-        let h_gpu =
-            prover::compute_h(&gpu, synth.a.clone(), synth.b.clone(), synth.c.clone()).unwrap();
+        // the CPU backend's results
         let h_cpu = prover::compute_h(
             &CpuBackend,
             synth.a.clone(),
@@ -48,29 +57,61 @@ fn sha256_proof_with_gpu_steps_equals_cpu_and_verifies() {
             synth.c.clone(),
         )
         .unwrap();
-        assert_eq!(h_gpu, h_cpu, "H coefficients, {blocks} block(s)");
+        let h_msm = prover::msm_h(&CpuBackend, &pk, &h_cpu).unwrap();
+        let (l, a, b_g1) = prover::msm_sparse_g1(&CpuBackend, &pk, &plan).unwrap();
+        let b_g2 = prover::msm_b_g2(&CpuBackend, &pk, &plan).unwrap();
 
-        // Every MSM on both backends: identical points.
-        let m = |b: &dyn ProverBackend| {
-            let (l, a, b_g1) = prover::msm_sparse_g1(b, &pk, &plan).unwrap();
-            (prover::msm_h(b, &pk, &h_cpu).unwrap(), l, a, b_g1)
-        };
-        assert_eq!(m(&gpu), m(&CpuBackend), "MSMs, {blocks} block(s)");
+        for residency in [Residency::Resident, Residency::Streamed] {
+            device.reset_pool_high_water().unwrap();
+            let before = device.pool_usage().unwrap();
+            let sm = slot.sm_count();
+            let set_bytes = resident_bytes(log_n, &host.lens(), residency);
+            let set = slot
+                .upload_resident(set_bytes, log_n, &host, residency)
+                .unwrap();
+            assert_eq!(set.residency(), residency);
+            let h_bytes = h_stage_bytes(log_n, residency, sm);
+            let (h, _) = slot
+                .h_stage(h_bytes, [&synth.a, &synth.b, &synth.c], &set, &host)
+                .unwrap();
+            assert_eq!(h, h_msm, "H MSM, {blocks} block(s), {residency:?}");
+            let shapes = [(&plan.l).into(), (&plan.a).into(), (&plan.b).into()];
+            let s_bytes = sparse_stage_bytes(&shapes, residency, sm);
+            let (s, _) = slot.sparse_g1_stage(s_bytes, &plan, &set, &host).unwrap();
+            assert_eq!(
+                (s.l, s.a, s.b_g1),
+                (l, a, b_g1),
+                "sparse G1 MSMs, {blocks} block(s), {residency:?}"
+            );
+            // never more device memory than the leases: the set's and one stage's at a time
+            let after = device.pool_usage().unwrap();
+            let leases = set_bytes + h_bytes.max(s_bytes);
+            assert!(
+                after.used_high.saturating_sub(before.used) <= leases,
+                "pool high-water {} above the leases {leases} ({residency:?})",
+                after.used_high - before.used
+            );
+            eprintln!(
+                "sha256-{blocks} {residency:?}: pool high-water {} of leases {leases}",
+                after.used_high - before.used
+            );
 
-        // The whole proof through the GPU backend verifies (prove() verifies too).
-        let (proof, inputs) = prover::prove(
-            &gpu,
-            &pk,
-            Box::new(Sha256Preimage::new(blocks, pre.clone()).unwrap()),
-            &mut rng,
-        )
-        .unwrap();
-        assert_eq!(inputs, Sha256Preimage::public_inputs(&pre));
-        let pvk = groth16::prepare_verifying_key(pk.vk());
-        assert!(groth16::verify_proof(&pvk, &proof, &inputs).unwrap());
-        let mut wrong = inputs.clone();
-        wrong[0] += blstrs::Scalar::from(1u64);
-        assert!(!groth16::verify_proof(&pvk, &proof, &wrong).unwrap());
-        eprintln!("gpu proof of sha256-{blocks}: verified");
+            // the proof from these results verifies; tampered inputs do not
+            let results = MsmResults {
+                h,
+                l: s.l,
+                a: s.a,
+                b_g1: s.b_g1,
+                b_g2,
+            };
+            let (r, t) = prover::random_r_s(&mut rng);
+            let proof = prover::assemble(&pk, &results, r, t);
+            let inputs = Sha256Preimage::public_inputs(&pre);
+            assert!(prover::verify(&pk, &proof, &inputs).unwrap());
+            let mut wrong = inputs.clone();
+            wrong[0] += blstrs::Scalar::from(1u64);
+            assert!(!prover::verify(&pk, &proof, &wrong).unwrap());
+        }
+        eprintln!("gpu proof of sha256-{blocks}: verified, resident and streamed");
     }
 }

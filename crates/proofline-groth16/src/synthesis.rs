@@ -330,4 +330,64 @@ mod tests {
             "zero coefficient must not mark density"
         );
     }
+
+    /// x * y = z, synthesized directly or, where the system is extensible, in a child system
+    /// with its own temporary ONE (as WindowPoSt's circuit does); ONE is used only in B.
+    struct Chunked {
+        in_child: bool,
+    }
+    impl Chunked {
+        fn body<CS: ConstraintSystem<Scalar>>(cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = cs.alloc_input(|| "x", || Ok(Scalar::from(3u64)))?;
+            let y = cs.alloc(|| "y", || Ok(Scalar::from(5u64)))?;
+            cs.enforce(
+                || "x * (y + 1)",
+                |lc| lc + x,
+                |lc| lc + y + CS::one(),
+                |lc| lc + (Scalar::from(3u64), y) + x,
+            );
+            Ok(())
+        }
+    }
+    impl Circuit<Scalar> for Chunked {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            if self.in_child && CS::is_extensible() {
+                let mut child = CS::new();
+                child.alloc_input(|| "temp ONE", || Ok(Scalar::ONE))?;
+                Chunked::body(&mut child)?;
+                cs.extend(&child);
+                Ok(())
+            } else {
+                Chunked::body(cs)
+            }
+        }
+    }
+
+    #[test]
+    fn child_systems_give_the_same_partition() {
+        let direct = synthesize(Chunked { in_child: false }).unwrap();
+        let merged = synthesize(Chunked { in_child: true }).unwrap();
+        assert!(merged.assignment.b_input_density.get(0), "ONE is used in B");
+        assert_eq!(
+            merged.assignment.b_input_density,
+            direct.assignment.b_input_density
+        );
+        assert_eq!(
+            merged.assignment.b_aux_density,
+            direct.assignment.b_aux_density
+        );
+        assert_eq!(
+            merged.assignment.a_aux_density,
+            direct.assignment.a_aux_density
+        );
+        assert_eq!(merged.assignment.input, direct.assignment.input);
+        assert_eq!(merged.assignment.aux, direct.assignment.aux);
+        assert_eq!(
+            (merged.a, merged.b, merged.c),
+            (direct.a, direct.b, direct.c)
+        );
+    }
 }

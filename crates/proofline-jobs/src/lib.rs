@@ -14,6 +14,7 @@ pub mod builtin;
 pub mod constraints_store;
 pub mod error;
 pub mod params_store;
+pub mod priority;
 pub mod request;
 
 use std::collections::BTreeMap;
@@ -94,6 +95,11 @@ pub trait JobAdapter: Send + Sync + 'static {
 
     /// Circuits this adapter offers, with their parameter sets (for `setup`, `vk`, listings).
     fn circuits(&self) -> Vec<CircuitInfo>;
+
+    /// The priority of this kind's jobs when a request gives none ([`priority`]).
+    fn default_priority(&self) -> i32 {
+        priority::DEFAULT
+    }
 }
 
 /// A circuit an adapter can prove.
@@ -144,6 +150,15 @@ impl AdapterRegistry {
     /// Plans a request with the adapter of its kind.
     pub fn plan(&self, request: &JobRequest) -> Result<JobPlan, JobError> {
         self.get(&request.kind)?.plan(request)
+    }
+
+    /// The effective priority of a request: its own, else its kind's default.
+    pub fn priority_of(&self, request: &JobRequest) -> i32 {
+        request.priority.unwrap_or_else(|| {
+            self.adapters
+                .get(request.kind.as_str())
+                .map_or(priority::DEFAULT, |a| a.default_priority())
+        })
     }
 
     /// Every circuit of every adapter.

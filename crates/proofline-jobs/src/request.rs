@@ -70,6 +70,7 @@ pub fn request_digest(request: &JobRequest) -> [u8; 32] {
         &request.input,
         &request.public_inputs,
         request.priority,
+        request.deadline,
     );
     if serde_json::to_writer(HashWriter(&mut h), &head).is_err() {
         // Writing into a hash cannot fail and these values always serialize; keep the digest
@@ -105,8 +106,9 @@ mod tests {
         let mut reordered = a.clone();
         reordered.input = serde_json::from_str(r#"{"b":[1,2],"seed":1}"#).unwrap();
         assert_eq!(request_digest(&a), request_digest(&reordered));
-        let changes: [fn(&mut JobRequest); 5] = [
-            |r: &mut JobRequest| r.priority = 1,
+        let changes: [fn(&mut JobRequest); 6] = [
+            |r: &mut JobRequest| r.priority = Some(1),
+            |r: &mut JobRequest| r.deadline = Some(1),
             |r: &mut JobRequest| r.input["seed"] = 2.into(),
             |r: &mut JobRequest| r.circuit = None,
             |r: &mut JobRequest| r.payload = Some(vec![1, 2, 3].into()),

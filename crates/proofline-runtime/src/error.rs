@@ -18,6 +18,15 @@ pub enum RuntimeError {
         #[source]
         source: JobError,
     },
+    /// A name in `params.preload` is not a circuit this build serves, or its parameters cannot
+    /// be found.
+    #[error("configuration key 'params.preload': '{name}': {reason}")]
+    Preload {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `pipeline.backend = "gpu"` and no GPU is usable.
     #[error(
         "configuration key 'pipeline.backend' = \"gpu\", but no GPU is usable: {0} (use \"auto\" \

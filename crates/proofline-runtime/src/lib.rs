@@ -1,6 +1,7 @@
 //! From configuration to a running pipeline: logging, the metrics recorder ([`observe`]), the
 //! adapters of every job kind, the resident parameter store (with a progress bar on loads), the
-//! backend, and the GPUs' own readings ([`nvml`]).
+//! compute devices (every GPU of `pipeline.devices`, else the host), parameters preloaded at start
+//! (`params.preload`), and the GPUs' own readings ([`nvml`]).
 //!
 //! The daemon, the CLI's in-process `prove`, the integration harness and a sealing worker that
 //! embeds proofline all start the pipeline through [`start_pipeline`]. A Rust sealing worker
@@ -9,7 +10,9 @@
 //! ([`RuntimeError`], [`ProveError`]).
 //!
 //! * [`error`]: why the runtime could not start, why a proof was not made;
-//! * [`prover`]: the embedding handle.
+//! * [`prover`]: the embedding handle;
+//! * [`gpu`]: the GPUs as compute devices (each slot's engine, the allocator's device handle,
+//!   the byte sizing of every stage).
 
 pub mod error;
 pub mod prover;
@@ -23,12 +26,13 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use proofline_actors::store::embedded::FILE_NAME;
 use proofline_actors::store::shared::SharedSpec;
-use proofline_actors::{MemoryDevice, Pipeline, PipelineOptions, StoreSpec};
-use proofline_config::{BackendKind, Config, StoreKind};
-use proofline_gpu::GpuBackend;
-use proofline_groth16::ProverBackend;
-use proofline_jobs::builtin::{BuiltinAdapter, BuiltinCircuit};
-use proofline_jobs::{AdapterRegistry, ParamsStore};
+use proofline_actors::{DeviceSetup, Pipeline, PipelineError, PipelineOptions, StoreSpec};
+use proofline_config::{BackendKind, Config, Devices, PoolSizes, StoreKind};
+use proofline_gpu::DeviceOptions;
+use proofline_jobs::builtin::{params_spec_in, BuiltinAdapter, BuiltinCircuit};
+use proofline_jobs::{AdapterRegistry, ParamsSpec, ParamsStore};
+
+pub mod gpu;
 
 pub use error::{ProveError, RuntimeError};
 pub use proofline_filecoin::SealCommitPhase1Output;
@@ -75,12 +79,17 @@ fn load_progress() -> proofline_jobs::params_store::ProgressFactory {
     })
 }
 
-/// The `porep-c2` adapter of `cfg` (`[filecoin]`).
-pub fn porep_adapter(cfg: &Config) -> proofline_filecoin::PorepC2Adapter {
-    proofline_filecoin::PorepC2Adapter::new(proofline_filecoin::FilecoinConfig {
+/// The Filecoin adapters' configuration of `cfg` (`[filecoin]`).
+fn filecoin_config(cfg: &Config) -> proofline_filecoin::FilecoinConfig {
+    proofline_filecoin::FilecoinConfig {
         params_dir: cfg.filecoin_params_dir(),
         verify_digests: cfg.filecoin.verify_digests,
-    })
+    }
+}
+
+/// The `porep-c2` adapter of `cfg` (`[filecoin]`).
+pub fn porep_adapter(cfg: &Config) -> proofline_filecoin::PorepC2Adapter {
+    proofline_filecoin::PorepC2Adapter::new(filecoin_config(cfg))
 }
 
 /// The adapters of every job kind this build serves.
@@ -92,70 +101,141 @@ pub fn registry(cfg: &Config) -> Result<AdapterRegistry, RuntimeError> {
         source,
     })?;
     reg.register(Arc::new(BuiltinAdapter::new(cfg.params_dir(), vec![demo])));
+    let filecoin = filecoin_config(cfg);
+    use proofline_filecoin::{PoStAdapter, PoStKind, SnapUpdateAdapter};
     reg.register(Arc::new(porep_adapter(cfg)));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Window,
+        filecoin.clone(),
+    )));
+    reg.register(Arc::new(PoStAdapter::new(
+        PoStKind::Winning,
+        filecoin.clone(),
+    )));
+    reg.register(Arc::new(SnapUpdateAdapter::new(filecoin)));
     Ok(reg)
 }
 
-/// The allocator's view of a GPU: trims the device's stream-ordered pool when the allocator
-/// has no lease outstanding (the only place a device-global call is made).
-struct GpuMemory {
-    backend: Arc<GpuBackend>,
+/// The GPUs of a configuration, opened, and the pool sizes for them.
+pub struct SelectedGpus {
+    /// One per GPU.
+    pub devices: Vec<gpu::OpenedGpu>,
+    /// Pool sizes, every "auto" resolved for this many GPUs.
+    pub sizes: PoolSizes,
 }
 
-impl GpuMemory {
-    /// Takes the device for the allocator. The pool keeps up to `budget` bytes of freed memory
-    /// cached across synchronisations: with the driver's default threshold (0) every
-    /// synchronisation hands freed memory back and each allocation of the next stage is cold
-    /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
-    fn new(backend: Arc<GpuBackend>, budget: u64) -> Result<Self, String> {
-        backend
-            .context()
-            .set_pool_release_threshold(budget)
-            .map_err(|e| format!("setting the memory pool's release threshold: {e}"))?;
-        Ok(GpuMemory { backend })
+impl SelectedGpus {
+    fn setups(self) -> (Vec<DeviceSetup>, PoolSizes) {
+        (
+            self.devices.into_iter().map(|d| d.setup).collect(),
+            self.sizes,
+        )
     }
 }
 
-impl MemoryDevice for GpuMemory {
-    fn label(&self) -> String {
-        self.backend.name().to_string()
+/// The GPUs `cfg` selects (`pipeline.backend`, `pipeline.devices`), opened with their compute
+/// slots and budgets, each with its device-op log; or why no GPU is used.
+pub fn gpu_devices(cfg: &Config, options: DeviceOptions) -> Result<SelectedGpus, String> {
+    let p = &cfg.pipeline;
+    if p.backend == BackendKind::Cpu {
+        return Err("pipeline.backend = \"cpu\"".into());
     }
-
-    fn trim(&mut self) {
-        if let Err(e) = self.backend.context().trim_pool(0) {
-            tracing::warn!(device = %self.label(), error = %e, "pool trim failed");
-        }
+    let found = proofline_gpu::probe().map_err(|e| e.to_string())?;
+    let indices: Vec<usize> = match &p.devices {
+        Devices::All => found.iter().map(|d| d.index).collect(),
+        Devices::List(v) => v.clone(),
+    };
+    if indices.is_empty() {
+        return Err("pipeline.devices = [] (no GPU)".into());
     }
+    if let Some(i) = indices
+        .iter()
+        .find(|i| found.iter().all(|d| d.index != **i))
+    {
+        return Err(format!(
+            "configuration key 'pipeline.devices' names GPU {i}, but {} GPU(s) are visible",
+            found.len()
+        ));
+    }
+    let sizes = p.pool_sizes(proofline_actors::pipeline::cpu_cores(), indices.len());
+    let mut devices = Vec::new();
+    for i in indices {
+        let d = gpu::gpu_device(i, sizes.compute_slots, options, |free, _total| {
+            p.device_memory_budget.or_else(|| free / 100 * 95)
+        })
+        .map_err(|e| format!("GPU {i}: {e}"))?;
+        devices.push(d);
+    }
+    Ok(SelectedGpus { devices, sizes })
 }
 
-/// Pipeline options for the GPU backend on device 0, or why it is not usable.
-fn gpu_options(
+/// Pipeline options for `cfg`: the GPUs it selects, or the CPU (with one log line saying why
+/// when the backend is "auto").
+pub fn pipeline_options(
     cfg: &Config,
     reg: AdapterRegistry,
     store: Arc<ParamsStore>,
-) -> Result<PipelineOptions, String> {
-    let devices = proofline_gpu::probe().map_err(|e| e.to_string())?;
-    let first = devices.first().ok_or("no CUDA device found")?;
-    tracing::info!(device = ?first, count = devices.len(), "GPU found; using device 0");
-    let backend = Arc::new(GpuBackend::new(0).map_err(|e| e.to_string())?);
-    let budget = match cfg.pipeline.memory_budget_bytes {
-        0 => {
-            let (free, _total) = backend.context().memory_info().map_err(|e| e.to_string())?;
-            (free as u64) / 100 * 95
+) -> Result<PipelineOptions, RuntimeError> {
+    let cpu = |reg, store| PipelineOptions::cpu(&cfg.pipeline, reg, store);
+    let opts = match cfg.pipeline.backend {
+        BackendKind::Cpu => cpu(reg, store),
+        BackendKind::Gpu => {
+            let (devices, sizes) = gpu_devices(cfg, DeviceOptions::default())
+                .map(SelectedGpus::setups)
+                .map_err(RuntimeError::GpuUnavailable)?;
+            with_nvml(cpu(reg, store).with_devices(devices, sizes))
         }
-        b => b,
+        BackendKind::Auto => match gpu_devices(cfg, DeviceOptions::default()) {
+            Ok(selected) => {
+                let (devices, sizes) = selected.setups();
+                with_nvml(cpu(reg, store).with_devices(devices, sizes))
+            }
+            Err(e) => {
+                tracing::info!(reason = %e, "no usable GPU: running the CPU backend");
+                cpu(reg, store)
+            }
+        },
     };
-    let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, store);
-    opts.memory = Box::new(GpuMemory::new(backend.clone(), budget)?);
-    opts.memory_budget = budget;
-    opts.backend = backend;
+    Ok(opts)
+}
+
+/// Adds the GPUs' own readings (NVML) for the status page and `/metrics`, where available.
+fn with_nvml(mut opts: PipelineOptions) -> PipelineOptions {
     match nvml::NvmlProbe::open() {
         Ok(probe) => opts.gpu_probe = Some(Arc::new(probe)),
         Err(e) => {
             tracing::info!(reason = %e, "NVML not available: no GPU utilisation, memory or temperature figures")
         }
     }
-    Ok(opts)
+    opts
+}
+
+/// The parameter specs of `params.preload`: built-in circuit names and Filecoin registered
+/// proofs, as `GET /v1/circuits` lists them.
+pub fn preload_specs(cfg: &Config) -> Result<Vec<ParamsSpec>, RuntimeError> {
+    cfg.params
+        .preload
+        .iter()
+        .map(|name| {
+            if let Ok(c) = BuiltinCircuit::parse(name) {
+                return Ok(params_spec_in(&cfg.params_dir(), &c));
+            }
+            let rp =
+                proofline_filecoin::shapes::parse(name).ok_or_else(|| RuntimeError::Preload {
+                    name: name.clone(),
+                    reason: "unknown circuit (see GET /v1/circuits)".into(),
+                })?;
+            proofline_filecoin::params::params_spec(
+                rp,
+                &cfg.filecoin_params_dir(),
+                cfg.filecoin.verify_digests,
+            )
+            .map_err(|e| RuntimeError::Preload {
+                name: name.clone(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// This host's name (for claim holders); "host" when unknown.
@@ -197,21 +277,13 @@ pub fn store_spec(cfg: &Config) -> StoreSpec {
 pub fn start_pipeline(cfg: &Config) -> Result<Pipeline, RuntimeError> {
     let store = Arc::new(ParamsStore::new(cfg.params.check_points).with_progress(load_progress()));
     let reg = registry(cfg)?;
-    let opts = match cfg.pipeline.backend {
-        BackendKind::Cpu => PipelineOptions::cpu(&cfg.pipeline, reg, store),
-        BackendKind::Gpu => gpu_options(cfg, reg, store).map_err(RuntimeError::GpuUnavailable)?,
-        BackendKind::Auto => match gpu_options(cfg, reg.clone(), store.clone()) {
-            Ok(o) => o,
-            Err(e) => {
-                tracing::info!(reason = %e, "no usable GPU: running the CPU backend");
-                PipelineOptions::cpu(&cfg.pipeline, reg, store)
-            }
-        },
-    }
-    .with_store(store_spec(cfg))
-    .with_retention_age(
-        (cfg.state.retain_finished_s > 0).then(|| Duration::from_secs(cfg.state.retain_finished_s)),
-    );
+    let preload = preload_specs(cfg)?;
+    let opts = pipeline_options(cfg, reg, store)?
+        .with_store(store_spec(cfg))
+        .with_retention_age(
+            (cfg.state.retain_finished_s > 0)
+                .then(|| Duration::from_secs(cfg.state.retain_finished_s)),
+        );
     let opts = PipelineOptions {
         build: build_info(),
         ..opts
@@ -219,5 +291,21 @@ pub fn start_pipeline(cfg: &Config) -> Result<Pipeline, RuntimeError> {
     let p = Pipeline::start(opts)?;
     observe::publish_build_info(p.backend_name());
     tracing::info!(backend = p.backend_name(), kinds = ?p.registry().kinds(), "pipeline started");
+    if !preload.is_empty() {
+        // in the background: the daemon serves (and /healthz shows progress) meanwhile
+        let preloader = p.preloader();
+        std::thread::Builder::new()
+            .name("proofline-preload".into())
+            .spawn(move || {
+                for spec in preload {
+                    let id = spec.id.clone();
+                    match futures::executor::block_on(preloader.preload(spec)) {
+                        Ok(placed) => tracing::info!(params = %id, ?placed, "preload done"),
+                        Err(e) => tracing::error!(params = %id, error = %e, "preload failed"),
+                    }
+                }
+            })
+            .map_err(|e| RuntimeError::Pipeline(PipelineError::Thread(e)))?;
+    }
     Ok(p)
 }

@@ -45,6 +45,11 @@ pub fn metrics_handle() -> Option<PrometheusHandle> {
                     LATENCY_BUCKETS,
                 )
                 .ok()?
+                .set_buckets_for_metric(
+                    Matcher::Full("proofline_lease_wait_seconds".into()),
+                    LATENCY_BUCKETS,
+                )
+                .ok()?
                 .install_recorder()
                 .ok()?;
             describe();
@@ -141,6 +146,12 @@ pub const METRICS: &[MetricDef] = &[
         "Jobs ended, by outcome (succeeded, failed, cancelled).", Always),
     def("proofline_verification_failures_total", Counter, None,
         "Proofs that failed verification or the job kind's final check; never expected: alert on any.", Always),
+    def("proofline_deadline_exceeded_total", Counter, None,
+        "Jobs failed early with deadline_exceeded (the deadline passed, or the measured time of their remaining partitions no longer fit), by job kind; alert on window-post and winning-post.", Always),
+    def("proofline_stage_permits_held", Gauge, None,
+        "Stage permits granted and not returned, by stage class (synthesis, compute): partitions running that stage, at most the pool's size.", Always),
+    def("proofline_stage_permits_waiting", Gauge, None,
+        "Partitions waiting for a stage permit, by stage class; served by rank (priority, deadline, age).", Always),
     def("proofline_memory_budget_bytes", Gauge, Some(Unit::Bytes),
         "The allocator's memory budget of the device (host memory on the CPU backend).", Always),
     def("proofline_memory_leased_bytes", Gauge, Some(Unit::Bytes),
@@ -149,6 +160,24 @@ pub const METRICS: &[MetricDef] = &[
         "Lease requests waiting for room in the device's budget.", Always),
     def("proofline_params_resident_bytes", Gauge, Some(Unit::Bytes),
         "Bytes of a resident parameter set, by location (host memory or device memory).", Always),
+    def("proofline_memory_resident_bytes", Gauge, Some(Unit::Bytes),
+        "Bytes of the parameter sets resident on the device (on a GPU: bases and NTT tables in device memory).", Always),
+    def("proofline_resident_sets", Gauge, None,
+        "Parameter sets resident on the device.", Always),
+    def("proofline_lease_wait_seconds", Histogram, Some(Unit::Seconds),
+        "Time from a lease request to its grant, by device and kind (transient: a stage's buffers; resident: a parameter set).", Always),
+    def("proofline_allocator_trims_total", Counter, None,
+        "Trims of the device's memory pool, each run with nothing in flight on the device.", GpuBackend),
+    def("proofline_device_pool_used_bytes", Gauge, Some(Unit::Bytes),
+        "Memory of the GPU's stream-ordered pool handed out to the pipeline now.", GpuBackend),
+    def("proofline_device_pool_reserved_bytes", Gauge, Some(Unit::Bytes),
+        "Memory the GPU's stream-ordered pool holds from the device now.", GpuBackend),
+    def("proofline_device_pool_used_high_bytes", Gauge, Some(Unit::Bytes),
+        "High-water mark of the pool memory handed out (never above the budget: allocations happen only inside leases).", GpuBackend),
+    def("proofline_staging_queue_depth", Gauge, None,
+        "Chunks of streamed bases copied into pinned host memory and waiting for the compute slot.", GpuBackend),
+    def("proofline_staged_chunks_total", Counter, None,
+        "Chunks of bases streamed from host memory to the compute slot (parameter sets that do not fit the device).", GpuBackend),
     def("proofline_params_load_seconds", Gauge, Some(Unit::Seconds),
         "Seconds the load of a resident parameter set took (digest check included).", Always),
     def("proofline_gpu_busy_ratio", Gauge, None,

@@ -196,7 +196,10 @@ function drawJobs(page) {
     tr.appendChild(el("td", null, j.id));
     tr.appendChild(el("td", null, j.kind + " " + j.label));
     tr.appendChild(el("td", null, j.final_check ? "final check" : j.state));
-    tr.appendChild(el("td", "num", String(j.priority)));
+    // A deadline shows as the time left (negative: passed).
+    const due = j.deadline_ms ? " · due " + (j.deadline_ms < Date.now() ? "-" : "") +
+      fmtSecs(Math.abs(j.deadline_ms - Date.now()) / 1000) : "";
+    tr.appendChild(el("td", "num", String(j.priority) + due));
     tr.appendChild(el("td", "num", fmtSecs(j.age_s)));
     tr.appendChild(el("td", "num", j.partitions_done + "/" + j.partitions.length));
     const cell = el("td");

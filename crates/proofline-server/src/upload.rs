@@ -5,8 +5,8 @@
 //! The body is either the document (any content type but multipart: `application/octet-stream`,
 //! `application/json`, ...) or a `multipart/form-data` form with one file part (the document)
 //! and text fields. The other request fields come from the query string, from `X-Proofline-*`
-//! headers (`X-Proofline-Sector-Id: 42` is `sector_id`) or from form fields: `priority`, `id`
-//! (also `job_id`), `circuit` set those request fields; any other name is an `input` field, as a
+//! headers (`X-Proofline-Sector-Id: 42` is `sector_id`) or from form fields: `priority`,
+//! `deadline`, `id` (also `job_id`), `circuit` set those request fields; any other name is an `input` field, as a
 //! string (`sector_id`, `miner_id`, `prover_id` for `porep-c2`); the same name given twice with
 //! different values is refused. `Idempotency-Key` works as on `POST /v1/jobs`.
 //!
@@ -86,9 +86,16 @@ impl Fields {
         for (name, (value, _)) in self.0 {
             match name.as_str() {
                 "priority" => {
-                    job.priority = value
-                        .parse()
-                        .map_err(|_| bad_field("priority", "must be an integer"))?
+                    job.priority = Some(
+                        value
+                            .parse()
+                            .map_err(|_| bad_field("priority", "must be an integer"))?,
+                    )
+                }
+                "deadline" => {
+                    job.deadline = Some(value.parse().map_err(|_| {
+                        bad_field("deadline", "must be an absolute time in Unix milliseconds")
+                    })?)
                 }
                 "id" => job.id = Some(value),
                 "circuit" => job.circuit = Some(value),

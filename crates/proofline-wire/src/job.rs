@@ -95,8 +95,11 @@ pub struct JobStatus {
     pub label: String,
     /// State.
     pub state: JobState,
-    /// Priority (higher first).
+    /// Effective priority (higher first): the request's, or the kind's default.
     pub priority: i32,
+    /// The request's deadline, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
     /// Partitions in the job.
     pub partitions: usize,
     /// Partitions proved and verified.

@@ -11,7 +11,8 @@ use crate::JobId;
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
-    /// Job kind: `"groth16"` (built-in circuits) or `"porep-c2"`.
+    /// Job kind: `"groth16"` (built-in circuits), `"porep-c2"`, `"window-post"`,
+    /// `"winning-post"` or `"snap-update"`.
     pub kind: String,
     /// Circuit name, for kinds that offer several (`"sha256-2"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,9 +33,22 @@ pub struct JobRequest {
     /// optional.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_inputs: Option<Vec<String>>,
-    /// Larger runs first among queued jobs; default 0.
-    #[serde(default)]
-    pub priority: i32,
+    /// Larger is admitted and scheduled first. When absent, the kind's default applies
+    /// (`winning-post` > `window-post` > `snap-update` > `porep-c2` = `groth16`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "priority_field"
+    )]
+    pub priority: Option<i32>,
+    /// Absolute deadline, Unix time in milliseconds. A job that can no longer finish by then
+    /// fails early with `deadline_exceeded`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "deadline_field"
+    )]
+    pub deadline: Option<u64>,
     /// A job id chosen by the client (letters, digits and '-', at most 64). Submitting the same
     /// request again under the same id returns the existing job; another request under an id in
     /// use is refused (`idempotency_conflict`).
@@ -150,6 +164,41 @@ impl<'de> Deserialize<'de> for Payload {
     }
 }
 
+/// `priority`: an integer in i32's range, with an error message that names the field. Requests
+/// are JSON wherever they are encoded (over HTTP and in the job store), so the value is read as
+/// JSON.
+fn priority_field<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => v
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "invalid field 'priority': must be an integer from -2147483648 to \
+                     2147483647, got {v}"
+                ))
+            }),
+    }
+}
+
+/// `deadline`: Unix milliseconds as a non-negative integer, with an error message that names
+/// the field.
+fn deadline_field<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "invalid field 'deadline': must be an absolute time in Unix milliseconds (a \
+                 non-negative integer such as 1796000000000), got {v}"
+            ))
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,10 +213,41 @@ mod tests {
     fn defaults_apply() {
         let r: JobRequest = serde_json::from_str(r#"{"kind":"groth16"}"#).unwrap();
         assert_eq!(r, JobRequest::new("groth16"));
-        assert_eq!(r.priority, 0);
+        assert_eq!(r.priority, None);
+        assert_eq!(r.deadline, None);
         assert!(r.circuit.is_none() && r.public_inputs.is_none() && r.payload.is_none());
         assert!(r.id.is_none() && r.idempotency_key.is_none());
         assert!(r.input.is_null());
+        // Absent fields stay absent when written back (journal round trip).
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"kind":"groth16","input":null}"#
+        );
+    }
+
+    #[test]
+    fn priority_and_deadline_are_checked_and_named() {
+        let r: JobRequest =
+            serde_json::from_str(r#"{"kind":"k","priority":-3,"deadline":1796000000000}"#).unwrap();
+        assert_eq!(
+            (r.priority, r.deadline),
+            (Some(-3), Some(1_796_000_000_000))
+        );
+        let r: JobRequest = serde_json::from_str(r#"{"kind":"k","priority":0}"#).unwrap();
+        assert_eq!(r.priority, Some(0), "an explicit 0 is kept, not defaulted");
+        for (body, field) in [
+            (r#"{"kind":"k","priority":"high"}"#, "'priority'"),
+            (r#"{"kind":"k","priority":1.5}"#, "'priority'"),
+            (r#"{"kind":"k","priority":4294967296}"#, "'priority'"),
+            (
+                r#"{"kind":"k","deadline":"2026-01-01T00:00:00Z"}"#,
+                "'deadline'",
+            ),
+            (r#"{"kind":"k","deadline":-1}"#, "'deadline'"),
+        ] {
+            let e = serde_json::from_str::<JobRequest>(body).unwrap_err();
+            assert!(e.to_string().contains(field), "{body}: {e}");
+        }
     }
 
     #[test]

@@ -68,8 +68,11 @@ pub struct JobInFlight {
     pub label: String,
     /// `queued` or `running`.
     pub state: JobState,
-    /// Priority (higher first).
+    /// Effective priority (higher first): the request's, or the kind's default.
     pub priority: i32,
+    /// The request's deadline, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
     /// Partitions proved and verified.
     pub partitions_done: usize,
     /// Seconds since submission.

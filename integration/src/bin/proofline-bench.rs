@@ -83,7 +83,6 @@ fn main() -> anyhow::Result<()> {
             circuit: Some(name.clone()),
             input: serde_json::json!({ "seed": seed }),
             public_inputs: None,
-            priority: 0,
             ..Default::default()
         };
         let mut ours = Vec::new();

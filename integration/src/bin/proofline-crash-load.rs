@@ -163,7 +163,6 @@ fn main() -> anyhow::Result<()> {
                 circuit: Some(args.circuit.clone()),
                 input: serde_json::json!({ "seed": accepted.len() as u64 }),
                 public_inputs: None,
-                priority: 0,
                 ..Default::default()
             };
             accepted.push(c.submit(&req).context("submit")?.id);

@@ -1,11 +1,20 @@
-//! Load harness: drives a daemon over HTTP with a bounded number of jobs at a bounded
-//! concurrency, then reports throughput, latency percentiles of every pipeline stage, and each
-//! actor pool's utilisation (from `/metrics` busy-time counters). Prints JSON, then a table.
+//! Load harness, two modes. Each prints JSON, then a table.
 //!
-//! Without `--server` it starts its own daemon on a free loopback port over cached parameters.
-//! Traffic goes to loopback only.
+//! * `--mode http` (default): drives a daemon over HTTP with a bounded number of jobs at a
+//!   bounded concurrency, then reports throughput, latency percentiles of every pipeline stage,
+//!   and each actor pool's utilisation (from `/metrics` busy-time counters). Without `--server`
+//!   it starts its own daemon on a free loopback port over cached parameters. Traffic goes to
+//!   loopback only.
+//! * `--mode stages`: synthetic partitions of a named shape (`--shape 2kib|8mib|32gib`) through
+//!   the real allocators, compute slots and CPU-MSM actors, one run per `--slots` value,
+//!   `--partitions` each, bounded by `--timeout-s`: partitions per minute, each GPU's
+//!   kernel-busy fraction (CUDA events), lease waits, peak device memory against the leases,
+//!   trims, out-of-memory errors (module `proofline_integration::stages`).
 //!
-//! `cargo run --release -p proofline-integration --bin proofline-harness -- --jobs 8 --concurrency 2`
+//! ```text
+//! cargo run --release -p proofline-integration --bin proofline-harness -- --jobs 8 --concurrency 2
+//! proofline-harness --mode stages --shape 32gib --slots 1,2,4 --partitions 24 --g2 skip --json out.json
+//! ```
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -17,8 +26,30 @@ use proofline_client::Client;
 use proofline_integration::{cached_params, percentile, start, test_config};
 use proofline_jobs::JobRequest;
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    Http,
+    Stages,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum G2 {
+    Cpu,
+    Skip,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum BackendArg {
+    Auto,
+    Gpu,
+    Cpu,
+}
+
 #[derive(Parser)]
 struct Args {
+    /// http: jobs over HTTP; stages: synthetic partitions through the compute devices.
+    #[arg(long, value_enum, default_value = "http")]
+    mode: Mode,
     /// Daemon URL; default: start one in-process.
     #[arg(long)]
     server: Option<String>,
@@ -31,9 +62,92 @@ struct Args {
     /// Jobs in flight at once.
     #[arg(long, default_value_t = 2)]
     concurrency: usize,
-    /// Give up after this many seconds.
+    /// Give up after this many seconds (stages: stop starting partitions, per run).
     #[arg(long, default_value_t = 1800)]
     timeout_s: u64,
+    /// stages: partition shape (2kib, 8mib, 32gib).
+    #[arg(long, default_value = "2kib")]
+    shape: String,
+    /// stages: compute slots per device, one run per value (e.g. 1,2,4).
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    slots: Vec<usize>,
+    /// stages: timed partitions per run.
+    #[arg(long, default_value_t = 16)]
+    partitions: usize,
+    /// stages: partitions in flight (0: two per slot).
+    #[arg(long, default_value_t = 0)]
+    in_flight: usize,
+    /// stages: untimed partitions first (default: one per slot).
+    #[arg(long)]
+    warmup: Option<usize>,
+    /// stages: devices.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// stages: the G2 MSM on the CPU-MSM actors, or skipped (to measure the GPU side alone).
+    #[arg(long, value_enum, default_value = "cpu")]
+    g2: G2,
+    /// stages: also write the JSON here.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+/// `--mode stages`.
+fn stages(args: &Args) -> anyhow::Result<()> {
+    use proofline_integration::stages::{
+        build_inputs, run_stages, table, Backend, Shape, StageRun,
+    };
+    let shape = Shape::parse(&args.shape)?;
+    let g2 = match args.g2 {
+        G2::Cpu => proofline_actors::G2Stage::Cpu,
+        G2::Skip => proofline_actors::G2Stage::Skip,
+    };
+    let backend = match args.backend {
+        BackendArg::Auto => Backend::Auto,
+        BackendArg::Gpu => Backend::Gpu,
+        BackendArg::Cpu => Backend::Cpu,
+    };
+    eprintln!("making the synthetic {} partition ...", shape.name());
+    let inputs = build_inputs(shape, g2, 7);
+    eprintln!("ready in {:.1} s", inputs.setup_s);
+    let mut reports = Vec::new();
+    for &slots in &args.slots {
+        let run = StageRun {
+            backend,
+            slots,
+            partitions: args.partitions,
+            warmup: args.warmup,
+            in_flight: args.in_flight,
+            timeout: Duration::from_secs(args.timeout_s),
+            g2,
+            trim_every: None,
+            cpu_msm_workers: 0,
+        };
+        let r = run_stages(&run, &inputs)?;
+        eprintln!(
+            "{} slot(s): {}/{} partitions, {:.1} per minute",
+            slots, r.succeeded, r.partitions, r.partitions_per_min
+        );
+        reports.push(r);
+    }
+    let doc = serde_json::json!({
+        "harness": "stages",
+        "shape": shape,
+        "spec": shape.spec(),
+        "setup_s": inputs.setup_s,
+        "runs": reports,
+    });
+    let text = serde_json::to_string_pretty(&doc)?;
+    println!("{text}");
+    if let Some(p) = &args.json {
+        std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    println!();
+    print!("{}", table(&reports));
+    let oom: usize = reports.iter().map(|r| r.oom_errors).sum();
+    let failed: usize = reports.iter().map(|r| r.failed).sum();
+    anyhow::ensure!(oom == 0, "{oom} out-of-memory errors");
+    anyhow::ensure!(failed == 0, "{failed} partitions failed");
+    Ok(())
 }
 
 /// `actor -> busy seconds` from a Prometheus text page.
@@ -53,6 +167,9 @@ fn busy_seconds(metrics: &str) -> BTreeMap<String, f64> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.mode == Mode::Stages {
+        return stages(&args);
+    }
     anyhow::ensure!(
         args.jobs > 0 && args.jobs <= 10_000,
         "--jobs must be in 1..=10000"
@@ -63,7 +180,7 @@ fn main() -> anyhow::Result<()> {
         None => {
             let dir = cached_params(&args.circuit)?;
             let mut cfg = test_config(&dir)?;
-            cfg.pipeline.max_partitions_in_flight = args.concurrency;
+            cfg.pipeline.max_partitions_in_flight = args.concurrency.into();
             let d = start(&cfg)?;
             let u = d.url();
             (Some(d), u)
@@ -88,7 +205,6 @@ fn main() -> anyhow::Result<()> {
                 circuit: Some(args.circuit.clone()),
                 input: serde_json::json!({ "seed": submitted as u64 }),
                 public_inputs: None,
-                priority: 0,
                 ..Default::default()
             };
             let s = client.submit(&req).context("submit")?;

@@ -134,7 +134,6 @@ pub fn request(circuit: &str, seed: u64) -> JobRequest {
         circuit: Some(circuit.into()),
         input: serde_json::json!({ "seed": seed }),
         public_inputs: None,
-        priority: 0,
         ..Default::default()
     }
 }

@@ -12,14 +12,17 @@
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
 //! synchronisation), which is how the figures up to commit 2b5a484 were taken.
 //!
+//! Sparse MSMs take the CPU's 0/1/tail split (`SparseScalars`), as the pipeline does: the lists
+//! of ones and of the tail are uploaded in the timed call (the split itself is not timed).
 //! The partition benchmark gives each G1 query (A, B, L) the share of the aux points and the
 //! zero/one/other split measured on a real PoRep partition (`--partition-mix`, default the 8MiB
 //! circuit's, docs/filecoin.md).
 
 use std::time::Instant;
 
-use proofline_gpu::testutil::{mixed_scalars, random_points, random_scalars, ScalarMix};
-use proofline_gpu::{probe, GpuContext, GpuError, NttKind};
+use proofline_gpu::testkit::{mixed_scalars, random_points, random_scalars, ScalarMix, TestGpu};
+use proofline_gpu::{probe, GpuError, NttKind};
+use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
 struct Opts {
@@ -112,19 +115,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// runs `f` once to warm up, then `reps` times; milliseconds
-fn time<F: FnMut() -> Result<(), GpuError>>(
-    g: &GpuContext,
-    reps: usize,
-    mut f: F,
-) -> Result<Vec<f64>, GpuError> {
+/// runs `f` once to warm up, then `reps` times; milliseconds (every call returns with its work
+/// finished: the slot synchronises its stream)
+fn time<F: FnMut() -> Result<(), GpuError>>(reps: usize, mut f: F) -> Result<Vec<f64>, GpuError> {
     f()?;
-    g.synchronize()?;
     let mut v = Vec::new();
     for _ in 0..reps {
         let t = Instant::now();
         f()?;
-        g.synchronize()?;
         v.push(t.elapsed().as_secs_f64() * 1e3);
     }
     Ok(v)
@@ -138,15 +136,16 @@ struct Row {
 }
 
 fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
-    let g = GpuContext::new(0)?;
     // As the daemon's VRAM allocator does: freed memory stays cached in the pool across
     // synchronisations (with the default threshold, 0, every call's buffers are allocated cold).
-    if !o.cold_pool {
-        g.set_pool_release_threshold(u64::MAX)?;
-    }
+    let g = TestGpu::open(0, o.cold_pool)?;
     let mut rows = Vec::new();
     let mut results = Vec::new();
-    eprintln!("device: {:?}; {}", g.device_info(), g.kernel_images());
+    eprintln!(
+        "device: {:?}; {}",
+        g.device().info(),
+        g.device().kernel_images()
+    );
 
     let (fr, fp) = g.mul_throughput(1 << 20, 256)?;
     rows.push(Row {
@@ -168,9 +167,10 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
     let host = random_scalars(1usize << max_ntt, 42);
     for lg in o.ntt_min..=o.ntt_max {
         let n = 1usize << lg;
-        let mut d = g.upload_scalars(&host[..n])?;
+        let mut d = g.scalars(&host[..n])?;
+        let tables = g.ntt_tables(lg)?;
         let reps = if lg >= 26 { 3 } else { o.reps };
-        let v = time(&g, reps, || g.ntt_device(&mut d, NttKind::Forward))?;
+        let v = time(reps, || g.ntt_resident(&mut d, &tables, NttKind::Forward))?;
         let m = median(v.clone());
         rows.push(Row {
             name: "NTT forward".into(),
@@ -180,7 +180,9 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         });
         results.push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
         if lg == 24 || lg == o.ntt_max {
-            let v = time(&g, reps, || g.ntt_device(&mut d, NttKind::CosetInverse))?;
+            let v = time(reps, || {
+                g.ntt_resident(&mut d, &tables, NttKind::CosetInverse)
+            })?;
             let m = median(v.clone());
             rows.push(Row {
                 name: "NTT coset inverse".into(),
@@ -190,9 +192,11 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
             });
             results
                 .push(json!({"bench": "ntt_coset_inverse", "log_n": lg, "ms_median": m, "ms": v}));
-            let mut b = g.upload_scalars(&host[..n])?;
-            let mut c = g.upload_scalars(&host[..n])?;
-            let v = time(&g, reps.min(3), || g.h_poly_device(&mut d, &mut b, &mut c))?;
+            let mut b = g.scalars(&host[..n])?;
+            let mut c = g.scalars(&host[..n])?;
+            let v = time(reps.min(3), || {
+                g.h_poly_resident(&mut d, &mut b, &mut c, &tables)
+            })?;
             let m = median(v.clone());
             rows.push(Row {
                 name: "h_poly (7 NTT + pointwise)".into(),
@@ -204,7 +208,6 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         }
         drop(d);
     }
-    g.clear_caches();
     drop(host);
 
     // ---- MSM -----------------------------------------------------------------
@@ -220,15 +223,15 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         "generated 2^20 points in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let bases = g.upload_bases_tiled(&unique, max_points)?;
+    let bases = g.tiled_points(&unique, max_points)?;
     let dense = random_scalars(1usize << o.msm_max, 9);
     for lg in o.msm_min..=o.msm_max {
         let n = 1usize << lg;
-        let s = g.upload_scalars(&dense[..n])?;
+        let s = g.scalars(&dense[..n])?;
         let reps = if lg >= 25 { 3 } else { o.reps };
         let mut stats = None;
-        let v = time(&g, reps, || {
-            stats = Some(g.msm_device(&bases, &s, false)?.1);
+        let v = time(reps, || {
+            stats = Some(g.msm_resident(&bases, &s)?.1);
             Ok(())
         })?;
         let m = median(v.clone());
@@ -242,7 +245,10 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
             json!({"bench": "msm_dense", "log_n": lg, "ms_median": m, "ms": v, "stats": stats}),
         );
         if lg == 24 {
-            let v = time(&g, 3, || g.msm_g1_resident(&bases, &dense[..n]).map(|_| ()))?;
+            let v = time(3, || {
+                let s = g.scalars(&dense[..n])?;
+                g.msm_resident(&bases, &s).map(|_| ())
+            })?;
             let m = median(v.clone());
             rows.push(Row {
                 name: "MSM G1 dense +upload scalars".into(),
@@ -261,11 +267,10 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         if n > max_points {
             continue;
         }
-        let sc = mixed_scalars(n, mix, 11);
-        let s = g.upload_scalars(&sc)?;
+        let split = SparseScalars::from_dense(&mixed_scalars(n, mix, 11));
         let mut stats = None;
-        let v = time(&g, 3, || {
-            stats = Some(g.msm_device(&bases, &s, true)?.1);
+        let v = time(3, || {
+            stats = Some(g.msm_sparse_resident(&bases, &split)?.1);
             Ok(())
         })?;
         let m = median(v.clone());
@@ -284,9 +289,10 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
         let lg = 27u32;
         let n = 1usize << lg;
         let host = random_scalars(n, 13);
-        let mut a = g.upload_scalars(&host)?;
-        let mut b = g.upload_scalars(&host)?;
-        let mut c = g.upload_scalars(&host)?;
+        let mut a = g.scalars(&host)?;
+        let mut b = g.scalars(&host)?;
+        let mut c = g.scalars(&host)?;
+        let tables = g.ntt_tables(lg)?;
         drop(host);
         // (query, share of the aux points, zero, one) of a real partition
         let shape = partition_shape(o.partition_mix);
@@ -301,29 +307,27 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
                 },
                 17 + k as u64,
             );
-            queries.push((*name, g.upload_scalars(&sc)?));
+            queries.push((*name, SparseScalars::from_dense(&sc)));
         }
-        // warm-up (tables, pool)
-        g.h_poly_device(&mut a, &mut b, &mut c)?;
+        // warm-up (pool)
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables)?;
         for (_, q) in &queries {
-            g.msm_device(&bases, q, true)?;
+            g.msm_sparse_resident(&bases, q)?;
         }
-        g.synchronize()?;
         let mut steps = Vec::new();
         let t0 = Instant::now();
         let t = Instant::now();
-        g.h_poly_device(&mut a, &mut b, &mut c)?;
-        g.synchronize()?;
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables)?;
         steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
         let t = Instant::now();
-        g.msm_device(&bases, &a, false)?;
+        g.msm_resident(&bases, &a)?;
         steps.push((
             "H MSM 2^27 dense".to_string(),
             t.elapsed().as_secs_f64() * 1e3,
         ));
         for (name, q) in &queries {
             let t = Instant::now();
-            let (_, st) = g.msm_device(&bases, q, true)?;
+            let (_, st) = g.msm_sparse_resident(&bases, q)?;
             steps.push((
                 format!("{name} MSM sparse ({} points, tail {})", st.points, st.tail),
                 t.elapsed().as_secs_f64() * 1e3,
@@ -352,7 +356,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
             "circuit_mix": o.partition_mix, "queries": shape_json,
             "steps_ms": steps.iter().map(|(n, m)| json!({"step": n, "ms": m})).collect::<Vec<_>>(), "total_ms": total}));
     }
-    let doc = json!({"device": g.device_info(), "images": g.kernel_images(), "results": results});
+    let doc = json!({"device": g.device().info(), "images": g.device().kernel_images(), "results": results});
     Ok((doc, rows))
 }
 

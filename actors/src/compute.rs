@@ -1,0 +1,238 @@
+//! What a compute slot runs, and how a device sizes it: the seam between the actors and a
+//! device's code.
+//!
+//! * [`ComputeEngine`]: one compute slot (on a GPU: one `GpuSlot`, its own stream): makes a
+//!   parameter set resident, runs the H stage and the sparse G1 stage, each under the bytes of
+//!   the lease the partition driver obtained;
+//! * [`DeviceSizing`]: the bytes each of those needs on the device, from the shapes (the driver
+//!   asks the device's allocator for exactly these);
+//! * [`CpuEngine`] and [`CpuSizing`]: the CPU backend (host memory; nothing kept resident beyond
+//!   the parameter store).
+//!
+//! Engines are plain objects owned by the compute actor's thread; the math stays in
+//! proofline-groth16 and the device crates, which know nothing of actors.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::{G1Projective, Scalar};
+use proofline_groth16::msm::MsmPlan;
+use proofline_groth16::{prover, CpuBackend, ProverBackend, ProverError, ProvingKey};
+
+use crate::messages::{Evaluations, Residency, StageError};
+use crate::resident::ResidentData;
+
+/// Results of the H stage and where its time went.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HStage {
+    /// `sum h_i H_i`.
+    pub h: G1Projective,
+    /// Seconds of the H polynomial (with the evaluations' upload on a device).
+    pub h_poly_s: f64,
+    /// Seconds of the H MSM.
+    pub msm_h_s: f64,
+}
+
+/// The sparse G1 MSMs of a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SparseG1 {
+    /// L query.
+    pub l: G1Projective,
+    /// A query.
+    pub a: G1Projective,
+    /// B query in G1.
+    pub b_g1: G1Projective,
+}
+
+/// One compute slot of a device. `bytes` is always the lease the stage runs under: a device
+/// engine allocates within it (more is a bug, reported as an error).
+pub trait ComputeEngine: Send + 'static {
+    /// "cpu", "cuda:0/1".
+    fn label(&self) -> String;
+
+    /// Uploads `pk`'s resident data ([`DeviceSizing::resident`] said how much).
+    fn make_resident(
+        &mut self,
+        pk: &ProvingKey,
+        residency: Residency,
+        bytes: u64,
+    ) -> Result<ResidentData, StageError>;
+
+    /// H = (A B - C) / Z from the evaluations, then the H MSM.
+    fn h_stage(
+        &mut self,
+        pk: &ProvingKey,
+        evals: Arc<Evaluations>,
+        resident: Option<&ResidentData>,
+        bytes: u64,
+    ) -> Result<HStage, StageError>;
+
+    /// The L, A and B MSMs of the split scalars.
+    fn sparse_g1(
+        &mut self,
+        pk: &ProvingKey,
+        plan: &MsmPlan,
+        resident: Option<&ResidentData>,
+        bytes: u64,
+    ) -> Result<SparseG1, StageError>;
+}
+
+/// How many bytes a device's stages need.
+pub trait DeviceSizing: Send + Sync + 'static {
+    /// Bytes of `pk`'s resident data with its bases on the device and with them streamed
+    /// (tables only); `None` when the device keeps nothing resident.
+    fn resident(&self, pk: &ProvingKey) -> Option<(u64, u64)>;
+    /// Bytes of the H stage.
+    fn h_stage(&self, pk: &ProvingKey, residency: Option<Residency>) -> u64;
+    /// Bytes of the sparse G1 stage.
+    fn sparse_stage(&self, plan: &MsmPlan, residency: Option<Residency>) -> u64;
+}
+
+/// Domain size of `pk`'s circuit (the H query has one point fewer).
+pub fn domain_size(pk: &ProvingKey) -> usize {
+    pk.params().h.len() + 1
+}
+
+/// A CPU prover backend as a compute slot ([`CpuBackend`] by default).
+#[derive(Clone)]
+pub struct CpuEngine {
+    backend: Arc<dyn ProverBackend>,
+}
+
+impl CpuEngine {
+    /// A slot computing with `backend` (e.g. a test's instrumented CPU backend).
+    pub fn with_backend(backend: Arc<dyn ProverBackend>) -> Self {
+        CpuEngine { backend }
+    }
+}
+
+impl Default for CpuEngine {
+    fn default() -> Self {
+        CpuEngine::with_backend(Arc::new(CpuBackend))
+    }
+}
+
+fn take(evals: Arc<Evaluations>) -> Evaluations {
+    // Moved when the pipeline passes them on (the usual case); a harness that shares one set of
+    // evaluations between partitions pays for a copy here.
+    Arc::try_unwrap(evals).unwrap_or_else(|shared| Evaluations {
+        a: shared.a.clone(),
+        b: shared.b.clone(),
+        c: shared.c.clone(),
+    })
+}
+
+impl ComputeEngine for CpuEngine {
+    fn label(&self) -> String {
+        "cpu".into()
+    }
+
+    fn make_resident(
+        &mut self,
+        _: &ProvingKey,
+        _: Residency,
+        _: u64,
+    ) -> Result<ResidentData, StageError> {
+        // parameters stay in the host's parameter store
+        Ok(Arc::new(()))
+    }
+
+    fn h_stage(
+        &mut self,
+        pk: &ProvingKey,
+        evals: Arc<Evaluations>,
+        _: Option<&ResidentData>,
+        _: u64,
+    ) -> Result<HStage, StageError> {
+        let Evaluations { a, b, c } = take(evals);
+        let t = Instant::now();
+        let h = prover::compute_h(self.backend.as_ref(), a, b, c)?;
+        let h_poly_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let sum = prover::msm_h(self.backend.as_ref(), pk, &h)?;
+        Ok(HStage {
+            h: sum,
+            h_poly_s,
+            msm_h_s: t.elapsed().as_secs_f64(),
+        })
+    }
+
+    fn sparse_g1(
+        &mut self,
+        pk: &ProvingKey,
+        plan: &MsmPlan,
+        _: Option<&ResidentData>,
+        _: u64,
+    ) -> Result<SparseG1, StageError> {
+        let (l, a, b_g1) = prover::msm_sparse_g1(self.backend.as_ref(), pk, plan)?;
+        Ok(SparseG1 { l, a, b_g1 })
+    }
+}
+
+/// Host bytes of the CPU backend's stages.
+#[derive(Debug, Default)]
+pub struct CpuSizing;
+
+impl DeviceSizing for CpuSizing {
+    fn resident(&self, _: &ProvingKey) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// a, b, c over the domain.
+    fn h_stage(&self, pk: &ProvingKey, _: Option<Residency>) -> u64 {
+        3 * domain_size(pk) as u64 * std::mem::size_of::<Scalar>() as u64
+    }
+
+    /// The tail bases and scalars the CPU gathers for Pippenger.
+    fn sparse_stage(&self, plan: &MsmPlan, _: Option<Residency>) -> u64 {
+        let tail =
+            (plan.a.tail_index.len() + plan.b.tail_index.len() + plan.l.tail_index.len()) as u64;
+        let point = std::mem::size_of::<blstrs::G1Affine>() as u64;
+        tail * (point + 32) + 1
+    }
+}
+
+/// A compute slot without an engine: fails every stage (never used when the pipeline is started
+/// with as many engines as slots).
+#[derive(Debug, Default)]
+pub(crate) struct NoEngine;
+
+impl NoEngine {
+    fn fail<T>(&self) -> Result<T, StageError> {
+        Err(StageError::Prover(ProverError::Backend(
+            proofline_groth16::BackendError::Device("this compute slot has no engine".into()),
+        )))
+    }
+}
+
+impl ComputeEngine for NoEngine {
+    fn label(&self) -> String {
+        "none".into()
+    }
+    fn make_resident(
+        &mut self,
+        _: &ProvingKey,
+        _: Residency,
+        _: u64,
+    ) -> Result<ResidentData, StageError> {
+        self.fail()
+    }
+    fn h_stage(
+        &mut self,
+        _: &ProvingKey,
+        _: Arc<Evaluations>,
+        _: Option<&ResidentData>,
+        _: u64,
+    ) -> Result<HStage, StageError> {
+        self.fail()
+    }
+    fn sparse_g1(
+        &mut self,
+        _: &ProvingKey,
+        _: &MsmPlan,
+        _: Option<&ResidentData>,
+        _: u64,
+    ) -> Result<SparseG1, StageError> {
+        self.fail()
+    }
+}

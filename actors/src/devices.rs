@@ -1,0 +1,244 @@
+//! The compute devices of a pipeline: per device one [`VramAllocator`] (its memory budget and
+//! device-global calls) and one pool of [`ComputeActor`]s (its slots, each with its own engine),
+//! and how the partition driver picks a device and gets a parameter set resident on it.
+
+use std::sync::{Arc, Mutex};
+
+use actix::prelude::*;
+use proofline_groth16::SharedProvingKey;
+
+use crate::allocator::{MemoryDevice, VramAllocator};
+use crate::compute::{ComputeEngine, DeviceSizing, NoEngine};
+use crate::job::StageTimings;
+use crate::messages::{
+    AcquireResident, DeviceLoad, MakeResident, RegisterResident, Residency, ResidentGrant,
+    StageError,
+};
+use crate::resident::ResidentRef;
+use crate::telemetry::{Mailbox, Secs};
+use crate::workers::ComputeActor;
+
+/// Everything one device is started with.
+pub struct DeviceSetup {
+    /// Its device-global operations (owned by its allocator).
+    pub memory: Box<dyn MemoryDevice>,
+    /// Its allocator's budget, bytes.
+    pub budget: u64,
+    /// One engine per compute slot.
+    pub engines: Vec<Box<dyn ComputeEngine>>,
+    /// How its stages are sized.
+    pub sizing: Arc<dyn DeviceSizing>,
+}
+
+impl DeviceSetup {
+    /// Its label ("host", "cuda:0").
+    pub fn label(&self) -> String {
+        self.memory.label()
+    }
+}
+
+/// A started device: where the partition driver sends its stages.
+#[derive(Clone)]
+pub struct DeviceStages {
+    /// "host", "cuda:0".
+    pub label: String,
+    /// Its allocator.
+    pub allocator: Mailbox<VramAllocator>,
+    /// Its compute slots.
+    pub compute: Mailbox<ComputeActor>,
+    /// How its stages are sized.
+    pub sizing: Arc<dyn DeviceSizing>,
+}
+
+/// Starts each device's allocator and compute pool (call inside the pipeline's actix system).
+pub fn start_devices(setups: Vec<DeviceSetup>) -> Vec<DeviceStages> {
+    // the actor figures are per actor kind: every device's slots count in `compute`, every
+    // device's allocator in `allocator`
+    let all_slots: usize = setups.iter().map(|d| d.engines.len().max(1)).sum();
+    let allocators = setups.len();
+    setups
+        .into_iter()
+        .map(|d| {
+            let label = d.label();
+            let slots = d.engines.len().max(1);
+            let engines = Arc::new(Mutex::new(d.engines));
+            let compute = Mailbox::pool(
+                SyncArbiter::start(slots, move || {
+                    let engine = engines
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .pop()
+                        .unwrap_or_else(|| Box::new(NoEngine));
+                    ComputeActor::new(engine)
+                }),
+                all_slots,
+            );
+            let allocator =
+                Mailbox::pool(VramAllocator::new(d.memory, d.budget).start(), allocators);
+            tracing::info!(device = %label, slots, budget_bytes = d.budget, "device started");
+            DeviceStages {
+                label,
+                allocator,
+                compute,
+                sizing: d.sizing,
+            }
+        })
+        .collect()
+}
+
+/// The device for a partition of `key`: the one with the fewest stages in flight and waiting;
+/// among those, one that holds the set (resident or loading). So partitions spread over the
+/// devices, and each device makes the set resident once, when it first gets one of them.
+pub async fn choose_device<'a>(
+    devices: &'a [DeviceStages],
+    key: &str,
+) -> Result<&'a DeviceStages, StageError> {
+    if devices.len() <= 1 {
+        return devices
+            .first()
+            .ok_or_else(|| StageError::Mailbox("no compute device".into()));
+    }
+    let mut best: Option<((usize, bool), &DeviceStages)> = None;
+    for d in devices {
+        let l = d
+            .allocator
+            .send(DeviceLoad {
+                key: key.to_string(),
+            })
+            .await?;
+        let rank = (l.stages, !l.holds);
+        if best.as_ref().is_none_or(|(b, _)| rank < *b) {
+            best = Some((rank, d));
+        }
+    }
+    best.map(|(_, d)| d)
+        .ok_or_else(|| StageError::Mailbox("no compute device".into()))
+}
+
+/// `pk`'s resident data on `dev`, pinned (None where the device keeps nothing resident): ready,
+/// or uploaded now on one of the device's slots under the lease the allocator granted. The
+/// time goes into the partition's parameter time, the wait for the lease into its lease wait.
+pub async fn ensure_resident(
+    dev: &DeviceStages,
+    key: &str,
+    owner: &str,
+    pk: &SharedProvingKey,
+    t: &mut StageTimings,
+) -> Result<Option<ResidentRef>, StageError> {
+    let Some((full_bytes, tables_bytes)) = dev.sizing.resident(pk) else {
+        return Ok(None);
+    };
+    let reserve = dev
+        .sizing
+        .h_stage(pk, Some(Residency::Resident))
+        .max(dev.sizing.h_stage(pk, Some(Residency::Streamed)));
+    let s = std::time::Instant::now();
+    let grant = dev
+        .allocator
+        .send(AcquireResident {
+            key: key.to_string(),
+            full_bytes,
+            tables_bytes,
+            reserve,
+            owner: owner.to_string(),
+        })
+        .await??;
+    t.lease_wait_s += s.secs();
+    match grant {
+        ResidentGrant::Ready(r) => Ok(Some(r)),
+        ResidentGrant::Load(load) => {
+            let s = std::time::Instant::now();
+            let data = dev
+                .compute
+                .send(MakeResident {
+                    pk: pk.clone(),
+                    residency: load.residency(),
+                    bytes: load.bytes(),
+                })
+                .await??;
+            let r = dev
+                .allocator
+                .send(RegisterResident { load, data })
+                .await??;
+            t.params_s += s.secs();
+            Ok(Some(r))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::allocator::HostMemory;
+    use crate::compute::{CpuEngine, CpuSizing};
+    use crate::messages::RequestLease;
+
+    fn two_devices() -> Vec<DeviceStages> {
+        start_devices(
+            (0..2)
+                .map(|_| DeviceSetup {
+                    memory: Box::new(HostMemory),
+                    budget: 1000,
+                    engines: vec![Box::new(CpuEngine::default())],
+                    sizing: Arc::new(CpuSizing),
+                })
+                .collect(),
+        )
+    }
+
+    #[actix::test]
+    async fn partitions_go_where_the_fewest_stages_are_then_where_the_set_is() {
+        let devs = two_devices();
+        let pick = |d: &DeviceStages| {
+            devs.iter()
+                .position(|x| x.allocator.same_actor(&d.allocator))
+        };
+        // a stage in flight on the first device: the second gets the next partition
+        let lease = devs[0]
+            .allocator
+            .send(RequestLease {
+                bytes: 10,
+                owner: "t".into(),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let d = choose_device(&devs, "p").await.unwrap();
+        assert_eq!(pick(d), Some(1));
+        drop(lease);
+        // equal loads: the device that holds the set
+        let ResidentGrant::Load(load) = devs[1]
+            .allocator
+            .send(AcquireResident {
+                key: "p".into(),
+                full_bytes: 10,
+                tables_bytes: 1,
+                reserve: 10,
+                owner: "t".into(),
+            })
+            .await
+            .unwrap()
+            .unwrap()
+        else {
+            panic!("loads")
+        };
+        let _set = devs[1]
+            .allocator
+            .send(RegisterResident {
+                load,
+                data: Arc::new(()),
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        actix::clock::sleep(std::time::Duration::from_millis(20)).await;
+        let d = choose_device(&devs, "p").await.unwrap();
+        assert_eq!(pick(d), Some(1));
+        let d = choose_device(&devs, "other").await.unwrap();
+        assert_eq!(
+            pick(d),
+            Some(0),
+            "no device holds it: the first of the least loaded"
+        );
+    }
+}

@@ -1,0 +1,185 @@
+//! Several compute devices in one pipeline (CPU engines standing in for GPU slots): every
+//! device gets a parameter set resident once, uploaded by one of its slots, whether by preload
+//! or by the first partition it runs; every stage reads the resident data of the device it runs
+//! on; proofs verify; the snapshots list the sets per device.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bellperson::groth16;
+use blstrs::Bls12;
+use proofline_actors::compute::{CpuEngine, CpuSizing, HStage, SparseG1};
+use proofline_actors::messages::{Evaluations, Residency, StageError};
+use proofline_actors::resident::ResidentData;
+use proofline_actors::{
+    ComputeEngine, DeviceSetup, DeviceSizing, JobState, MemoryDevice, Pipeline, PipelineOptions,
+};
+use proofline_config::Config;
+use proofline_groth16::msm::MsmPlan;
+use proofline_groth16::ProvingKey;
+use proofline_jobs::builtin::{params_spec_in, BuiltinAdapter, BuiltinCircuit};
+use proofline_jobs::{AdapterRegistry, JobRequest, ParamsStore};
+use rand::SeedableRng;
+
+type Log = Arc<Mutex<Vec<(usize, &'static str)>>>;
+
+/// A CPU engine that records what it runs, on which device, and checks that each stage gets
+/// the resident data of its own device.
+struct Tracking {
+    device: usize,
+    log: Log,
+}
+
+impl Tracking {
+    fn check(&self, resident: Option<&ResidentData>, what: &'static str) {
+        let owner = resident.and_then(|d| d.downcast_ref::<usize>()).copied();
+        assert_eq!(
+            owner,
+            Some(self.device),
+            "{what} without its device's resident data"
+        );
+        self.log.lock().unwrap().push((self.device, what));
+    }
+}
+
+impl ComputeEngine for Tracking {
+    fn label(&self) -> String {
+        format!("test:{}", self.device)
+    }
+    fn make_resident(
+        &mut self,
+        _: &ProvingKey,
+        _: Residency,
+        _: u64,
+    ) -> Result<ResidentData, StageError> {
+        self.log.lock().unwrap().push((self.device, "resident"));
+        Ok(Arc::new(self.device))
+    }
+    fn h_stage(
+        &mut self,
+        pk: &ProvingKey,
+        evals: Arc<Evaluations>,
+        resident: Option<&ResidentData>,
+        bytes: u64,
+    ) -> Result<HStage, StageError> {
+        self.check(resident, "h");
+        CpuEngine::default().h_stage(pk, evals, None, bytes)
+    }
+    fn sparse_g1(
+        &mut self,
+        pk: &ProvingKey,
+        plan: &MsmPlan,
+        resident: Option<&ResidentData>,
+        bytes: u64,
+    ) -> Result<SparseG1, StageError> {
+        self.check(resident, "g1");
+        CpuEngine::default().sparse_g1(pk, plan, None, bytes)
+    }
+}
+
+/// Host bytes for the stages, and a resident set of 1 MB (100 kB streamed).
+struct Sizing;
+
+impl DeviceSizing for Sizing {
+    fn resident(&self, _: &ProvingKey) -> Option<(u64, u64)> {
+        Some((1 << 20, 100 << 10))
+    }
+    fn h_stage(&self, pk: &ProvingKey, r: Option<Residency>) -> u64 {
+        CpuSizing.h_stage(pk, r)
+    }
+    fn sparse_stage(&self, plan: &MsmPlan, r: Option<Residency>) -> u64 {
+        CpuSizing.sparse_stage(plan, r)
+    }
+}
+
+struct Named(usize);
+
+impl MemoryDevice for Named {
+    fn label(&self) -> String {
+        format!("test:{}", self.0)
+    }
+}
+
+fn start(dir: &Path, log: &Log) -> Pipeline {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+    let c = BuiltinCircuit::Sha256 { blocks: 1 };
+    let p =
+        groth16::generate_random_parameters::<Bls12, _, _>(c.blank().unwrap(), &mut rng).unwrap();
+    p.write(std::fs::File::create(dir.join(c.params_file())).unwrap())
+        .unwrap();
+    let mut cfg = Config::embedded_default().unwrap();
+    cfg.pipeline.max_partitions_in_flight = 4.into();
+    let mut reg = AdapterRegistry::new();
+    reg.register(Arc::new(BuiltinAdapter::new(dir, vec![])));
+    let mut opts = PipelineOptions::cpu(&cfg.pipeline, reg, Arc::new(ParamsStore::new(false)));
+    opts.devices = (0..2)
+        .map(|device| DeviceSetup {
+            memory: Box::new(Named(device)),
+            budget: 1 << 34,
+            engines: (0..2)
+                .map(|_| {
+                    Box::new(Tracking {
+                        device,
+                        log: log.clone(),
+                    }) as Box<dyn ComputeEngine>
+                })
+                .collect(),
+            sizing: Arc::new(Sizing),
+        })
+        .collect();
+    Pipeline::start(opts).unwrap()
+}
+
+fn request(seed: u64) -> JobRequest {
+    JobRequest {
+        kind: "groth16".into(),
+        circuit: Some("sha256-1".into()),
+        input: serde_json::json!({ "seed": seed }),
+        public_inputs: None,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn each_device_makes_the_set_resident_once_and_its_stages_use_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log: Log = Arc::default();
+    let p = start(dir.path(), &log);
+    futures::executor::block_on(async {
+        // preload: resident on both devices before any job
+        let spec = params_spec_in(dir.path(), &BuiltinCircuit::Sha256 { blocks: 1 });
+        let mut placed = p.preload(spec).await.unwrap();
+        placed.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            placed,
+            vec![
+                ("test:0".to_string(), Residency::Resident),
+                ("test:1".to_string(), Residency::Resident)
+            ]
+        );
+        let mut ids = Vec::new();
+        for seed in 0..6 {
+            ids.push(p.submit(request(seed)).await.unwrap().id);
+        }
+        for id in &ids {
+            let s = p.wait(id).await.unwrap();
+            assert_eq!(s.state, JobState::Succeeded, "{:?}", s.error);
+        }
+        let mem = p.memory().await;
+        assert_eq!(mem.len(), 2);
+        for m in &mem {
+            assert_eq!(m.resident.len(), 1, "{m:?}");
+            assert_eq!(m.resident[0].residency, Residency::Resident);
+            assert_eq!(m.resident_bytes, 1 << 20);
+            assert_eq!(m.resident[0].users, 0, "no partition pins it any more");
+        }
+    });
+    let log = log.lock().unwrap();
+    for d in 0..2 {
+        let uploads = log.iter().filter(|e| **e == (d, "resident")).count();
+        assert_eq!(uploads, 1, "device {d} uploaded {uploads} times");
+    }
+    assert_eq!(log.iter().filter(|e| e.1 == "h").count(), 6);
+    assert_eq!(log.iter().filter(|e| e.1 == "g1").count(), 6);
+    p.shutdown();
+}

@@ -1,0 +1,360 @@
+// The binary interface between the host code and the CUDA kernels: the constants both sides
+// must agree on (thread counts, tile sizes, launch bounds, limb counts) and one `#[repr(C)]`
+// argument struct per kernel.
+//
+// This file is the single source of truth. The crate includes it as `crate::abi`; build.rs
+// includes it too and writes `proofline_abi.cuh` from it (the `#define`s, the C structs, and
+// `static_assert`s on every struct's size and field offsets), which every `.cu` file includes.
+// A kernel whose C signature drifts from its Rust struct therefore fails to compile.
+//
+// Rules for this file: no `use` of other crates (build.rs compiles it alone); the includer brings
+// `DeviceRepr` (cudarc's marker) and `KernelArgs` into scope.
+
+/// A device pointer the kernel only reads (`const u32*` in C).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DevPtr(pub u64);
+
+/// A device pointer the kernel writes (`u32*` in C).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DevPtrMut(pub u64);
+
+/// One shared constant: its name in C and its value.
+pub struct SharedConst {
+    /// `#define` name.
+    pub name: &'static str,
+    /// Value.
+    pub value: u32,
+}
+
+/// The layout of one argument struct, for the generated header's assertions.
+pub struct ArgsLayout {
+    /// The kernel launched with it.
+    pub kernel: &'static str,
+    /// The `.cu` module (file) that defines the kernel.
+    pub module: &'static str,
+    /// C struct name.
+    pub c_name: &'static str,
+    /// C declaration.
+    pub c_decl: &'static str,
+    /// `sizeof`.
+    pub size: usize,
+    /// `(field, offsetof)`.
+    pub offsets: &'static [(&'static str, usize)],
+}
+
+macro_rules! shared_consts {
+    ($( $(#[$doc:meta])* $name:ident = $value:expr; )*) => {
+        $( $(#[$doc])* pub const $name: u32 = $value; )*
+        /// Every shared constant, for the generated header.
+        pub const SHARED_CONSTS: &[SharedConst] = &[
+            $( SharedConst { name: stringify!($name), value: $name }, )*
+        ];
+    };
+}
+
+shared_consts! {
+    /// u32 words per Fr element.
+    FR_WORDS = 8;
+    /// u32 words per affine G1 point.
+    AFFINE_WORDS = 24;
+    /// u32 words per Jacobian G1 point.
+    JACOBIAN_WORDS = 36;
+    /// u32 words per XYZZ bucket.
+    XYZZ_WORDS = 48;
+    /// Threads per block of the element-wise kernels (digits, scatter, pointwise, gathers).
+    ELEMENT_THREADS = 256;
+    /// log2 of the shared-memory tile of `ntt_pass`, in elements.
+    NTT_TILE_LOG = 10;
+    /// Elements of the shared-memory tile of `ntt_pass`.
+    NTT_TILE = 1 << 10;
+    /// Threads per block of `ntt_pass`.
+    NTT_THREADS = 256;
+    /// Blocks per multiprocessor in `ntt_pass`'s `__launch_bounds__` (80 registers).
+    NTT_MIN_BLOCKS = 3;
+    /// Threads per block of `scan_tiles`.
+    SCAN_THREADS = 256;
+    /// Elements per thread of `scan_tiles`.
+    SCAN_ITEMS = 4;
+    /// Elements per tile of the exclusive scan.
+    SCAN_TILE = 256 * 4;
+    /// Threads of the single block of `scan_sums`.
+    SCAN_SUMS_THREADS = 1024;
+    /// Threads per block of the tree reductions (ones sum, big buckets, window combination).
+    RED_THREADS = 128;
+    /// Threads per block of `msm_bucket_acc`.
+    ACC_THREADS = 64;
+    /// Blocks per multiprocessor in `msm_bucket_acc`'s `__launch_bounds__` (168 registers).
+    ACC_BLOCKS_PER_SM = 6;
+    /// Threads per block of `msm_bucket_fixup` and `msm_bucket_reduce`.
+    SMALL_THREADS = 64;
+    /// Windows whose digits `msm_digits` computes before issuing their atomics.
+    DIGIT_GROUP = 8;
+    /// Points per block of the big-bucket kernel.
+    BIG_PER_BLOCK = 2048;
+    /// Blocks per window in the window combination.
+    WINDOW_GROUPS = 16;
+    /// Buckets per segment of the bucket reduction.
+    REDUCE_SEGMENT = 16;
+    /// Threads per block of the element-wise test kernels on G1 points.
+    G1_TEST_THREADS = 128;
+}
+
+/// Marker of the "no bucket" / "no entry" value written by the MSM kernels.
+pub const NONE_U32: u32 = 0xffff_ffff;
+
+macro_rules! c_type {
+    (DevPtr) => {
+        "const u32*"
+    };
+    (DevPtrMut) => {
+        "u32*"
+    };
+    (u32) => {
+        "u32"
+    };
+}
+
+macro_rules! kernel_args {
+    ($(
+        $(#[$doc:meta])*
+        $module:literal :: $kernel:literal => $name:ident ($cname:literal) {
+            $( $(#[$fdoc:meta])* $field:ident : $ty:ident ),* $(,)?
+        }
+    )*) => {
+        $(
+            $(#[$doc])*
+            #[repr(C)]
+            #[derive(Clone, Copy, Debug, Default)]
+            pub struct $name {
+                $( $(#[$fdoc])* pub $field: $ty, )*
+            }
+
+            // SAFETY: a #[repr(C)] struct of u32 and u64 fields whose C twin (generated into
+            // proofline_abi.cuh) has the same size and field offsets, asserted at compile time.
+            unsafe impl DeviceRepr for $name {}
+
+            impl KernelArgs for $name {
+                const KERNEL: &'static str = $kernel;
+            }
+        )*
+
+        /// Every argument struct, for the generated header.
+        pub const ARGS_LAYOUTS: &[ArgsLayout] = &[
+            $(
+                ArgsLayout {
+                    kernel: $kernel,
+                    module: $module,
+                    c_name: $cname,
+                    c_decl: concat!(
+                        "struct ", $cname, " {\n",
+                        $( "    ", c_type!($ty), " ", stringify!($field), ";\n", )*
+                        "};\n"
+                    ),
+                    size: ::core::mem::size_of::<$name>(),
+                    offsets: &[ $( (stringify!($field), ::core::mem::offset_of!($name, $field)), )* ],
+                },
+            )*
+        ];
+    };
+}
+
+kernel_args! {
+    /// One pass of fused NTT stages (see cuda/ntt.cu). `input` and `output` may alias unless
+    /// `bitrev_out` is set; a scaling pointer of 0 means "no factor".
+    "ntt"::"ntt_pass" => NttPassArgs("ntt_pass_args") {
+        input: DevPtr,
+        output: DevPtrMut,
+        tw: DevPtr,
+        load_c: DevPtr,
+        load_lo: DevPtr,
+        load_hi: DevPtr,
+        store_c: DevPtr,
+        store_lo: DevPtr,
+        store_hi: DevPtr,
+        log_n: u32,
+        s_lo: u32,
+        t: u32,
+        lg_l: u32,
+        dif: u32,
+        load_rev: u32,
+        bitrev_out: u32,
+        lo_bits: u32,
+        hb: u32,
+    }
+    /// The per-stage twiddle tables from two split power tables.
+    "ntt"::"fr_build_stage_tables" => StageTablesArgs("stage_tables_args") {
+        out: DevPtrMut,
+        lo: DevPtr,
+        hi: DevPtr,
+        log_n: u32,
+        lo_bits: u32,
+    }
+    /// a = (a b - c) z^-1, element-wise.
+    "ntt"::"fr_h_pointwise" => HPointwiseArgs("h_pointwise_args") {
+        a: DevPtrMut,
+        b: DevPtr,
+        c: DevPtr,
+        zinv: DevPtr,
+        n: u32,
+    }
+    /// Signed-digit histogram (pass 0) or counting-sort scatter (pass 1).
+    "msm"::"msm_digits" => MsmDigitsArgs("msm_digits_args") {
+        scalars: DevPtr,
+        counts: DevPtrMut,
+        cursor: DevPtrMut,
+        vals: DevPtrMut,
+        n: u32,
+        c: u32,
+        nw: u32,
+        pass: u32,
+    }
+    /// Exclusive scan, per tile.
+    "msm"::"scan_tiles" => ScanTilesArgs("scan_tiles_args") {
+        input: DevPtr,
+        output: DevPtrMut,
+        tile_sums: DevPtrMut,
+        m: u32,
+    }
+    /// Exclusive scan of the tile sums, one block.
+    "msm"::"scan_sums" => ScanSumsArgs("scan_sums_args") {
+        sums: DevPtrMut,
+        count: u32,
+    }
+    /// Adds the scanned tile sums.
+    "msm"::"scan_add" => ScanAddArgs("scan_add_args") {
+        output: DevPtrMut,
+        tile_sums: DevPtr,
+        m: u32,
+    }
+    /// Lists the buckets above `big` points.
+    "msm"::"msm_find_big" => FindBigArgs("find_big_args") {
+        counts: DevPtr,
+        big_count: DevPtrMut,
+        big_list: DevPtrMut,
+        m: u32,
+        big: u32,
+        big_cap: u32,
+    }
+    /// Balanced bucket accumulation.
+    "msm"::"msm_bucket_acc" => BucketAccArgs("bucket_acc_args") {
+        bases: DevPtr,
+        vals: DevPtr,
+        ends: DevPtr,
+        counts: DevPtr,
+        buckets: DevPtrMut,
+        head: DevPtrMut,
+        head_id: DevPtrMut,
+        own_id: DevPtrMut,
+        m: u32,
+        per_thread: u32,
+        big: u32,
+        threads: u32,
+    }
+    /// Adds the heads of split buckets to their owners.
+    "msm"::"msm_bucket_fixup" => BucketFixupArgs("bucket_fixup_args") {
+        head: DevPtr,
+        head_id: DevPtr,
+        own_id: DevPtr,
+        buckets: DevPtrMut,
+        threads: u32,
+    }
+    /// Big buckets: partial sums, many blocks per bucket.
+    "msm"::"msm_big_partial" => BigPartialArgs("big_partial_args") {
+        bases: DevPtr,
+        vals: DevPtr,
+        cursor: DevPtr,
+        counts: DevPtr,
+        big_list: DevPtr,
+        blk_bucket: DevPtr,
+        blk_part: DevPtr,
+        partial: DevPtrMut,
+        per_block: u32,
+    }
+    /// Big buckets: tree of the partial sums.
+    "msm"::"msm_big_final" => BigFinalArgs("big_final_args") {
+        partial: DevPtr,
+        first: DevPtr,
+        count: DevPtr,
+        big_list: DevPtr,
+        buckets: DevPtrMut,
+    }
+    /// Segmented bucket reduction.
+    "msm"::"msm_bucket_reduce" => BucketReduceArgs("bucket_reduce_args") {
+        buckets: DevPtr,
+        counts: DevPtr,
+        out: DevPtrMut,
+        nw: u32,
+        nb: u32,
+        seg: u32,
+    }
+    /// Window combination of the segment results.
+    "msm"::"msm_window_combine" => WindowCombineArgs("window_combine_args") {
+        segres: DevPtr,
+        partial: DevPtrMut,
+        segs: u32,
+        seg: u32,
+        groups: u32,
+    }
+    /// Per-group tree sum of XYZZ values into Jacobian points.
+    "msm"::"xyzz_reduce" => XyzzReduceArgs("xyzz_reduce_args") {
+        input: DevPtr,
+        out: DevPtrMut,
+        count: u32,
+    }
+    /// Grid-stride sum of the bases listed in `list` (the scalars equal to one).
+    "msm"::"msm_sum_ones" => SumOnesArgs("sum_ones_args") {
+        bases: DevPtr,
+        list: DevPtr,
+        out: DevPtrMut,
+        count: u32,
+    }
+    /// out[i] = bases[idx[i]] (the tail's bases, contiguous for Pippenger).
+    "msm"::"g1_gather" => GatherArgs("gather_args") {
+        bases: DevPtr,
+        idx: DevPtr,
+        out: DevPtrMut,
+        n: u32,
+    }
+    /// Test kernel: element-wise Fr operation.
+    "arith"::"fr_op_test" => FrOpArgs("fr_op_args") {
+        a: DevPtr,
+        b: DevPtr,
+        out: DevPtrMut,
+        n: u32,
+        op: u32,
+    }
+    /// Test kernel: element-wise Fp operation.
+    "arith"::"fp_op_test" => FpOpArgs("fp_op_args") {
+        a: DevPtr,
+        b: DevPtr,
+        out: DevPtrMut,
+        n: u32,
+        op: u32,
+    }
+    /// Test kernel: element-wise G1 operation.
+    "arith"::"g1_op_test" => G1OpArgs("g1_op_args") {
+        a: DevPtr,
+        b: DevPtr,
+        out: DevPtrMut,
+        n: u32,
+        op: u32,
+    }
+    /// Benchmark kernel: chained Fr multiplications.
+    "arith"::"fr_mul_bench" => FrMulBenchArgs("fr_mul_bench_args") {
+        data: DevPtrMut,
+        iters: u32,
+    }
+    /// Benchmark kernel: chained Fp multiplications.
+    "arith"::"fp_mul_bench" => FpMulBenchArgs("fp_mul_bench_args") {
+        data: DevPtrMut,
+        iters: u32,
+    }
+    /// Benchmark helper: bases[i] = bases[i mod period].
+    "arith"::"g1_tile_points" => TilePointsArgs("tile_points_args") {
+        bases: DevPtrMut,
+        period: u32,
+        n: u32,
+    }
+}

@@ -1,0 +1,508 @@
+//! Device bytes of each GPU stage, from its shapes: what the partition driver asks the allocator
+//! for, and what the stage's arena then allows. Each formula follows the host code of
+//! `ntt.rs`, `msm.rs`, `resident.rs` and `stages.rs` phase by phase (every buffer is charged
+//! in [`GRANULE`](crate::arena::GRANULE)s and freed memory counts until the next
+//! synchronisation, see `arena.rs`); the tests run that code dry and check that its peak never
+//! exceeds the formula, and that the formula is not loose.
+
+use proofline_groth16::msm::SparseScalars;
+
+use crate::abi::{AFFINE_WORDS, FR_WORDS, JACOBIAN_WORDS, WINDOW_GROUPS, XYZZ_WORDS};
+use crate::arena::{charge_in, GRANULE};
+use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
+use crate::plan::{
+    pow_table_lens, AccSplit, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK, MSM_MAX_CHUNK,
+};
+use crate::resident::{QueryLens, Residency};
+
+/// The shape of one sparse query: bases, ones, tail.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueryShape {
+    /// Bases of the query.
+    pub num_bases: usize,
+    /// Scalars equal to one.
+    pub ones: usize,
+    /// Scalars neither zero nor one.
+    pub tail: usize,
+}
+
+impl From<&SparseScalars> for QueryShape {
+    fn from(s: &SparseScalars) -> Self {
+        QueryShape {
+            num_bases: s.num_bases,
+            ones: s.ones.len(),
+            tail: s.tail_index.len(),
+        }
+    }
+}
+
+/// The byte formulas, for one device and one charging granule (tests use a one-word granule,
+/// so that every buffer shows).
+#[derive(Clone, Copy, Debug)]
+struct Sizer {
+    sm_count: u32,
+    granule: u64,
+}
+
+impl Sizer {
+    fn new(sm_count: u32) -> Self {
+        Sizer {
+            sm_count,
+            granule: GRANULE,
+        }
+    }
+
+    fn r(&self, words: usize) -> u64 {
+        charge_in(words, self.granule)
+    }
+
+    /// Peak of one Pippenger chunk of `len` > 0 points.
+    fn chunk_bytes(&self, len: usize) -> u64 {
+        let r = |w| self.r(w);
+        let sm_count = self.sm_count;
+        let plan = WindowPlan::for_points(len);
+        let m = plan.buckets();
+        let nw = plan.nw as usize;
+        let e = len * nw;
+        let tiles = m.div_ceil(crate::abi::SCAN_TILE as usize);
+        let target = acc_target(sm_count);
+        let threads = AccSplit::new(e, m, target, ACC_WAVES).threads as usize;
+        // big buckets: each holds more than max(32 entries per thread, BIG_BUCKET_MIN) entries
+        let cap = m
+            .max(1)
+            .min(threads / 32 + 1)
+            .min(e / (BIG_BUCKET_MIN as usize + 1) + 1);
+        let blocks = e.div_ceil(BIG_PER_BLOCK as usize) + cap;
+        let xyzz = XYZZ_WORDS as usize;
+        let sorted = 2 * r(m) + r(e);
+        let with_buckets = sorted + r(xyzz * m) + r(1) + r(2 * cap);
+        let scan = sorted + r(tiles);
+        let accumulate = with_buckets + r(xyzz * threads) + 2 * r(threads);
+        let big = with_buckets + 2 * r(blocks) + 2 * r(cap) + r(xyzz * blocks);
+        let segs = plan.segments() as usize;
+        let groups = WINDOW_GROUPS.min(plan.segments()) as usize;
+        let reduce = 2 * r(m)
+            + r(xyzz * m)
+            + r(2 * xyzz * nw * segs)
+            + r(xyzz * nw * groups)
+            + r(JACOBIAN_WORDS as usize * nw);
+        scan.max(accumulate).max(big).max(reduce)
+    }
+
+    /// Peak of a Pippenger MSM of `n` points whose bases and scalars are already on the device.
+    fn pippenger(&self, n: usize) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let full = self.chunk_bytes(n.min(MSM_MAX_CHUNK));
+        let rest = n % MSM_MAX_CHUNK;
+        if n > MSM_MAX_CHUNK && rest != 0 {
+            full.max(self.chunk_bytes(rest))
+        } else {
+            full
+        }
+    }
+
+    /// Peak of summing the bases of `ones` points.
+    fn ones_bytes(&self, ones: usize) -> u64 {
+        if ones == 0 {
+            return 0;
+        }
+        let r = |w| self.r(w);
+        r(ones)
+            + r(XYZZ_WORDS as usize * ones_blocks(self.sm_count) as usize)
+            + r(JACOBIAN_WORDS as usize)
+    }
+
+    /// Peak of one sparse query (`chunk`: points per streamed chunk).
+    fn sparse_query(&self, q: &QueryShape, residency: Residency, chunk: usize) -> u64 {
+        let r = |w| self.r(w);
+        let gathered = if q.tail > 0 {
+            r(AFFINE_WORDS as usize * q.tail)
+        } else {
+            0
+        };
+        let pippenger = if q.tail > 0 {
+            gathered + r(FR_WORDS as usize * q.tail) + self.pippenger(q.tail)
+        } else {
+            0
+        };
+        let gather = |idx: usize| if idx > 0 { r(idx) } else { 0 };
+        let collect = match residency {
+            Residency::Resident => {
+                (gathered + self.ones_bytes(q.ones)).max(gathered + gather(q.tail))
+            }
+            Residency::Streamed => {
+                let chunk = chunk.min(q.num_bases).max(1);
+                let staging = gathered + r(AFFINE_WORDS as usize * chunk);
+                (staging + self.ones_bytes(q.ones.min(chunk)))
+                    .max(staging + gather(q.tail.min(chunk)))
+            }
+        };
+        collect.max(pippenger)
+    }
+
+    fn sparse_stage(&self, queries: &[QueryShape; 3], residency: Residency, chunk: usize) -> u64 {
+        queries
+            .iter()
+            .map(|q| self.sparse_query(q, residency, chunk))
+            .max()
+            .unwrap_or(0)
+            .max(1)
+    }
+
+    fn h_stage(&self, log_n: u32, residency: Residency, chunk: usize) -> u64 {
+        let r = |w| self.r(w);
+        let n = 1usize << log_n;
+        let coefficients = r(FR_WORDS as usize * n);
+        let points = n - 1;
+        let msm = match residency {
+            Residency::Resident => self.pippenger(points),
+            Residency::Streamed if points == 0 => 0,
+            Residency::Streamed => {
+                let chunk = chunk.min(points).max(1);
+                let last = points % chunk;
+                let mut p = self.pippenger(chunk);
+                if last != 0 {
+                    p = p.max(self.pippenger(last));
+                }
+                r(AFFINE_WORDS as usize * chunk) + p
+            }
+        };
+        (3 * coefficients).max(coefficients + msm)
+    }
+
+    /// Device bytes of the NTT tables of domain 2^`log_n` (while built, and once built).
+    fn tables(&self, log_n: u32) -> (u64, u64) {
+        let r = |w| self.r(w);
+        let n = 1usize << log_n;
+        let fr = FR_WORDS as usize;
+        let stage = 2 * r(fr * (n - 1).max(1));
+        let (_, wlo, whi) = pow_table_lens((n / 2).max(1));
+        let (_, glo, ghi) = pow_table_lens(n);
+        let kept = stage + 2 * (r(fr * glo) + r(fr * ghi)) + 2 * r(fr);
+        let build_scratch = 2 * (r(fr * wlo) + r(fr * whi));
+        (kept + build_scratch, kept)
+    }
+
+    fn resident(&self, log_n: u32, lens: &QueryLens, residency: Residency) -> u64 {
+        let (building, kept) = self.tables(log_n);
+        match residency {
+            Residency::Streamed => building,
+            Residency::Resident => {
+                let bases: u64 = lens
+                    .all()
+                    .iter()
+                    .map(|&p| self.r(AFFINE_WORDS as usize * p))
+                    .sum();
+                building.max(kept + bases)
+            }
+        }
+    }
+}
+
+/// Peak of a Pippenger MSM of `n` points whose bases and scalars are already on the device.
+pub fn pippenger_bytes(n: usize, sm_count: u32) -> u64 {
+    Sizer::new(sm_count).pippenger(n)
+}
+
+/// Device bytes of the sparse G1 stage (L, A and B MSMs, one after the other).
+pub fn sparse_stage_bytes(queries: &[QueryShape; 3], residency: Residency, sm_count: u32) -> u64 {
+    Sizer::new(sm_count).sparse_stage(queries, residency, STREAM_CHUNK)
+}
+
+/// [`sparse_stage_bytes`] with bases streamed by `chunk` points (tests of the streaming).
+#[cfg(feature = "testkit")]
+pub(crate) fn sparse_stage_bytes_with_chunk(
+    queries: &[QueryShape; 3],
+    residency: Residency,
+    chunk: usize,
+    sm_count: u32,
+) -> u64 {
+    Sizer::new(sm_count).sparse_stage(queries, residency, chunk)
+}
+
+/// Device bytes of the H stage of domain 2^`log_n`: a, b, c, then a and the H MSM.
+pub fn h_stage_bytes(log_n: u32, residency: Residency, sm_count: u32) -> u64 {
+    Sizer::new(sm_count).h_stage(log_n, residency, STREAM_CHUNK)
+}
+
+/// Device bytes of a parameter set's resident data: the NTT tables of domain 2^`log_n` and,
+/// with [`Residency::Resident`], the four G1 query bases. The long-lived lease of the set.
+/// (The sizes do not depend on the device.)
+pub fn resident_bytes(log_n: u32, lens: &QueryLens, residency: Residency) -> u64 {
+    Sizer::new(1).resident(log_n, lens, residency)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::DryRun;
+    use crate::exec::Exec;
+    use crate::msm::{self, Bases, MsmStats};
+    use crate::ntt::build_tables;
+    use crate::resident::{upload_resident, HostQueries, StageBases};
+    use crate::stages::{h_stage_device, sparse_stage_device};
+    use blstrs::{G1Affine, Scalar};
+    use proofline_groth16::msm::MsmPlan;
+
+    const SMS: u32 = 132;
+
+    /// The production granule, and one word: with the latter every buffer shows in the peak.
+    fn sizers() -> [Sizer; 2] {
+        [
+            Sizer::new(SMS),
+            Sizer {
+                sm_count: SMS,
+                granule: 4,
+            },
+        ]
+    }
+
+    fn dry(z: &Sizer) -> DryRun {
+        DryRun::new(z.sm_count, z.granule)
+    }
+
+    /// The dry run's peak is within the formula, and the formula within a few granules (and
+    /// 1 %) of the peak: the formula is what the code allocates, in the worst case.
+    fn check(what: &str, z: &Sizer, peak: u64, formula: u64) {
+        assert!(
+            peak <= formula,
+            "{what} (granule {}): the code peaks at {peak} > formula {formula}",
+            z.granule
+        );
+        let slack = 4 * z.granule + formula / 100;
+        assert!(
+            formula <= peak + slack,
+            "{what} (granule {}): formula {formula} is loose (the code peaks at {peak})",
+            z.granule
+        );
+    }
+
+    #[test]
+    fn pippenger_formula_matches_the_code() {
+        for z in sizers() {
+            for n in [
+                1usize,
+                2,
+                100,
+                5000,
+                1 << 16,
+                (1 << 20) + 3,
+                1 << 24,
+                (1 << 27) - 1,
+            ] {
+                let e = dry(&z);
+                msm::pippenger(&e, 0, 0, n, &mut MsmStats::default()).unwrap();
+                assert!(e.launches() > 0);
+                check(&format!("pippenger {n}"), &z, e.peak(), z.pippenger(n));
+            }
+        }
+    }
+
+    #[test]
+    fn h_stage_formula_matches_the_code() {
+        for z in sizers() {
+            for log_n in [0u32, 1, 5, 12, 16, 22, 27] {
+                let n = 1usize << log_n;
+                let tables = build_tables(&dry(&z), log_n).unwrap();
+                let e = dry(&z);
+                let up = || e.zeros(n * FR_WORDS as usize).unwrap();
+                let (a, b, c) = (up(), up(), up());
+                h_stage_device(
+                    &e,
+                    a,
+                    b,
+                    c,
+                    &tables.ptrs(),
+                    Bases::Device(0),
+                    std::time::Instant::now(),
+                )
+                .unwrap();
+                check(
+                    &format!("h stage 2^{log_n} resident"),
+                    &z,
+                    e.peak(),
+                    z.h_stage(log_n, Residency::Resident, STREAM_CHUNK),
+                );
+            }
+            // streamed: one chunk, several chunks with a short last one
+            for (log_n, chunk) in [(10u32, 100usize), (12, 4095), (12, 5000), (12, 1000)] {
+                let n = 1usize << log_n;
+                let host = vec![G1Affine::default(); n - 1];
+                let tables = build_tables(&dry(&z), log_n).unwrap();
+                let e = dry(&z);
+                let up = || e.zeros(n * FR_WORDS as usize).unwrap();
+                let (a, b, c) = (up(), up(), up());
+                let bases = Bases::Host {
+                    points: &host,
+                    chunk,
+                };
+                h_stage_device(
+                    &e,
+                    a,
+                    b,
+                    c,
+                    &tables.ptrs(),
+                    bases,
+                    std::time::Instant::now(),
+                )
+                .unwrap();
+                check(
+                    &format!("h stage 2^{log_n} streamed by {chunk}"),
+                    &z,
+                    e.peak(),
+                    z.h_stage(log_n, Residency::Streamed, chunk),
+                );
+            }
+        }
+    }
+
+    /// A split of `num_bases` scalars with `ones` ones and `tail` others interleaved over the
+    /// whole query (sorted indices, as `MsmPlan::build` makes them).
+    fn split(num_bases: usize, ones: usize, tail: usize) -> SparseScalars {
+        let set = ones + tail;
+        assert!(set <= num_bases);
+        let mut s = SparseScalars {
+            num_bases,
+            zeros: num_bases - set,
+            ..Default::default()
+        };
+        for k in 0..set {
+            let i = (k * num_bases / set.max(1)) as u32;
+            if (k + 1) * ones / set > k * ones / set {
+                s.ones.push(i);
+            } else {
+                s.tail_index.push(i);
+                s.tail_scalars.push(Scalar::from(3u64));
+            }
+        }
+        assert_eq!((s.ones.len(), s.tail_index.len()), (ones, tail));
+        s
+    }
+
+    #[test]
+    fn sparse_stage_formula_matches_the_code() {
+        let plans = [
+            // the 2KiB circuit's mix, scaled down
+            (
+                split(20_000, 9_400, 330),
+                split(19_900, 9_450, 250),
+                split(5_100, 2_400, 240),
+            ),
+            // only ones; only tail; a single zero
+            (
+                split(3_000, 3_000, 0),
+                split(3_000, 0, 3_000),
+                split(1, 0, 0),
+            ),
+            // a tail large enough for the big windows
+            (
+                split(1 << 21, 1 << 19, 1 << 20),
+                split(64, 10, 10),
+                split(64, 10, 10),
+            ),
+        ];
+        let host = vec![G1Affine::default(); 1 << 21];
+        for z in sizers() {
+            for (l, a, b) in plans.clone() {
+                let plan = MsmPlan { a, b, l };
+                let shapes = [(&plan.l).into(), (&plan.a).into(), (&plan.b).into()];
+                let sb = StageBases {
+                    h: Bases::Device(0),
+                    l: Bases::Device(0),
+                    a: Bases::Device(0),
+                    b_g1: Bases::Device(0),
+                };
+                let e = dry(&z);
+                sparse_stage_device(&e, &plan, &sb).unwrap();
+                check(
+                    "sparse stage resident",
+                    &z,
+                    e.peak(),
+                    z.sparse_stage(&shapes, Residency::Resident, STREAM_CHUNK),
+                );
+                for chunk in [777usize, 1 << 20, 1 << 24] {
+                    let h = |len: usize| Bases::Host {
+                        points: &host[..len],
+                        chunk,
+                    };
+                    let sb = StageBases {
+                        h: h(0),
+                        l: h(plan.l.num_bases),
+                        a: h(plan.a.num_bases),
+                        b_g1: h(plan.b.num_bases),
+                    };
+                    let e = dry(&z);
+                    sparse_stage_device(&e, &plan, &sb).unwrap();
+                    check(
+                        &format!("sparse stage streamed by {chunk}"),
+                        &z,
+                        e.peak(),
+                        z.sparse_stage(&shapes, Residency::Streamed, chunk),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resident_formula_matches_the_code() {
+        let pts = vec![G1Affine::default(); 3000];
+        let q = HostQueries {
+            h: &pts[..1023],
+            l: &pts[..3000],
+            a: &pts[..2900],
+            b_g1: &pts[..800],
+        };
+        for z in sizers() {
+            for log_n in [0u32, 1, 4, 12, 20, 27] {
+                let e = dry(&z);
+                upload_resident(&e, log_n, None).unwrap();
+                check(
+                    &format!("tables 2^{log_n}"),
+                    &z,
+                    e.peak(),
+                    z.resident(log_n, &q.lens(), Residency::Streamed),
+                );
+            }
+            let e = dry(&z);
+            upload_resident(&e, 10, Some(&q)).unwrap();
+            check(
+                "resident set 2^10",
+                &z,
+                e.peak(),
+                z.resident(10, &q.lens(), Residency::Resident),
+            );
+        }
+    }
+
+    #[test]
+    fn a_32gib_partition_fits_an_h200_at_four_slots() {
+        // shapes of a 32 GiB PoRep partition (docs/filecoin.md)
+        let lens = QueryLens {
+            h: (1 << 27) - 1,
+            l: 130_278_541,
+            a: 129_353_000,
+            b_g1: 34_290_000,
+        };
+        let resident = resident_bytes(27, &lens, Residency::Resident);
+        let h = h_stage_bytes(27, Residency::Resident, SMS);
+        let worst = QueryShape {
+            num_bases: lens.l,
+            ones: lens.l / 2,
+            tail: lens.l / 12,
+        };
+        let sparse = sparse_stage_bytes(&[worst; 3], Residency::Resident, SMS);
+        // 3 x 2^27 x 32 B of evaluations, and all four query bases
+        assert!(h >= 3 * (1u64 << 27) * 32);
+        assert!(resident >= (lens.all().iter().sum::<usize>() * 96) as u64);
+        assert!(sparse < h);
+        // an H200 (~140 GB; a budget of 95 % of it) holds the set and four H stages
+        assert!(resident + 4 * h < 133_000_000_000, "{resident} + 4 x {h}");
+        // streamed, the set is the tables only, and a stage adds one chunk of bases
+        let tables = resident_bytes(27, &lens, Residency::Streamed);
+        assert!(tables < resident / 4);
+        assert!(h_stage_bytes(27, Residency::Streamed, SMS) < h + 3 * (STREAM_CHUNK as u64) * 96);
+    }
+}

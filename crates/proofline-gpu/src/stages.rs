@@ -1,0 +1,183 @@
+//! The GPU stages of one Groth16 partition on a [`GpuSlot`], each run under the bytes of one
+//! lease (an [`Arena`]) and synchronised before it returns:
+//!
+//! * [`GpuSlot::upload_resident`]: a parameter set's NTT tables and (when they fit) its bases;
+//! * [`GpuSlot::h_stage`]: the evaluations a, b, c up, H = (A B - C) / Z on the device, then the
+//!   H MSM straight from the device buffer (no host round trip);
+//! * [`GpuSlot::sparse_g1_stage`]: the L, A and B MSMs of the CPU's 0/1/tail split.
+//!
+//! The inner functions are generic over [`Exec`] so that `bytes.rs` can run them dry.
+
+use std::time::Instant;
+
+use blstrs::{G1Projective, Scalar};
+use proofline_groth16::msm::{MsmPlan, SparseScalars};
+
+use crate::abi::FR_WORDS;
+use crate::arena::Arena;
+use crate::error::GpuError;
+use crate::exec::{DevBuf, Exec};
+use crate::layout::scalars_as_u32;
+use crate::msm::{self, Bases, MsmStats};
+use crate::ntt::{h_poly, TablePtrs};
+use crate::resident::{
+    upload_resident, DeviceQueries, HostQueries, Residency, ResidentSet, StageBases,
+};
+use crate::slot::{GpuSlot, Lane};
+
+/// Where the H stage's time went.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct HStageTimes {
+    /// Seconds from the start to H's coefficients on the device (evaluations uploaded, H done).
+    pub h_poly_s: f64,
+    /// What the H MSM did.
+    pub msm: MsmStats,
+}
+
+/// Results of the sparse G1 stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SparseG1 {
+    /// L query.
+    pub l: G1Projective,
+    /// A query.
+    pub a: G1Projective,
+    /// B query in G1.
+    pub b_g1: G1Projective,
+}
+
+impl GpuSlot {
+    /// Uploads a parameter set's resident data on the device's resident stream: the NTT tables
+    /// of domain 2^`log_n` and, with [`Residency::Resident`], the four query bases of `queries`.
+    /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`).
+    pub fn upload_resident(
+        &self,
+        lease_bytes: u64,
+        log_n: u32,
+        queries: &HostQueries<'_>,
+        residency: Residency,
+    ) -> Result<ResidentSet, GpuError> {
+        let arena = Arena::new(lease_bytes, "resident upload");
+        let bases = match residency {
+            Residency::Resident => Some(queries),
+            Residency::Streamed => None,
+        };
+        let (tables, uploaded) =
+            self.run(Lane::Resident, &arena, |e| upload_resident(e, log_n, bases))?;
+        let tables = tables.map(|b| b.into_resident());
+        let bases_dev = uploaded.map(|[h, l, a, b_g1]| DeviceQueries {
+            h: h.into_resident(),
+            l: l.into_resident(),
+            a: a.into_resident(),
+            b_g1: b_g1.into_resident(),
+        });
+        Ok(ResidentSet {
+            device: self.device_index(),
+            tables,
+            bases: bases_dev,
+            lens: queries.lens(),
+            bytes: lease_bytes,
+        })
+    }
+
+    /// The H stage: uploads the evaluations (each at most the domain size; padded with zeros),
+    /// computes the coefficients of H and the H MSM over them. `host` are the parameter set's
+    /// bases in host memory (read only when `resident` does not hold them).
+    pub fn h_stage(
+        &self,
+        lease_bytes: u64,
+        evals: [&[Scalar]; 3],
+        resident: &ResidentSet,
+        host: &HostQueries<'_>,
+    ) -> Result<(G1Projective, HStageTimes), GpuError> {
+        let t = resident.table_ptrs();
+        let n = 1usize << resident.log_n();
+        if let Some(x) = evals.iter().find(|x| x.len() > n) {
+            return Err(GpuError::InvalidInput(format!(
+                "{} evaluations over a domain of {n}",
+                x.len()
+            )));
+        }
+        if resident.lens().h + 1 < n {
+            return Err(GpuError::InvalidInput(format!(
+                "an H query of {} points for a domain of {n}",
+                resident.lens().h
+            )));
+        }
+        let bases = resident.stage_bases(host)?;
+        let arena = Arena::new(lease_bytes, "h stage");
+        let start = Instant::now();
+        self.run(Lane::Compute, &arena, |e| {
+            let up = |x: &[Scalar]| -> Result<_, GpuError> {
+                let mut b = e.zeros(n * FR_WORDS as usize)?;
+                e.upload_at(&mut b, 0, scalars_as_u32(x))?;
+                Ok(b)
+            };
+            let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
+            h_stage_device(e, a, b, c, &t, bases.h, start)
+        })
+    }
+
+    /// The sparse G1 stage: the L, A and B MSMs of the split scalars.
+    pub fn sparse_g1_stage(
+        &self,
+        lease_bytes: u64,
+        plan: &MsmPlan,
+        resident: &ResidentSet,
+        host: &HostQueries<'_>,
+    ) -> Result<(SparseG1, MsmStats), GpuError> {
+        let lens = resident.lens();
+        for (q, needed, have) in [
+            ("L", plan.l.num_bases, lens.l),
+            ("A", plan.a.num_bases, lens.a),
+            ("B_G1", plan.b.num_bases, lens.b_g1),
+        ] {
+            if needed > have {
+                return Err(GpuError::InvalidInput(format!(
+                    "the {q} query needs {needed} bases, the parameters hold {have}"
+                )));
+            }
+        }
+        let bases = resident.stage_bases(host)?;
+        let arena = Arena::new(lease_bytes, "sparse G1 stage");
+        self.run(Lane::Compute, &arena, |e| {
+            sparse_stage_device(e, plan, &bases)
+        })
+    }
+}
+
+/// H from the uploaded evaluations, then the H MSM over its n - 1 coefficients (`start`: when
+/// the stage began, for its times).
+pub(crate) fn h_stage_device<E: Exec>(
+    e: &E,
+    mut a: E::Buf,
+    mut b: E::Buf,
+    mut c: E::Buf,
+    t: &TablePtrs,
+    h_bases: Bases<'_>,
+    start: Instant,
+) -> Result<(G1Projective, HStageTimes), GpuError> {
+    h_poly(e, &mut a, &mut b, &mut c, t)?;
+    drop((b, c));
+    e.sync()?;
+    let mut times = HStageTimes {
+        h_poly_s: start.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    let n = a.words() / FR_WORDS as usize;
+    let h = msm::dense(e, h_bases, a.ptr(), n.saturating_sub(1), &mut times.msm)?;
+    Ok((h, times))
+}
+
+/// The three sparse G1 MSMs, one after the other.
+pub(crate) fn sparse_stage_device<E: Exec>(
+    e: &E,
+    plan: &MsmPlan,
+    bases: &StageBases<'_>,
+) -> Result<(SparseG1, MsmStats), GpuError> {
+    let mut stats = MsmStats::default();
+    let mut one = |b: Bases<'_>, s: &SparseScalars| msm::sparse(e, b, s, &mut stats);
+    let l = one(bases.l, &plan.l)?;
+    let a = one(bases.a, &plan.a)?;
+    let b_g1 = one(bases.b_g1, &plan.b)?;
+    Ok((SparseG1 { l, a, b_g1 }, stats))
+}

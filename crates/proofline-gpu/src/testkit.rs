@@ -1,0 +1,749 @@
+//! Test and benchmark support (feature `testkit`), never used by the proving path:
+//!
+//! * [`TestGpu`]: one device and one slot with the production modules and the test kernel
+//!   module (`cuda/arith.cu`) loaded: element-wise field and curve operations, multiply throughput,
+//!   point tiling, and host-in/host-out wrappers of the NTT and MSM host code for correctness
+//!   tests, each run under an arena sized by the byte formulas of `bytes.rs` (so the tests also
+//!   check the formulas on a real device);
+//! * [`DeviceData`]: device-resident scalars and points for benchmarks that time kernels alone;
+//! * random inputs (points, scalars, the PoRep-like zero/one/other mix) and CPU references.
+
+use blstrs::{G1Affine, G1Projective, Scalar};
+use ff::Field;
+use group::{Curve, Group};
+use proofline_groth16::msm::SparseScalars;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+
+use crate::abi::{
+    DevPtr, DevPtrMut, FpMulBenchArgs, FpOpArgs, FrMulBenchArgs, FrOpArgs, G1OpArgs,
+    TilePointsArgs, AFFINE_WORDS, ELEMENT_THREADS, FR_WORDS, G1_TEST_THREADS, JACOBIAN_WORDS,
+};
+use crate::arena::{charge_of, Arena};
+use crate::bytes::{
+    pippenger_bytes, sparse_stage_bytes, sparse_stage_bytes_with_chunk, QueryShape,
+};
+use crate::device::{DeviceOptions, GpuDevice, KernelTable};
+use crate::error::GpuError;
+use crate::exec::{grid, DevBuf, Exec, Readback};
+use crate::layout::{
+    affines_as_u32, jacobian_from_u32, scalar_from_raw_montgomery, scalars_as_u32,
+    scalars_as_u32_mut,
+};
+use crate::msm::{self, Bases, MsmStats};
+use crate::ntt::{self, build_tables, NttKind, NttTables};
+use crate::plan::{coset_generator, root_of_unity};
+use crate::resident::{QueryLens, Residency, ResidentSet};
+use crate::slot::{DeviceWords, GpuSlot, Lane};
+
+/// Element-wise operation selector (matches `op` in cuda/arith.cu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldOp {
+    /// a * b
+    Mul = 0,
+    /// a^2
+    Sqr = 1,
+    /// a + b
+    Add = 2,
+    /// a - b
+    Sub = 3,
+    /// Montgomery -> canonical limbs
+    FromMont = 4,
+}
+
+/// Curve operation selector for [`TestGpu::g1_op`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CurveOp {
+    /// a + b (mixed addition into XYZZ)
+    Add = 0,
+    /// 2 a
+    Double = 1,
+    /// a + (2b - b) through full XYZZ addition
+    AddFull = 2,
+    /// a + a through the mixed-addition path (doubling special case)
+    AddSelf = 3,
+}
+
+/// One device, one slot and the test kernels. See the module documentation.
+pub struct TestGpu {
+    device: GpuDevice,
+    slot: GpuSlot,
+    /// The production modules and the test module: the test helpers run production stages
+    /// (NTT, H polynomial, MSMs) and test kernels through the same slot.
+    kernels: KernelTable,
+}
+
+/// Test data: no lease, an arena as large as it needs.
+fn unbounded() -> Arena {
+    Arena::new(u64::MAX, "testkit")
+}
+
+impl TestGpu {
+    /// Opens device `index` with one slot and keeps freed memory cached in the pool (as the
+    /// allocator does), unless `cold_pool`.
+    pub fn open(index: usize, cold_pool: bool) -> Result<Self, GpuError> {
+        let mut device = GpuDevice::open(index, DeviceOptions::default())?;
+        if !cold_pool {
+            device.set_pool_release_threshold(u64::MAX)?;
+        }
+        let slot = device.new_slot()?;
+        let mut notes = Vec::new();
+        let kernels = KernelTable::load(
+            &slot.shared.ctx,
+            slot.shared.cc,
+            &["ntt", "msm", "arith"],
+            &mut notes,
+        )?;
+        Ok(TestGpu {
+            device,
+            slot,
+            kernels,
+        })
+    }
+
+    /// The device handle.
+    pub fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
+    /// The slot.
+    pub fn slot(&self) -> &GpuSlot {
+        &self.slot
+    }
+
+    fn run<T>(
+        &self,
+        arena: &Arena,
+        f: impl FnOnce(&crate::slot::SlotExec<'_>) -> Result<T, GpuError>,
+    ) -> Result<T, GpuError> {
+        self.slot.run_with(Lane::Compute, arena, &self.kernels, f)
+    }
+
+    /// Fr element-wise op; returns raw limbs (Montgomery form, or canonical for FromMont).
+    pub fn fr_op(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        op: FieldOp,
+    ) -> Result<Vec<[u32; 8]>, GpuError> {
+        let n = a.len().min(b.len());
+        self.limb_op::<8, _>(
+            scalars_as_u32(&a[..n]),
+            scalars_as_u32(&b[..n]),
+            |a, b, out, n| FrOpArgs {
+                a,
+                b,
+                out,
+                n,
+                op: op as u32,
+            },
+        )
+    }
+
+    /// Fp element-wise op on raw Montgomery limbs (12 x u32 LE each).
+    pub fn fp_op(
+        &self,
+        a: &[[u32; 12]],
+        b: &[[u32; 12]],
+        op: FieldOp,
+    ) -> Result<Vec<[u32; 12]>, GpuError> {
+        let n = a.len().min(b.len());
+        let fa: Vec<u32> = a[..n].iter().flatten().copied().collect();
+        let fb: Vec<u32> = b[..n].iter().flatten().copied().collect();
+        self.limb_op::<12, _>(&fa, &fb, |a, b, out, n| FpOpArgs {
+            a,
+            b,
+            out,
+            n,
+            op: op as u32,
+        })
+    }
+
+    fn limb_op<const W: usize, A: crate::exec::KernelArgs>(
+        &self,
+        a: &[u32],
+        b: &[u32],
+        args: impl Fn(DevPtr, DevPtr, DevPtrMut, u32) -> A,
+    ) -> Result<Vec<[u32; W]>, GpuError> {
+        let n = a.len() / W;
+        let mut h = vec![0u32; n * W];
+        self.run(&unbounded(), |e| {
+            let da = e.upload(a)?;
+            let db = e.upload(b)?;
+            let out = e.alloc(n * W)?;
+            e.launch(
+                grid(n, ELEMENT_THREADS),
+                ELEMENT_THREADS,
+                &args(
+                    DevPtr(da.ptr()),
+                    DevPtr(db.ptr()),
+                    DevPtrMut(out.ptr()),
+                    n as u32,
+                ),
+            )?;
+            e.read(Readback::Values, &out, 0, &mut h)
+        })?;
+        Ok(h.chunks_exact(W)
+            .map(|c| c.try_into().unwrap_or([0; W]))
+            .collect())
+    }
+
+    /// G1 element-wise op (see [`CurveOp`]).
+    pub fn g1_op(
+        &self,
+        a: &[G1Affine],
+        b: &[G1Affine],
+        op: CurveOp,
+    ) -> Result<Vec<G1Projective>, GpuError> {
+        let n = a.len().min(b.len());
+        let mut h = vec![0u32; n * JACOBIAN_WORDS as usize];
+        self.run(&unbounded(), |e| {
+            let da = e.upload(affines_as_u32(&a[..n]))?;
+            let db = e.upload(affines_as_u32(&b[..n]))?;
+            let out = e.alloc(n * JACOBIAN_WORDS as usize)?;
+            e.launch(
+                grid(n, G1_TEST_THREADS),
+                G1_TEST_THREADS,
+                &G1OpArgs {
+                    a: DevPtr(da.ptr()),
+                    b: DevPtr(db.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    n: n as u32,
+                    op: op as u32,
+                },
+            )?;
+            e.read(Readback::Values, &out, 0, &mut h)
+        })?;
+        Ok(h.chunks_exact(JACOBIAN_WORDS as usize)
+            .map(jacobian_from_u32)
+            .collect())
+    }
+
+    /// Montgomery multiplications per second: (Fr, Fp), measured with `iters` chained
+    /// multiplications per thread over `threads` threads.
+    pub fn mul_throughput(&self, threads: usize, iters: u32) -> Result<(f64, f64), GpuError> {
+        let mut res = [0f64; 2];
+        for (i, words) in [32usize, 48].into_iter().enumerate() {
+            // data: small values (below either modulus) as Montgomery inputs
+            let mut host: Vec<u32> = (0..threads * words)
+                .map(|j| (j as u32).wrapping_mul(2654435761) >> 4)
+                .collect();
+            for (j, x) in host.iter_mut().enumerate() {
+                if j % (words / 4) == words / 4 - 1 {
+                    *x &= 0x0fff_ffff; // keep each element below the modulus
+                }
+            }
+            let blocks = grid(threads, ELEMENT_THREADS);
+            res[i] = self.run(&unbounded(), |e| {
+                let d = e.upload(&host)?;
+                let launch = || match i {
+                    0 => e.launch(
+                        blocks,
+                        ELEMENT_THREADS,
+                        &FrMulBenchArgs {
+                            data: DevPtrMut(d.ptr()),
+                            iters,
+                        },
+                    ),
+                    _ => e.launch(
+                        blocks,
+                        ELEMENT_THREADS,
+                        &FpMulBenchArgs {
+                            data: DevPtrMut(d.ptr()),
+                            iters,
+                        },
+                    ),
+                };
+                launch()?; // warm-up
+                e.sync()?;
+                let t = std::time::Instant::now();
+                launch()?;
+                e.sync()?;
+                Ok((threads as f64) * 4.0 * f64::from(iters) / t.elapsed().as_secs_f64())
+            })?;
+        }
+        Ok((res[0], res[1]))
+    }
+
+    /// NTT of `data` (length a power of two), natural order in and out.
+    pub fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> Result<(), GpuError> {
+        let log_n = ntt::log2_exact(data.len())?;
+        let n = data.len();
+        let tables = self.tables(log_n)?;
+        let t = tables.ptrs();
+        let arena = Arena::new(2 * charge_of(n * FR_WORDS as usize), "test ntt");
+        self.run(&arena, |e| {
+            let mut d = e.upload(scalars_as_u32(data))?;
+            ntt::ntt(e, &mut d, &t, kind)?;
+            e.read(Readback::Values, &d, 0, scalars_as_u32_mut(data))
+        })
+    }
+
+    fn tables(&self, log_n: u32) -> Result<NttTables<DeviceWords>, GpuError> {
+        let t = self.run(&unbounded(), |e| build_tables(e, log_n))?;
+        Ok(t.map(|b| b.into_resident()))
+    }
+
+    /// Groth16 H: given evaluations a, b, c over the domain of size n (a power of two), writes
+    /// the n coefficients of H into `a` (the caller takes n - 1).
+    pub fn h_poly(&self, a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) -> Result<(), GpuError> {
+        let log_n = ntt::log2_exact(a.len())?;
+        if b.len() != a.len() || c.len() != a.len() {
+            return Err(GpuError::InvalidInput("h_poly lengths differ".into()));
+        }
+        let tables = self.tables(log_n)?;
+        let t = tables.ptrs();
+        let arena = Arena::new(3 * charge_of(a.len() * FR_WORDS as usize), "test h_poly");
+        self.run(&arena, |e| {
+            let mut da = e.upload(scalars_as_u32(a))?;
+            let mut db = e.upload(scalars_as_u32(b))?;
+            let mut dc = e.upload(scalars_as_u32(c))?;
+            ntt::h_poly(e, &mut da, &mut db, &mut dc, &t)?;
+            e.read(Readback::Values, &da, 0, scalars_as_u32_mut(a))
+        })
+    }
+
+    /// Dense MSM `sum scalars[i] * bases[i]`, bases and scalars uploaded; the arena is the
+    /// uploads plus `bytes::pippenger_bytes`.
+    pub fn msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
+        if bases.len() != scalars.len() {
+            return Err(GpuError::InvalidInput(
+                "bases and scalars differ in length".into(),
+            ));
+        }
+        let n = scalars.len();
+        let sm = self.slot.sm_count();
+        let arena = Arena::new(
+            charge_of(n * AFFINE_WORDS as usize)
+                + charge_of(n * FR_WORDS as usize)
+                + pippenger_bytes(n, sm),
+            "test msm",
+        );
+        self.run(&arena, |e| {
+            let b = e.upload(affines_as_u32(bases))?;
+            let s = e.upload(scalars_as_u32(scalars))?;
+            msm::pippenger(e, b.ptr(), s.ptr(), n, &mut MsmStats::default())
+        })
+    }
+
+    /// Sparse MSM of a CPU split: bases uploaded first (resident) or streamed from the host by
+    /// `stream_chunk` points; the arena is `bytes`' formula for the stage (plus the bases).
+    pub fn msm_sparse(
+        &self,
+        bases: &[G1Affine],
+        split: &SparseScalars,
+        residency: Residency,
+        stream_chunk: usize,
+    ) -> Result<G1Projective, GpuError> {
+        let sm = self.slot.sm_count();
+        let q: QueryShape = split.into();
+        let stage = sparse_stage_bytes_with_chunk(&[q, q, q], residency, stream_chunk, sm);
+        match residency {
+            Residency::Resident => {
+                let arena = Arena::new(
+                    charge_of(bases.len() * AFFINE_WORDS as usize) + stage,
+                    "test sparse msm",
+                );
+                self.run(&arena, |e| {
+                    let b = e.upload(affines_as_u32(bases))?;
+                    msm::sparse(e, Bases::Device(b.ptr()), split, &mut MsmStats::default())
+                })
+            }
+            Residency::Streamed => {
+                let arena = Arena::new(stage, "test sparse msm");
+                self.run(&arena, |e| {
+                    let host = Bases::Host {
+                        points: bases,
+                        chunk: stream_chunk,
+                    };
+                    msm::sparse(e, host, split, &mut MsmStats::default())
+                })
+            }
+        }
+    }
+
+    /// Scalars resident on the device (benchmarks).
+    pub fn scalars(&self, s: &[Scalar]) -> Result<DeviceData, GpuError> {
+        let words = self.run(&unbounded(), |e| {
+            Ok(e.upload(scalars_as_u32(s))?.into_resident())
+        })?;
+        Ok(DeviceData {
+            words,
+            len: s.len(),
+        })
+    }
+
+    /// `n` points resident on the device, made by repeating `unique` (benchmarks, harness).
+    pub fn tiled_points(&self, unique: &[G1Affine], n: usize) -> Result<DeviceData, GpuError> {
+        let words = self.run(&unbounded(), |e| Ok(tile(e, unique, n)?.into_resident()))?;
+        Ok(DeviceData { words, len: n })
+    }
+
+    /// The NTT tables of 2^`log_n`, resident (benchmarks build them once, as the pipeline's
+    /// resident sets do).
+    pub fn ntt_tables(&self, log_n: u32) -> Result<TestTables, GpuError> {
+        Ok(TestTables(self.tables(log_n)?))
+    }
+
+    /// NTT of resident scalars (timed by benchmarks; does not read back): the transform writes
+    /// into a fresh buffer, which replaces the old one.
+    pub fn ntt_resident(
+        &self,
+        d: &mut DeviceData,
+        tables: &TestTables,
+        kind: NttKind,
+    ) -> Result<(), GpuError> {
+        let t = tables.0.ptrs();
+        if tables.0.log_n != ntt::log2_exact(d.len)? {
+            return Err(GpuError::InvalidInput("tables of another size".into()));
+        }
+        if tables.0.log_n == 0 {
+            return Ok(());
+        }
+        let out = self.run(&unbounded(), |e| {
+            let tmp = e.alloc(d.len * FR_WORDS as usize)?;
+            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind)?;
+            Ok(tmp.into_resident())
+        })?;
+        d.words = out;
+        Ok(())
+    }
+
+    /// H on three resident buffers (a ends up holding H's coefficients).
+    pub fn h_poly_resident(
+        &self,
+        a: &mut DeviceData,
+        b: &mut DeviceData,
+        c: &mut DeviceData,
+        tables: &TestTables,
+    ) -> Result<(), GpuError> {
+        if [a.len, b.len, c.len] != [1usize << tables.0.log_n; 3] {
+            return Err(GpuError::InvalidInput(
+                "h_poly over buffers of another size".into(),
+            ));
+        }
+        let t = tables.0.ptrs();
+        let at = self.run(&unbounded(), |e| {
+            ntt::h_poly_at(e, a.words.ptr(), b.words.ptr(), c.words.ptr(), &t)
+        })?;
+        if at == ntt::HIn::B {
+            std::mem::swap(a, b);
+        }
+        Ok(())
+    }
+
+    /// Dense MSM over resident bases and scalars (the first `scalars.len()` bases).
+    pub fn msm_resident(
+        &self,
+        bases: &DeviceData,
+        scalars: &DeviceData,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        if scalars.len > bases.len {
+            return Err(GpuError::InvalidInput("more scalars than bases".into()));
+        }
+        let mut stats = MsmStats {
+            points: scalars.len,
+            ..Default::default()
+        };
+        let arena = Arena::new(pippenger_bytes(scalars.len, self.slot.sm_count()), "msm");
+        let r = self.run(&arena, |e| {
+            msm::pippenger(
+                e,
+                bases.words.ptr(),
+                scalars.words.ptr(),
+                scalars.len,
+                &mut stats,
+            )
+        })?;
+        Ok((r, stats))
+    }
+
+    /// Sparse MSM of a CPU split over resident bases (the split's lists are uploaded in the
+    /// call, as in the pipeline's sparse stage).
+    pub fn msm_sparse_resident(
+        &self,
+        bases: &DeviceData,
+        split: &SparseScalars,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        let q: QueryShape = split.into();
+        let arena = Arena::new(
+            sparse_stage_bytes(&[q, q, q], Residency::Resident, self.slot.sm_count()),
+            "sparse msm",
+        );
+        let mut stats = MsmStats::default();
+        let r = self.run(&arena, |e| {
+            msm::sparse(e, Bases::Device(bases.words.ptr()), split, &mut stats)
+        })?;
+        Ok((r, stats))
+    }
+
+    /// A resident set whose query bases repeat `unique` (the stage harness's parameters):
+    /// NTT tables of 2^`log_n`, bases of `lens`, under a lease of `lease_bytes`
+    /// (`bytes::resident_bytes` of a [`Residency::Resident`] set).
+    pub fn tiled_resident_set(
+        slot: &GpuSlot,
+        lease_bytes: u64,
+        log_n: u32,
+        lens: QueryLens,
+        unique: &[G1Affine],
+    ) -> Result<ResidentSet, GpuError> {
+        let mut notes = Vec::new();
+        let kernels = KernelTable::load(
+            &slot.shared.ctx,
+            slot.shared.cc,
+            &["ntt", "arith"],
+            &mut notes,
+        )?;
+        let arena = Arena::new(lease_bytes, "tiled resident set");
+        let (tables, bases) = slot.run_with(Lane::Resident, &arena, &kernels, |e| {
+            let tables = build_tables(e, log_n)?;
+            let mut q = Vec::new();
+            for p in lens.all() {
+                q.push(tile(e, unique, p)?);
+            }
+            e.sync()?;
+            Ok((tables, q))
+        })?;
+        let mut it = bases.into_iter().map(|b| b.into_resident());
+        let mut next = || {
+            it.next()
+                .ok_or_else(|| GpuError::InvalidInput("tiled bases".into()))
+        };
+        let queries = crate::resident::DeviceQueries {
+            h: next()?,
+            l: next()?,
+            a: next()?,
+            b_g1: next()?,
+        };
+        Ok(ResidentSet {
+            device: slot.device_index(),
+            tables: tables.map(|b| b.into_resident()),
+            bases: Some(queries),
+            lens,
+            bytes: lease_bytes,
+        })
+    }
+}
+
+/// `n` points made by repeating `unique`, on `e`.
+fn tile<E: Exec>(e: &E, unique: &[G1Affine], n: usize) -> Result<E::Buf, GpuError> {
+    if n > u32::MAX as usize {
+        return Err(GpuError::InvalidInput(
+            "tiling needs at most 2^32 points".into(),
+        ));
+    }
+    let mut buf = e.alloc(n * AFFINE_WORDS as usize)?;
+    let m = unique.len().min(n);
+    if m == 0 {
+        return Ok(buf);
+    }
+    e.upload_at(&mut buf, 0, affines_as_u32(&unique[..m]))?;
+    e.launch(
+        grid(n, ELEMENT_THREADS),
+        ELEMENT_THREADS,
+        &TilePointsArgs {
+            bases: DevPtrMut(buf.ptr()),
+            period: m as u32,
+            n: n as u32,
+        },
+    )?;
+    Ok(buf)
+}
+
+/// NTT tables kept on the device by a benchmark.
+pub struct TestTables(NttTables<DeviceWords>);
+
+/// Device-resident data of a benchmark: scalars or points.
+pub struct DeviceData {
+    words: DeviceWords,
+    len: usize,
+}
+
+impl DeviceData {
+    /// Elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+// ---- random inputs and CPU references ---------------------------------------------------
+
+const CHUNK: usize = 4096;
+
+/// `n` pseudo-random G1 points: chunk k is start_k + j Q_k for random start_k,
+/// Q_k (cheap: one addition per point plus a batch normalisation).
+pub fn random_points(n: usize, seed: u64) -> Vec<G1Affine> {
+    let mut out = vec![G1Affine::default(); n];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((k as u64) << 20) ^ 0x9e37);
+            let q = G1Projective::generator() * Scalar::random(&mut rng);
+            let mut p = G1Projective::generator() * Scalar::random(&mut rng);
+            let mut proj = Vec::with_capacity(chunk.len());
+            for _ in 0..chunk.len() {
+                proj.push(p);
+                p += q;
+            }
+            G1Projective::batch_normalize(&proj, chunk);
+        });
+    out
+}
+
+/// `n` uniformly random scalars (raw Montgomery limbs below 2^254 < r).
+pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((k as u64) << 24) ^ 0x51ed);
+            for s in chunk.iter_mut() {
+                let mut l = [0u64; 4];
+                for x in l.iter_mut() {
+                    *x = rng.next_u64();
+                }
+                l[3] &= 0x3fff_ffff_ffff_ffff;
+                *s = scalar_from_raw_montgomery(l);
+            }
+        });
+    out
+}
+
+/// Zero / one / other fractions of a scalar vector (PoRep-like default 0.6 / 0.3 / 0.1).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct ScalarMix {
+    /// fraction of zeros
+    pub zero: f64,
+    /// fraction of ones
+    pub one: f64,
+}
+
+impl Default for ScalarMix {
+    fn default() -> Self {
+        ScalarMix {
+            zero: 0.6,
+            one: 0.3,
+        }
+    }
+}
+
+/// `n` scalars drawn with the given mix (others uniformly random).
+pub fn mixed_scalars(n: usize, mix: ScalarMix, seed: u64) -> Vec<Scalar> {
+    let mut out = random_scalars(n, seed);
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((k as u64) << 28) ^ 0x77);
+            for s in chunk.iter_mut() {
+                let u = (rng.next_u32() as f64) / (u32::MAX as f64 + 1.0);
+                if u < mix.zero {
+                    *s = Scalar::ZERO;
+                } else if u < mix.zero + mix.one {
+                    *s = Scalar::ONE;
+                }
+            }
+        });
+    out
+}
+
+fn bitreverse<T>(a: &mut [T]) {
+    let n = a.len();
+    let lg = n.trailing_zeros();
+    if lg == 0 {
+        return;
+    }
+    for i in 0..n {
+        let j = i.reverse_bits() >> (usize::BITS - lg);
+        if i < j {
+            a.swap(i, j);
+        }
+    }
+}
+
+/// Plain CPU radix-2 NTT with root `w` (natural order in and out).
+pub fn cpu_ntt_with_root(a: &mut [Scalar], w: Scalar) {
+    let n = a.len();
+    bitreverse(a);
+    let mut m = 1;
+    while m < n {
+        let wm = w.pow_vartime([(n / (2 * m)) as u64]);
+        for k in (0..n).step_by(2 * m) {
+            let mut wj = Scalar::ONE;
+            for j in 0..m {
+                let t = a[k + j + m] * wj;
+                a[k + j + m] = a[k + j] - t;
+                a[k + j] += t;
+                wj *= wm;
+            }
+        }
+        m *= 2;
+    }
+}
+
+/// CPU reference of [`NttKind`] transforms.
+pub fn cpu_ntt(a: &mut [Scalar], kind: NttKind) {
+    let n = a.len();
+    let lg = n.trailing_zeros();
+    let w = root_of_unity(lg);
+    let g = coset_generator();
+    let ninv = Scalar::from(n as u64).invert().unwrap_or(Scalar::ONE);
+    match kind {
+        NttKind::Forward => cpu_ntt_with_root(a, w),
+        NttKind::Inverse => {
+            cpu_ntt_with_root(a, w.invert().unwrap_or(Scalar::ONE));
+            a.iter_mut().for_each(|x| *x *= ninv);
+        }
+        NttKind::CosetForward => {
+            let mut p = Scalar::ONE;
+            for x in a.iter_mut() {
+                *x *= p;
+                p *= g;
+            }
+            cpu_ntt_with_root(a, w);
+        }
+        NttKind::CosetInverse => {
+            cpu_ntt_with_root(a, w.invert().unwrap_or(Scalar::ONE));
+            let ginv = g.invert().unwrap_or(Scalar::ONE);
+            let mut p = ninv;
+            for x in a.iter_mut() {
+                *x *= p;
+                p *= ginv;
+            }
+        }
+    }
+}
+
+/// CPU reference of [`TestGpu::h_poly`] (the bellperson sequence).
+pub fn cpu_h_poly(a: &mut [Scalar], b: &[Scalar], c: &[Scalar]) {
+    use NttKind::*;
+    let mut b = b.to_vec();
+    let mut c = c.to_vec();
+    for x in [&mut *a, &mut b[..], &mut c[..]] {
+        cpu_ntt(x, Inverse);
+        cpu_ntt(x, CosetForward);
+    }
+    let n = a.len() as u64;
+    let zinv = (coset_generator().pow_vartime([n]) - Scalar::ONE)
+        .invert()
+        .unwrap_or(Scalar::ONE);
+    for i in 0..a.len() {
+        a[i] = (a[i] * b[i] - c[i]) * zinv;
+    }
+    cpu_ntt(a, CosetInverse);
+}
+
+/// sum_i coeffs[i] x^i (Horner).
+pub fn eval_poly(coeffs: &[Scalar], x: Scalar) -> Scalar {
+    coeffs.iter().rev().fold(Scalar::ZERO, |acc, c| acc * x + c)
+}
+
+/// A plain CPU MSM (the reference of the GPU tests).
+pub fn cpu_msm(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    let proj: Vec<G1Projective> = points.iter().map(G1Projective::from).collect();
+    G1Projective::multi_exp(&proj, scalars)
+}

@@ -1,0 +1,269 @@
+//! The GPU as the pipeline's compute devices: per GPU, the device handle (owned by the
+//! allocator, through [`GpuMemory`]), one [`GpuEngine`] per compute slot (each owns a
+//! `GpuSlot`: its own stream) and the stage sizes of proofline-gpu's byte formulas
+//! ([`GpuSizing`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use proofline_actors::compute::{domain_size, HStage, SparseG1};
+use proofline_actors::messages::{Evaluations, PoolUsage, Residency, StageError};
+use proofline_actors::resident::ResidentData;
+use proofline_actors::{ComputeEngine, DeviceSetup, DeviceSizing, MemoryDevice};
+use proofline_gpu::bytes::{h_stage_bytes, resident_bytes, sparse_stage_bytes};
+use proofline_gpu::{
+    DeviceOptions, GpuDevice, GpuError, GpuSlot, HostQueries, QueryLens, ResidentSet,
+};
+use proofline_groth16::msm::MsmPlan;
+use proofline_groth16::{BackendError, ProverError, ProvingKey};
+
+/// The allocator's view of a GPU: the device handle, whose device-global calls only the
+/// allocator makes.
+pub struct GpuMemory {
+    device: GpuDevice,
+}
+
+impl MemoryDevice for GpuMemory {
+    fn label(&self) -> String {
+        self.device.label()
+    }
+
+    /// The allocator sets its budget: with the driver's default threshold (0) every
+    /// synchronisation hands freed memory back and each allocation of the next stage is cold
+    /// (milliseconds per GiB). Memory goes back to the device only when the allocator trims.
+    fn set_release_threshold(&mut self, bytes: u64) -> Result<(), String> {
+        self.device
+            .set_pool_release_threshold(bytes)
+            .map_err(|e| e.to_string())
+    }
+
+    fn pool_usage(&mut self) -> Option<PoolUsage> {
+        let u = self.device.pool_usage().ok()?;
+        Some(PoolUsage {
+            used: u.used,
+            reserved: u.reserved,
+            used_high: u.used_high,
+            reserved_high: u.reserved_high,
+        })
+    }
+
+    fn trim(&mut self) -> Result<(), String> {
+        self.device.trim_pool(0).map_err(|e| e.to_string())
+    }
+
+    fn reset_high_water(&mut self) -> Result<(), String> {
+        self.device
+            .reset_pool_high_water()
+            .map_err(|e| e.to_string())
+    }
+
+    fn synchronize(&mut self) -> Result<(), String> {
+        self.device.synchronize_device().map_err(|e| e.to_string())
+    }
+}
+
+fn stage_error(e: GpuError) -> StageError {
+    StageError::Prover(ProverError::Backend(BackendError::Device(e.to_string())))
+}
+
+fn residency(r: Residency) -> proofline_gpu::Residency {
+    match r {
+        Residency::Resident => proofline_gpu::Residency::Resident,
+        Residency::Streamed => proofline_gpu::Residency::Streamed,
+    }
+}
+
+/// The G1 bases of `pk` as proofline-gpu takes them.
+fn host_queries(pk: &ProvingKey) -> HostQueries<'_> {
+    let p = pk.params();
+    HostQueries {
+        h: &p.h,
+        l: &p.l,
+        a: &p.a,
+        b_g1: &p.b_g1,
+    }
+}
+
+/// log2 of `pk`'s domain (a power of two).
+fn log_n(pk: &ProvingKey) -> Result<u32, StageError> {
+    let n = domain_size(pk);
+    if !n.is_power_of_two() {
+        return Err(stage_error(GpuError::InvalidInput(format!(
+            "an H query of {} points is not a power-of-two domain minus one",
+            n - 1
+        ))));
+    }
+    Ok(n.trailing_zeros())
+}
+
+fn resident_set(data: Option<&ResidentData>) -> Result<&ResidentSet, StageError> {
+    data.and_then(|d| d.downcast_ref::<ResidentSet>())
+        .ok_or_else(|| {
+            stage_error(GpuError::InvalidInput(
+                "a GPU stage without the parameters' resident set".into(),
+            ))
+        })
+}
+
+/// One compute slot on a GPU.
+pub struct GpuEngine {
+    slot: GpuSlot,
+}
+
+impl GpuEngine {
+    /// An engine over `slot`.
+    pub fn new(slot: GpuSlot) -> Self {
+        GpuEngine { slot }
+    }
+}
+
+impl ComputeEngine for GpuEngine {
+    fn label(&self) -> String {
+        self.slot.label()
+    }
+
+    fn make_resident(
+        &mut self,
+        pk: &ProvingKey,
+        r: Residency,
+        bytes: u64,
+    ) -> Result<ResidentData, StageError> {
+        let set = self
+            .slot
+            .upload_resident(bytes, log_n(pk)?, &host_queries(pk), residency(r))
+            .map_err(stage_error)?;
+        Ok(Arc::new(set))
+    }
+
+    fn h_stage(
+        &mut self,
+        pk: &ProvingKey,
+        evals: Arc<Evaluations>,
+        resident: Option<&ResidentData>,
+        bytes: u64,
+    ) -> Result<HStage, StageError> {
+        let set = resident_set(resident)?;
+        let t = Instant::now();
+        let (h, times) = self
+            .slot
+            .h_stage(
+                bytes,
+                [&evals.a, &evals.b, &evals.c],
+                set,
+                &host_queries(pk),
+            )
+            .map_err(stage_error)?;
+        // the host buffers are freed here, not after the next partition's upload
+        drop(evals);
+        let total = t.elapsed().as_secs_f64();
+        Ok(HStage {
+            h,
+            h_poly_s: times.h_poly_s,
+            msm_h_s: (total - times.h_poly_s).max(0.0),
+        })
+    }
+
+    fn sparse_g1(
+        &mut self,
+        pk: &ProvingKey,
+        plan: &MsmPlan,
+        resident: Option<&ResidentData>,
+        bytes: u64,
+    ) -> Result<SparseG1, StageError> {
+        let set = resident_set(resident)?;
+        let (s, _) = self
+            .slot
+            .sparse_g1_stage(bytes, plan, set, &host_queries(pk))
+            .map_err(stage_error)?;
+        Ok(SparseG1 {
+            l: s.l,
+            a: s.a,
+            b_g1: s.b_g1,
+        })
+    }
+}
+
+/// proofline-gpu's byte formulas for one GPU.
+pub struct GpuSizing {
+    sm_count: u32,
+}
+
+impl DeviceSizing for GpuSizing {
+    fn resident(&self, pk: &ProvingKey) -> Option<(u64, u64)> {
+        let lg = log_n(pk).ok()?;
+        let p = pk.params();
+        let lens = QueryLens {
+            h: p.h.len(),
+            l: p.l.len(),
+            a: p.a.len(),
+            b_g1: p.b_g1.len(),
+        };
+        Some((
+            resident_bytes(lg, &lens, proofline_gpu::Residency::Resident),
+            resident_bytes(lg, &lens, proofline_gpu::Residency::Streamed),
+        ))
+    }
+
+    fn h_stage(&self, pk: &ProvingKey, r: Option<Residency>) -> u64 {
+        let lg = domain_size(pk).next_power_of_two().trailing_zeros();
+        h_stage_bytes(
+            lg,
+            residency(r.unwrap_or(Residency::Streamed)),
+            self.sm_count,
+        )
+    }
+
+    fn sparse_stage(&self, plan: &MsmPlan, r: Option<Residency>) -> u64 {
+        let shapes = [(&plan.l).into(), (&plan.a).into(), (&plan.b).into()];
+        sparse_stage_bytes(
+            &shapes,
+            residency(r.unwrap_or(Residency::Streamed)),
+            self.sm_count,
+        )
+    }
+}
+
+/// An opened GPU: what the pipeline starts it with, and its device-op log.
+pub struct OpenedGpu {
+    /// Allocator memory, budget, engines, sizing.
+    pub setup: DeviceSetup,
+    /// The device-op log (records only when opened with recording on).
+    pub log: Arc<proofline_gpu::DeviceLog>,
+}
+
+/// Opens GPU `index` with `slots` compute slots; `budget` picks the allocator's budget from the
+/// device's (free, total) memory.
+pub fn gpu_device(
+    index: usize,
+    slots: usize,
+    options: DeviceOptions,
+    budget: impl Fn(u64, u64) -> u64,
+) -> Result<OpenedGpu, GpuError> {
+    let mut device = GpuDevice::open(index, options)?;
+    let mut engines: Vec<Box<dyn ComputeEngine>> = Vec::new();
+    for _ in 0..slots.max(1) {
+        engines.push(Box::new(GpuEngine::new(device.new_slot()?)));
+    }
+    let (free, total) = device.memory_info()?;
+    let budget = budget(free as u64, total as u64);
+    let sm_count = device.info().multiprocessors.max(1) as u32;
+    tracing::info!(
+        device = %device.label(),
+        name = %device.info().name,
+        images = %device.kernel_images(),
+        free_bytes = free,
+        budget_bytes = budget,
+        slots,
+        "GPU opened"
+    );
+    let log = device.log();
+    Ok(OpenedGpu {
+        setup: DeviceSetup {
+            memory: Box::new(GpuMemory { device }),
+            budget,
+            engines,
+            sizing: Arc::new(GpuSizing { sm_count }),
+        },
+        log,
+    })
+}
