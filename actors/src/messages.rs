@@ -34,7 +34,8 @@ use std::sync::Arc;
 use actix::Message;
 use blstrs::{Bls12, G2Projective, Scalar};
 use proofline_groth16::{
-    Assignment, MsmPlan, MsmResults, Proof, ProverError, SharedProvingKey, SynthesizedPartition,
+    Assignment, MsmPlan, MsmResults, ParamsShape, Proof, ProverError, SharedProvingKey,
+    SynthesizedPartition,
 };
 use proofline_jobs::{CircuitThunk, JobError, JobPlan, JobRequest, ParamsSpec};
 use proofline_wire::{JobCounts, JobInFlight, JobResult, JobStatus};
@@ -121,6 +122,7 @@ impl StageError {
             StageError::Prover(ProverError::ShapeMismatch { .. }) => "params_mismatch",
             StageError::Prover(ProverError::Synthesis(_)) => "synthesis_failed",
             StageError::Prover(ProverError::Backend(_)) => "backend_failed",
+            StageError::Prover(ProverError::Constraints(_)) => "constraints_invalid",
             StageError::Job(e) => e.code(),
             StageError::Lease(_) => "memory_budget",
             StageError::PublicInputsMismatch { .. } => "public_inputs_mismatch",
@@ -323,8 +325,10 @@ pub struct Synthesize {
     pub circuit: CircuitThunk,
     /// The public inputs the job promised (checked against synthesis).
     pub expected_inputs: Vec<Scalar>,
-    /// The parameters, for the shape check before any heavy stage.
-    pub pk: SharedProvingKey,
+    /// The parameter set: it names the shape's recorded constraint system.
+    pub params: ParamsSpec,
+    /// The parameters' query lengths, for the shape check before any heavy stage.
+    pub shape: ParamsShape,
     /// Cancellation.
     pub cancel: CancelToken,
 }

@@ -412,7 +412,12 @@ async fn drive_stages(
     progress.enter(PartitionStage::Params);
     let s = Instant::now();
     let params_key = params.id.clone();
-    let pk = stages.params.send(LoadParams { spec: params }).await??;
+    let pk = stages
+        .params
+        .send(LoadParams {
+            spec: params.clone(),
+        })
+        .await??;
     t.params_s = s.secs();
 
     progress.enter(PartitionStage::Synthesis);
@@ -425,7 +430,8 @@ async fn drive_stages(
             partition: k,
             circuit,
             expected_inputs: expected.clone(),
-            pk: pk.clone(),
+            params,
+            shape: pk.shape(),
             cancel: cancel.clone(),
         })
         .await??;

@@ -39,7 +39,8 @@ use actix::prelude::*;
 use proofline_config::{PipelineConfig, PoolSizes};
 use proofline_groth16::{CpuBackend, ProverBackend};
 use proofline_jobs::{
-    request_digest, AdapterRegistry, JobError, JobPlan, JobRequest, ParamsSpec, ParamsStore,
+    request_digest, AdapterRegistry, ConstraintsStore, JobError, JobPlan, JobRequest, ParamsSpec,
+    ParamsStore, SynthesisMode,
 };
 use proofline_wire::{DeviceStatus, GpuFigures, ResidentParams, StatusPage};
 use rand::RngCore;
@@ -76,6 +77,8 @@ pub struct PipelineOptions {
     pub registry: AdapterRegistry,
     /// Resident parameters.
     pub store: Arc<ParamsStore>,
+    /// Recorded constraint systems of the synthesis actors.
+    pub constraints: Arc<ConstraintsStore>,
     /// Backend of the CPU-MSM actors (G2 MSM).
     pub cpu_backend: Arc<dyn ProverBackend>,
     /// The compute devices: each with its allocator's memory and budget and one engine per
@@ -113,7 +116,8 @@ impl Default for BuildInfo {
 
 impl PipelineOptions {
     /// The CPU backend: one "host" device with the configured compute slots (CPU engines) and
-    /// the host memory budget (`"auto"`: 90% of the memory available at start).
+    /// the host memory budget (`"auto"`: 90% of the memory available at start), and synthesis
+    /// as `config.synthesis_mode` says.
     pub fn cpu(
         config: &PipelineConfig,
         registry: AdapterRegistry,
@@ -121,12 +125,19 @@ impl PipelineOptions {
     ) -> Self {
         let sizes = config.pool_sizes(cpu_cores(), 0);
         let host_budget = host_budget(config);
+        let mode = match config.synthesis_mode {
+            proofline_config::SynthesisMode::Precompiled => SynthesisMode::Precompiled,
+            proofline_config::SynthesisMode::Plain => SynthesisMode::Plain,
+        };
+        let constraints_dir = (!config.constraints_dir.is_empty())
+            .then(|| proofline_config::expand_home(&config.constraints_dir));
         PipelineOptions {
             config: config.clone(),
             sizes,
             host_budget,
             registry,
             store,
+            constraints: Arc::new(ConstraintsStore::new(mode, constraints_dir)),
             cpu_backend: Arc::new(CpuBackend),
             devices: vec![host_device(sizes.compute_slots, host_budget)],
             persistence: StoreSpec::Memory,
@@ -444,6 +455,7 @@ impl Pipeline {
         let (tx, rx) = std::sync::mpsc::channel();
         let (cfg, sizes, host_budget) = (opts.config, opts.sizes, opts.host_budget);
         let (params_store, cpu_backend, devices) = (opts.store, opts.cpu_backend, opts.devices);
+        let constraints = opts.constraints;
         tracing::info!(?sizes, host_budget_bytes = host_budget, backend = %backend_name, "pipeline pools");
         let thread = std::thread::Builder::new()
             .name("proofline-actors".into())
@@ -463,7 +475,9 @@ impl Pipeline {
                         loaders,
                     );
                     let synthesis = Mailbox::pool(
-                        SyncArbiter::start(sizes.synthesis_workers, SynthesisActor::default),
+                        SyncArbiter::start(sizes.synthesis_workers, move || {
+                            SynthesisActor::new(constraints.clone())
+                        }),
                         sizes.synthesis_workers,
                     );
                     let cpu_msm = Mailbox::pool(

@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use crate::messages::{
     AcquireStage, ContinueStage, ReleaseStage, StageSnapshot, StageSnapshotRequest,
 };
-use crate::telemetry::{actor, Mailbox, Named};
+use crate::telemetry::{actor, ActorStats, Mailbox, Named};
 
 /// The classes of heavy stages that need a permit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -55,6 +55,14 @@ impl StageClass {
         match self {
             StageClass::Synthesis => "synthesis",
             StageClass::Compute => "compute",
+        }
+    }
+
+    /// The pool whose work this class's permits admit.
+    fn pool(self) -> &'static str {
+        match self {
+            StageClass::Synthesis => actor::SYNTHESIS,
+            StageClass::Compute => actor::COMPUTE,
         }
     }
 }
@@ -178,6 +186,7 @@ impl StageScheduler {
             gauge!("proofline_stage_permits_waiting", "stage" => class.label())
                 .set(q.waiting.len() as f64);
             gauge!("proofline_stage_permits_held", "stage" => class.label()).set(q.held as f64);
+            ActorStats::of(class.pool()).set_permit_waiting(q.waiting.len());
         }
     }
 

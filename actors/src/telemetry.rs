@@ -63,6 +63,7 @@ pub trait Named {
 pub struct ActorStats {
     name: &'static str,
     depth: AtomicI64,
+    permit_waiting: AtomicU64,
     busy: Mutex<BusyClock>,
     handled: AtomicU64,
     threads: AtomicUsize,
@@ -102,6 +103,7 @@ impl ActorStats {
         let s: &'static ActorStats = Box::leak(Box::new(ActorStats {
             name,
             depth: AtomicI64::new(0),
+            permit_waiting: AtomicU64::new(0),
             busy: Mutex::new(BusyClock::default()),
             handled: AtomicU64::new(0),
             threads: AtomicUsize::new(1),
@@ -146,6 +148,13 @@ impl ActorStats {
         self.depth.load(Ordering::Relaxed).max(0) as u64
     }
 
+    /// Records how many partitions wait for a stage permit to send work to this pool. The
+    /// stage scheduler keeps a pool's mailbox no deeper than its threads, so a pool's backlog
+    /// is these waiters, not its mailbox.
+    pub fn set_permit_waiting(&self, n: usize) {
+        self.permit_waiting.store(n as u64, Ordering::Relaxed);
+    }
+
     /// Records the pool's thread count.
     pub fn set_threads(&self, n: usize) {
         self.threads.store(n.max(1), Ordering::Relaxed);
@@ -156,6 +165,7 @@ impl ActorStats {
         ActorFigures {
             actor: self.name.to_string(),
             mailbox_depth: self.depth(),
+            permit_waiting: self.permit_waiting.load(Ordering::Relaxed),
             threads: self.threads.load(Ordering::Relaxed),
             running,
             busy_seconds_total,

@@ -1,7 +1,8 @@
 //! The worker actors, each on its own OS threads (`SyncArbiter`):
 //!
 //! * [`ParamsLoader`]: reads parameter files once (blocking I/O, seconds to minutes);
-//! * [`SynthesisActor`]: runs circuits into a, b, c and the assignment;
+//! * [`SynthesisActor`]: runs circuits into a, b, c and the assignment (witness plus the
+//!   shape's recorded matrices, or every constraint);
 //! * [`CpuMsmActor`]: MSM preparation (0/1/tail split), the G2 MSM (where the device places it
 //!   on the CPU), assembly and verification;
 //! * [`ComputeActor`]: one compute slot of a device, running its [`ComputeEngine`] (on a GPU,
@@ -18,12 +19,13 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use blstrs::{Bls12, G2Projective};
-use proofline_groth16::prover;
 use proofline_groth16::synthesis::Synthesizer;
+use proofline_groth16::{precompiled, prover};
 use proofline_groth16::{
     MsmPlan, Proof, ProverBackend, ProverError, SharedProvingKey, SynthesizedPartition,
 };
-use proofline_jobs::{JobError, ParamsStore};
+use proofline_jobs::{ConstraintsStore, JobError, ParamsStore, Precompiled};
+use proofline_r1cs::R1csError;
 use tracing::info_span;
 
 use crate::compute::{ComputeEngine, HStage, SparseMsms};
@@ -84,9 +86,17 @@ impl Handler<LoadParams> for ParamsLoader {
     }
 }
 
-/// Synthesizes partitions.
-#[derive(Default)]
-pub struct SynthesisActor;
+/// Synthesizes partitions, through the shape's recorded constraint system when there is one.
+pub struct SynthesisActor {
+    constraints: Arc<ConstraintsStore>,
+}
+
+impl SynthesisActor {
+    /// A synthesis actor reading recorded systems from `constraints`.
+    pub fn new(constraints: Arc<ConstraintsStore>) -> Self {
+        SynthesisActor { constraints }
+    }
+}
 
 impl Actor for SynthesisActor {
     type Context = SyncContext<Self>;
@@ -104,22 +114,50 @@ impl Handler<Synthesize> for SynthesisActor {
     fn handle(&mut self, msg: Synthesize, _: &mut SyncContext<Self>) -> Self::Result {
         let _span = info_span!("synthesize", job = %msg.job, partition = msg.partition).entered();
         msg.cancel.check()?;
-        guarded("synthesis", || synthesize(msg))
+        let store = &self.constraints;
+        guarded("synthesis", || synthesize(msg, store))
     }
 }
 
-/// Builds and synthesizes one partition, then checks it against the parameters and the
-/// public inputs the job promised.
-fn synthesize(msg: Synthesize) -> Result<SynthesizedPartition, StageError> {
+/// Builds and synthesizes one partition (see [`ConstraintsStore::lookup`] for the three ways),
+/// then checks it against the parameters and the public inputs the job promised.
+fn synthesize(
+    msg: Synthesize,
+    store: &ConstraintsStore,
+) -> Result<SynthesizedPartition, StageError> {
     let t = Instant::now();
     let circuit = (msg.circuit)()?;
-    let shape = msg.pk.shape();
-    let mut cs = Synthesizer::with_capacity(shape.h + 1, shape.l);
-    circuit
-        .synthesize_into(&mut cs)
-        .map_err(ProverError::from)?;
-    let synth = cs.finish();
-    prover::check_shape(&msg.pk, &synth)?;
+    let shape = msg.shape;
+    let (synth, how) = match store.lookup(&msg.params, &shape) {
+        Precompiled::Ready(sys) => {
+            let w = circuit.witness().map_err(ProverError::from)?;
+            telemetry::stage("synthesis_witness", t.secs());
+            let s = Instant::now();
+            let synth = precompiled::partition_from(&sys, w).inspect_err(|e| {
+                if let ProverError::Constraints(R1csError::WitnessShape { .. }) = e {
+                    store.disable(&msg.params, &e.to_string());
+                }
+            })?;
+            telemetry::stage("synthesis_products", s.secs());
+            (synth, "precompiled")
+        }
+        Precompiled::Record(ticket) => {
+            let origin = format!("first synthesis of a {} partition", msg.params.id);
+            let (synth, sys) = precompiled::synthesize_recording(circuit, ticket.key(), &origin)?;
+            // A recording that does not fit the parameters is not kept (the ticket drops).
+            prover::check_shape_against(&shape, &synth)?;
+            ticket.complete(sys);
+            (synth, "recorded")
+        }
+        Precompiled::Plain(_) => {
+            let mut cs = Synthesizer::with_capacity(shape.h + 1, shape.l);
+            circuit
+                .synthesize_into(&mut cs)
+                .map_err(ProverError::from)?;
+            (cs.finish(), "plain")
+        }
+    };
+    prover::check_shape_against(&shape, &synth)?;
     if prover::public_inputs(&synth.assignment) != msg.expected_inputs.as_slice() {
         return Err(StageError::PublicInputsMismatch {
             partition: msg.partition,
@@ -127,6 +165,7 @@ fn synthesize(msg: Synthesize) -> Result<SynthesizedPartition, StageError> {
     }
     telemetry::stage("synthesis", t.secs());
     tracing::debug!(
+        how,
         constraints = synth.num_constraints(),
         aux = synth.assignment.aux.len(),
         secs = t.secs(),

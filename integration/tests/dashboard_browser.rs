@@ -6,6 +6,8 @@
 //! Without Chromium and chromedriver the test says so loudly and passes; with
 //! `PROOFLINE_REQUIRE_BROWSER=1` (set by `.ci/run`) their absence fails it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proofline_client::Client;
@@ -24,9 +26,9 @@ fn job(seed: u64) -> JobRequest {
     }
 }
 
-/// What the page shows of each actor: `(actor, depth attribute, depth as displayed)`.
+/// What the page shows of each actor: `(actor, backlog attribute, backlog as displayed)`.
 const ACTOR_CARDS: &str = "return [...document.querySelectorAll('#flow .actor')].map(e => \
-     [e.dataset.actor, Number(e.dataset.depth), e.querySelector('.depth').firstChild.textContent]);";
+     [e.dataset.actor, Number(e.dataset.backlog), e.querySelector('.depth').firstChild.textContent]);";
 
 fn actor_cards(v: &Value) -> Vec<(String, u64, String)> {
     v.as_array()
@@ -57,14 +59,33 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
         Err(why) => panic!("PROOFLINE_REQUIRE_BROWSER=1 but {why}"),
     };
 
-    // A backlog: one synthesis thread, six partitions admitted at once, many jobs queued.
+    // A backlog: one synthesis thread, six partitions admitted at once, and a feeder that keeps
+    // jobs queued for as long as the test looks, however fast this machine proves them.
     let dir = cached_params("sha256-1").unwrap();
     let mut cfg = test_config(&dir).unwrap();
     cfg.pipeline.max_partitions_in_flight = 6.into();
     cfg.pipeline.synthesis_workers = 1.into();
     let daemon = start(&cfg).unwrap();
     let c = Client::new(daemon.url());
-    let ids: Vec<String> = (0..48).map(|s| c.submit(&job(s)).unwrap().id).collect();
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let feeding = Arc::new(AtomicBool::new(true));
+    let feeder = {
+        let (ids, feeding, url) = (ids.clone(), feeding.clone(), daemon.url().to_string());
+        std::thread::spawn(move || {
+            let c = Client::new(&url);
+            let mut seed = 0;
+            while feeding.load(Ordering::Relaxed) {
+                let queued = c.status_page().map(|p| p.jobs.queued).unwrap_or(0);
+                if queued < 12 {
+                    let id = c.submit(&job(seed)).unwrap().id;
+                    ids.lock().unwrap().push(id);
+                    seed += 1;
+                } else {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        })
+    };
 
     let profile = tempfile::tempdir().unwrap();
     let session = browser.start(profile.path(), 1500, 2000).unwrap();
@@ -73,7 +94,7 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
         .unwrap();
 
     // The page polls once a second; wait for a few pages.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let polls = session.eval("return window.__dashboard.polls").unwrap();
         if polls.as_u64().unwrap_or(0) >= 4 {
@@ -83,7 +104,9 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
-    // A mailbox the server reports as non-empty shows as non-empty on the page.
+    // An actor the server reports work waiting for (in its mailbox, or partitions waiting for a
+    // permit to send it work) shows it on the page.
+    let deadline = Instant::now() + Duration::from_secs(90);
     let mut seen = None;
     while seen.is_none() {
         let page = c.status_page().unwrap();
@@ -96,19 +119,23 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
                 .collect::<Vec<_>>(),
             "one card per actor, in the server's order"
         );
-        for a in page.actors.iter().filter(|a| a.mailbox_depth > 0) {
+        for a in page.actors.iter().filter(|a| a.backlog() > 0) {
             if let Some(card) = cards.iter().find(|c| c.0 == a.actor && c.1 > 0) {
-                assert_eq!(card.2, card.1.to_string(), "the number shown is the depth");
-                seen = Some((a.actor.clone(), a.mailbox_depth, card.1));
+                assert_eq!(
+                    card.2,
+                    card.1.to_string(),
+                    "the number shown is the backlog"
+                );
+                seen = Some((a.actor.clone(), a.backlog(), card.1));
             }
         }
         assert!(
             Instant::now() < deadline,
-            "no non-empty mailbox seen on both the server and the page; page shows {cards:?}"
+            "no actor with work waiting seen on both the server and the page; page shows {cards:?}"
         );
         std::thread::sleep(Duration::from_millis(150));
     }
-    eprintln!("non-empty mailbox on server and page (actor, server, page): {seen:?}");
+    eprintln!("work waiting on server and page (actor, server, page): {seen:?}");
 
     // Let the charts draw a few seconds of lines, then check them and take the screenshot.
     std::thread::sleep(Duration::from_secs(6));
@@ -168,7 +195,9 @@ fn the_dashboard_shows_the_pipeline_live_in_a_browser() {
     assert!(errors.is_empty(), "console errors: {errors:?}");
     drop(session);
 
-    for id in &ids {
+    feeding.store(false, Ordering::Relaxed);
+    feeder.join().unwrap();
+    for id in ids.lock().unwrap().iter() {
         let _ = c.cancel(id);
     }
     daemon.stop();

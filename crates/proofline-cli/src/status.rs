@@ -105,7 +105,11 @@ pub fn render(page: &StatusPage) -> String {
         let _ = writeln!(
             out,
             "  {:<15} {:>8} {:>8} {:>14.3} {:>10}",
-            a.actor, a.mailbox_depth, a.threads, a.busy_seconds_total, a.messages_total
+            a.actor,
+            a.backlog(),
+            a.threads,
+            a.busy_seconds_total,
+            a.messages_total
         );
     }
 
@@ -251,7 +255,8 @@ mod tests {
             }],
             actors: vec![ActorFigures {
                 actor: "synthesis".into(),
-                mailbox_depth: 3,
+                mailbox_depth: 1,
+                permit_waiting: 2,
                 threads: 2,
                 running: 2,
                 busy_seconds_total: 12.5,

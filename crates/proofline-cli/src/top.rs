@@ -62,7 +62,7 @@ impl Verdict {
 pub struct ActorRow {
     /// Actor name.
     pub actor: String,
-    /// Messages waiting.
+    /// Work waiting: mailbox messages and partitions waiting for a permit to send it work.
     pub depth: u64,
     /// Busy threads since the previous page.
     pub busy_threads: f64,
@@ -88,15 +88,15 @@ pub fn actor_rows(now: &StatusPage, prev: Option<&StatusPage>) -> Vec<ActorRow> 
                 Some(b) if dt > 0.0 => (
                     ((a.busy_seconds_total - b.busy_seconds_total) / dt).max(0.0),
                     a.messages_total.saturating_sub(b.messages_total) as f64 / dt,
-                    a.mailbox_depth > b.mailbox_depth,
+                    a.backlog() > b.backlog(),
                     true,
                 ),
                 _ => (0.0, 0.0, false, false),
             };
             let frac = busy_threads / a.threads.max(1) as f64;
-            let verdict = if a.mailbox_depth > 0 && (frac >= 0.9 || growing) {
+            let verdict = if a.backlog() > 0 && (frac >= 0.9 || growing) {
                 Verdict::Bottleneck
-            } else if a.mailbox_depth > 0 {
+            } else if a.backlog() > 0 {
                 Verdict::Queueing
             } else if measured
                 && POOLS.contains(&a.actor.as_str())
@@ -111,7 +111,7 @@ pub fn actor_rows(now: &StatusPage, prev: Option<&StatusPage>) -> Vec<ActorRow> 
             };
             ActorRow {
                 actor: a.actor.clone(),
-                depth: a.mailbox_depth,
+                depth: a.backlog(),
                 busy_threads,
                 threads: a.threads,
                 rate,
@@ -345,6 +345,7 @@ mod tests {
                 .map(|(a, depth, busy, msgs)| ActorFigures {
                     actor: a.into(),
                     mailbox_depth: depth,
+                    permit_waiting: 0,
                     threads: 1,
                     running: 0,
                     busy_seconds_total: busy,

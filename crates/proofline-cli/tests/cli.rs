@@ -57,6 +57,8 @@ fn serve(params: &Path) -> (Serve, String) {
         .arg("serve")
         .env("PROOFLINE_SERVER__BIND", "127.0.0.1:0")
         .env("PROOFLINE_PARAMS__DIR", params)
+        // A store of its own: job ids chosen by this test must not meet an earlier run's jobs.
+        .env("PROOFLINE_STATE__DIR", params.join("state"))
         .env("PROOFLINE_LOG__LEVEL", "warn")
         // Not configuration: the test runner's and the kernel build's variables.
         .env("PROOFLINE_TEST_CACHE", "/nonexistent/test-cache")

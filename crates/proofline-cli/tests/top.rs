@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use proofline::daemon::Daemon;
 use proofline_client::Client;
-use proofline_config::Config;
+use proofline_config::{Config, MemorySize};
 use proofline_jobs::builtin::BuiltinCircuit;
 use proofline_jobs::JobRequest;
 
@@ -43,6 +43,7 @@ fn top_shows_the_actors_and_the_jobs_in_flight_and_quits_on_q() {
     cfg.params.dir = params_dir().display().to_string();
     cfg.log.level = "warn".into();
     cfg.pipeline.max_partitions_in_flight = 2.into();
+    cfg.pipeline.host_memory_budget = MemorySize::Bytes(8 << 30);
     let daemon = Daemon::start(&cfg).unwrap();
     let c = Client::new(daemon.url());
     let ids: Vec<String> = (0..40)

@@ -112,6 +112,17 @@ pub enum BackendKind {
     Auto,
 }
 
+/// How partitions are synthesized.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SynthesisMode {
+    /// Witness generation plus the shape's recorded A, B, C matrices (recorded by the first
+    /// partition of a shape whose file is missing).
+    Precompiled,
+    /// Every constraint of every partition evaluated (nothing recorded).
+    Plain,
+}
+
 /// `[pipeline]`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -122,6 +133,11 @@ pub struct PipelineConfig {
     pub devices: Devices,
     /// Synthesis actor threads.
     pub synthesis_workers: Count,
+    /// Synthesis through recorded constraint systems, or plain.
+    pub synthesis_mode: SynthesisMode,
+    /// Directory of recorded constraint systems (`<params stem>.r1cs`); empty: beside each
+    /// parameter file.
+    pub constraints_dir: String,
     /// CPU-MSM actor threads.
     pub cpu_msm_workers: Count,
     /// Compute actors per device.
@@ -157,10 +173,11 @@ impl PipelineConfig {
     /// Resolves the "auto" counts for a machine with `cores` CPU cores and `gpus` GPUs in use.
     ///
     /// With GPUs: 2 compute slots per GPU (one slot's uploads and host work overlap the other's
-    /// kernels), half the cores synthesizing (synthesis of a partition is single-threaded and is
-    /// the CPU side's longest stage), a quarter on CPU-MSM work (the split and the G2 MSM), and
-    /// as many partitions in flight as synthesis workers plus slots. On the CPU: 1 of each, 2
-    /// in flight (the compute stages already use every core).
+    /// kernels), half the cores synthesizing (synthesis is the CPU side's longest stage; a
+    /// pre-compiled partition also spreads its witness and products over rayon's threads, so
+    /// measure with `proofline-synth` to size it), a quarter on CPU-MSM work (the split and the
+    /// G2 MSM), and as many partitions in flight as synthesis workers plus slots. On the CPU: 1
+    /// of each, 2 in flight (the compute stages already use every core).
     pub fn pool_sizes(&self, cores: usize, gpus: usize) -> PoolSizes {
         let cores = cores.max(1);
         let (slots, synthesis, cpu_msm) = if gpus > 0 {
@@ -378,6 +395,13 @@ impl Config {
         }
     }
 
+    /// The directory of recorded constraint systems, if one is set (else they live beside the
+    /// parameter files).
+    pub fn constraints_dir(&self) -> Option<PathBuf> {
+        (!self.pipeline.constraints_dir.is_empty())
+            .then(|| expand_home(&self.pipeline.constraints_dir))
+    }
+
     /// The state directory: the key, else `$XDG_STATE_HOME/proofline`, else
     /// `~/.local/state/proofline`.
     pub fn state_dir(&self) -> PathBuf {
@@ -439,6 +463,8 @@ mod tests {
         let c = Config::embedded_default().unwrap();
         assert_eq!(c.server.bind, "127.0.0.1:9797");
         assert_eq!(c.pipeline.backend, BackendKind::Auto);
+        assert_eq!(c.pipeline.synthesis_mode, SynthesisMode::Precompiled);
+        assert_eq!(c.constraints_dir(), None);
         assert_eq!(c.pipeline.devices, Devices::All);
         assert_eq!(c.pipeline.host_memory_budget, MemorySize::Auto);
         assert_eq!(c.pipeline.device_memory_budget, MemorySize::Auto);
@@ -552,6 +578,12 @@ mod tests {
         let e =
             Config::load_with_env(None, env(&[("PROOFLINE_SERVER__BIND", "nowhere")])).unwrap_err();
         assert!(e.to_string().contains("server.bind"), "{e}");
+        let e = Config::load_with_env(
+            None,
+            env(&[("PROOFLINE_PIPELINE__SYNTHESIS_MODE", "magic")]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("magic"), "{e}");
         for (key, bad) in [
             ("PROOFLINE_PIPELINE__DEVICE_MEMORY_BUDGET", "lots"),
             ("PROOFLINE_PIPELINE__DEVICES", "gpu0"),

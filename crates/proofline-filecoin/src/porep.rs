@@ -4,9 +4,10 @@
 //! [`PorepC2Adapter::plan`] parses the C1 output once, checks it against the registered proof
 //! and the request's prover id and sector id, computes every partition's public inputs with
 //! storage-proofs' `StackedCompound::generate_public_inputs`, and returns one thunk per partition
-//! that builds `StackedCompound::circuit` for that partition on a synthesis thread — the very
-//! calls `seal_commit_phase2` makes, so the circuits are the ones Filecoin's parameters and
-//! `verify_seal` expect. The parsed vanilla proofs are moved into one `Arc` shared by all
+//! that builds that partition's circuit on a synthesis thread ([`crate::porep_partition`]:
+//! `StackedCompound::circuit`, the very call `seal_commit_phase2` makes, so the circuits are the
+//! ones Filecoin's parameters and `verify_seal` expect; its witness alone runs the challenges in
+//! parallel). The parsed vanilla proofs are moved into one `Arc` shared by all
 //! thunks; nothing is copied per partition except what `StackedCompound::circuit` itself takes
 //! for its partition. Every sector size and API version goes through the one generic
 //! [`plan_shape`].
@@ -36,6 +37,7 @@ use storage_proofs_porep::stacked::{
 };
 
 use crate::c1::{parse_input, C2Input};
+use crate::porep_partition::{PorepPartition, Prepared};
 use crate::{params, shapes, with_tree_shape, FilecoinConfig};
 
 /// What identifies a sealed sector for `verify_seal` (everything but the proof). Small and
@@ -215,14 +217,6 @@ impl JobAdapter for PorepC2Adapter {
     }
 }
 
-/// Public inputs, public parameters and vanilla proofs of one sector, shared by the partition
-/// thunks of its job.
-struct Prepared<Tree: 'static + MerkleTreeTrait> {
-    pub_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
-    pub_params: stacked::PublicParams<Tree>,
-    vanilla: Vec<Vec<RawProof<Tree>>>,
-}
-
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
 
 fn public_inputs_of<Tree: 'static + MerkleTreeTrait>(
@@ -233,16 +227,6 @@ fn public_inputs_of<Tree: 'static + MerkleTreeTrait>(
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         StackedCircuit<Tree, DefaultPieceHasher>,
     >>::generate_public_inputs(&p.pub_inputs, &p.pub_params, Some(k))
-}
-
-fn circuit_of<Tree: 'static + MerkleTreeTrait>(
-    p: &Prepared<Tree>,
-    k: usize,
-) -> anyhow::Result<StackedCircuit<Tree, DefaultPieceHasher>> {
-    <Compound<Tree> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        StackedCircuit<Tree, DefaultPieceHasher>,
-    >>::circuit(&p.pub_inputs, (), &p.vanilla[k], &p.pub_params, Some(k))
 }
 
 /// Moves the vanilla proofs out of the API's enum, checking that their shape is the registered
@@ -276,10 +260,45 @@ fn take_vanilla<Tree: 'static + MerkleTreeTrait>(
         .map_err(|_| JobError::Internal("vanilla proof shape does not match the tree shape".into()))
 }
 
+/// Plans the partitions of one sector, whatever its size (tools and benchmarks; the adapter
+/// checks the request around it).
+pub fn plan_partitions(input: C2Input) -> Result<Vec<PartitionPlan>, JobError> {
+    let size = u64::from(input.c1.registered_proof.sector_size());
+    with_tree_shape!(size, plan_shape(input), |s| Err(JobError::Internal(
+        format!("unsupported sector size {s}")
+    )))
+}
+
 /// Plans the partitions of one sector; generic over the tree shape of its sector size.
 pub fn plan_shape<Tree: 'static + MerkleTreeTrait>(
     input: C2Input,
 ) -> Result<Vec<PartitionPlan>, JobError> {
+    let (prepared, rp) = prepare::<Tree>(input)?;
+    let hint = shapes::constraints_hint(rp);
+    (0..prepared.vanilla.len())
+        .map(|k| {
+            let public_inputs = public_inputs_of(&prepared, k).map_err(|e| {
+                JobError::Internal(format!("public inputs of partition {k}: {e:#}"))
+            })?;
+            let shared = Arc::clone(&prepared);
+            let circuit: CircuitThunk = Box::new(move || {
+                let c = PorepPartition::new(shared, k)
+                    .map_err(|e| JobError::Internal(format!("circuit of partition {k}: {e:#}")))?;
+                Ok(Box::new(c) as Box<dyn PartitionCircuit>)
+            });
+            Ok(PartitionPlan {
+                public_inputs,
+                circuit,
+                constraints_hint: hint,
+            })
+        })
+        .collect()
+}
+
+/// Validates a sector's C1 output and prepares what its partition circuits share.
+pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
+    input: C2Input,
+) -> Result<(Arc<Prepared<Tree>>, RegisteredSealProof), JobError> {
     let f = input.c1_field.as_str();
     let SealCommitPhase1Output {
         registered_proof: rp,
@@ -367,23 +386,5 @@ pub fn plan_shape<Tree: 'static + MerkleTreeTrait>(
         pub_params,
         vanilla,
     });
-    let hint = shapes::constraints_hint(rp);
-    (0..partitions)
-        .map(|k| {
-            let public_inputs = public_inputs_of(&prepared, k).map_err(|e| {
-                JobError::Internal(format!("public inputs of partition {k}: {e:#}"))
-            })?;
-            let shared = Arc::clone(&prepared);
-            let circuit: CircuitThunk = Box::new(move || {
-                let c = circuit_of(&shared, k)
-                    .map_err(|e| JobError::Internal(format!("circuit of partition {k}: {e:#}")))?;
-                Ok(Box::new(c) as Box<dyn PartitionCircuit>)
-            });
-            Ok(PartitionPlan {
-                public_inputs,
-                circuit,
-                constraints_hint: hint,
-            })
-        })
-        .collect()
+    Ok((prepared, rp))
 }

@@ -140,6 +140,20 @@ pub fn params_files(rp: RegisteredSealProof) -> Result<ParamsFiles, FilecoinErro
     })
 }
 
+fn challenges_of<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> anyhow::Result<usize> {
+    let pp = filecoin_proofs::parameters::public_params::<Tree>(config)?;
+    Ok(pp.challenges.num_challenges_per_partition())
+}
+
+/// PoRep challenges per partition of `rp` (each is one independent sub-circuit).
+pub fn challenges_per_partition(rp: RegisteredSealProof) -> Result<usize, FilecoinError> {
+    let config = porep_config(rp);
+    let size = u64::from(config.sector_size);
+    Ok(with_tree_shape!(size, challenges_of(&config), |s| Err(
+        anyhow::Error::new(FilecoinError::SectorSize(s))
+    ))?)
+}
+
 /// Constraints of one partition circuit (without the prover's one constraint per public input),
 /// for memory budgeting. Counted from filecoin-proofs' blank circuits by the ignored test
 /// `constraint_counts`; the API versions of one sector size share the circuit.
@@ -233,5 +247,15 @@ mod tests {
         assert_eq!(v1, synth);
         let big = params_files(RegisteredSealProof::StackedDrg32GiBV1_1).unwrap();
         assert_ne!(v1.params, big.params);
+        // filecoin-proofs' challenge counts: 2 per partition for the test sizes, 176 over 10
+        // partitions (18 each, rounded up) for 32 GiB.
+        assert_eq!(
+            challenges_per_partition(RegisteredSealProof::StackedDrg2KiBV1_1).unwrap(),
+            2
+        );
+        assert_eq!(
+            challenges_per_partition(RegisteredSealProof::StackedDrg32GiBV1_1).unwrap(),
+            18
+        );
     }
 }

@@ -5,6 +5,8 @@
 //! [`backend::ProverBackend`] trait so that a GPU backend can replace any single one of them.
 //!
 //! * [`synthesis`]: our `ConstraintSystem`, writing a, b, c and the assignment into vectors;
+//! * [`precompiled`]: the same result from a witness and the shape's recorded matrices
+//!   (`proofline-r1cs`), and the recording of those matrices;
 //! * [`ntt`]: transforms over Fr and the H polynomial on the CPU;
 //! * [`msm`]: the 0/1/tail split of sparse queries and the CPU MSMs (blst);
 //! * [`params`]: bellperson parameter files, resident and shared;
@@ -14,6 +16,7 @@ pub mod backend;
 pub mod msm;
 pub mod ntt;
 pub mod params;
+pub mod precompiled;
 pub mod prover;
 pub mod synthesis;
 
@@ -23,6 +26,7 @@ pub use blstrs::{Bls12, Scalar};
 pub use msm::{MsmPlan, SparseScalars};
 pub use ntt::NttKind;
 pub use params::{ParamsShape, ProvingKey, SharedProvingKey};
+pub use proofline_r1cs::{RecordedSystem, Witness};
 pub use prover::{MsmResults, ProverError};
 pub use synthesis::{Assignment, PartitionCircuit, SynthesizedPartition, Synthesizer};
 

@@ -14,12 +14,13 @@ use bellperson::groth16::{self, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
+use proofline_r1cs::{R1csError, RecordedSystem};
 use rand_core::RngCore;
 
 use crate::backend::{BackendError, ProverBackend};
 use crate::msm::MsmPlan;
 use crate::ntt::{self, NttError};
-use crate::params::ProvingKey;
+use crate::params::{ParamsShape, ProvingKey};
 use crate::synthesis::{synthesize_boxed, Assignment, PartitionCircuit, SynthesizedPartition};
 
 /// Errors of the staged prover.
@@ -46,6 +47,9 @@ pub enum ProverError {
     /// The proof did not verify against the verifying key.
     #[error("proof failed verification")]
     VerificationFailed,
+    /// A recorded constraint system could not be used (see `proofline-r1cs`).
+    #[error("pre-compiled constraints: {0}")]
+    Constraints(#[from] R1csError),
 }
 
 impl From<NttError> for ProverError {
@@ -56,27 +60,78 @@ impl From<NttError> for ProverError {
 
 /// Checks that a synthesized partition fits the parameters before any heavy work.
 pub fn check_shape(pk: &ProvingKey, p: &SynthesizedPartition) -> Result<(), ProverError> {
-    let s = pk.shape();
-    let n = p.num_constraints().max(1).next_power_of_two();
+    check_shape_against(&pk.shape(), p)
+}
+
+/// Checks that a synthesized partition fits parameters of `shape`.
+pub fn check_shape_against(
+    shape: &ParamsShape,
+    p: &SynthesizedPartition,
+) -> Result<(), ProverError> {
     let asg = &p.assignment;
+    check_counts(
+        shape,
+        QueryCounts {
+            inputs: asg.input.len(),
+            constraints: p.num_constraints(),
+            aux: asg.aux.len(),
+            a_aux: asg.a_aux_density.count_ones(),
+            b: asg.b_input_density.count_ones() + asg.b_aux_density.count_ones(),
+        },
+    )
+}
+
+/// Checks that a recorded constraint system fits parameters of `shape`, before it is used.
+pub fn check_recorded_shape(shape: &ParamsShape, sys: &RecordedSystem) -> Result<(), ProverError> {
+    let c = sys.counts();
+    check_counts(
+        shape,
+        QueryCounts {
+            inputs: c.inputs,
+            constraints: c.constraints,
+            aux: c.aux,
+            a_aux: sys.a_aux_density().count_ones(),
+            b: sys.b_input_density().count_ones() + sys.b_aux_density().count_ones(),
+        },
+    )
+}
+
+/// The query lengths of parameters made for this partition's circuit: what [`check_shape`]
+/// expects (tools that synthesize without parameters use it in their place).
+pub fn params_shape_of(p: &SynthesizedPartition) -> ParamsShape {
+    let asg = &p.assignment;
+    let b = asg.b_input_density.count_ones() + asg.b_aux_density.count_ones();
+    ParamsShape {
+        num_inputs: asg.input.len(),
+        h: p.num_constraints().max(1).next_power_of_two() - 1,
+        l: asg.aux.len(),
+        a: asg.input.len() + asg.a_aux_density.count_ones(),
+        b_g1: b,
+        b_g2: b,
+    }
+}
+
+/// What the parameters' query lengths are checked against.
+struct QueryCounts {
+    inputs: usize,
+    constraints: usize,
+    aux: usize,
+    a_aux: usize,
+    b: usize,
+}
+
+fn check_counts(s: &ParamsShape, q: QueryCounts) -> Result<(), ProverError> {
+    let n = q.constraints.max(1).next_power_of_two();
     let checks = [
         (
             "the number of public inputs (with ONE)",
             s.num_inputs,
-            asg.input.len(),
+            q.inputs,
         ),
         ("the domain size minus one", s.h, n - 1),
-        ("the number of aux variables", s.l, asg.aux.len()),
-        (
-            "the A query length",
-            s.a,
-            asg.input.len() + asg.a_aux_density.count_ones(),
-        ),
-        (
-            "the B query length",
-            s.b_g1,
-            asg.b_input_density.count_ones() + asg.b_aux_density.count_ones(),
-        ),
+        ("the number of aux variables", s.l, q.aux),
+        ("the A query length", s.a, q.inputs + q.a_aux),
+        ("the B query length", s.b_g1, q.b),
     ];
     for (what, expected, found) in checks {
         if expected != found {
@@ -204,6 +259,16 @@ pub fn prove(
     rng: &mut impl RngCore,
 ) -> Result<(Proof<Bls12>, Vec<Scalar>), ProverError> {
     let synth = synthesize_boxed(circuit)?;
+    prove_synthesized(backend, pk, synth, rng)
+}
+
+/// [`prove`] from an already synthesized partition (plain or pre-compiled synthesis).
+pub fn prove_synthesized(
+    backend: &dyn ProverBackend,
+    pk: &ProvingKey,
+    synth: SynthesizedPartition,
+    rng: &mut impl RngCore,
+) -> Result<(Proof<Bls12>, Vec<Scalar>), ProverError> {
     check_shape(pk, &synth)?;
     let SynthesizedPartition {
         a,

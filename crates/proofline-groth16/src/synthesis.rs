@@ -18,87 +18,8 @@ use bellpepper_core::{
 };
 use blstrs::Scalar;
 use ff::Field;
-
-/// A growable bit vector that records which variables a query touches.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Density {
-    words: Vec<u64>,
-    len: usize,
-    ones: usize,
-}
-
-impl Density {
-    /// An empty density over zero variables.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A density of `len` variables, all set (a dense query).
-    pub fn full(len: usize) -> Self {
-        let mut d = Self::new();
-        for _ in 0..len {
-            d.push(true);
-        }
-        d
-    }
-
-    /// Appends one variable, set or not.
-    pub fn push(&mut self, set: bool) {
-        if self.len.is_multiple_of(64) {
-            self.words.push(0);
-        }
-        self.len += 1;
-        if set {
-            self.set(self.len - 1);
-        }
-    }
-
-    /// Marks variable `i` as used.
-    #[inline]
-    pub fn set(&mut self, i: usize) {
-        let (w, b) = (i / 64, i % 64);
-        let mask = 1u64 << b;
-        if self.words[w] & mask == 0 {
-            self.words[w] |= mask;
-            self.ones += 1;
-        }
-    }
-
-    /// Whether variable `i` is used.
-    #[inline]
-    pub fn get(&self, i: usize) -> bool {
-        (self.words[i / 64] >> (i % 64)) & 1 == 1
-    }
-
-    /// Number of variables tracked.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether no variable is tracked.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Number of variables used (the number of query points for this range).
-    pub fn count_ones(&self) -> usize {
-        self.ones
-    }
-
-    /// Appends `other`, optionally skipping its first variable (the ONE input of a child
-    /// system). A skipped ONE that the child used still marks this system's ONE, as
-    /// bellperson's `DensityTracker::extend` does: circuits that synthesize in child systems
-    /// (WindowPoSt's, for one) use ONE in B only there.
-    fn extend(&mut self, other: &Density, skip_first: bool) {
-        let start = usize::from(skip_first && !other.is_empty());
-        if start == 1 && !self.is_empty() && other.get(0) {
-            self.set(0);
-        }
-        for i in start..other.len {
-            self.push(other.get(i));
-        }
-    }
-}
+pub use proofline_r1cs::Density;
+use proofline_r1cs::{Recorder, WithValues, Witness, WitnessCs};
 
 /// What synthesis produces for one partition: evaluations and assignments, by value.
 #[derive(Clone, Debug, Default)]
@@ -290,13 +211,13 @@ impl ConstraintSystem<Scalar> for Synthesizer {
         let (me, ot) = (&mut self.out, &other.out);
         me.assignment
             .a_aux_density
-            .extend(&ot.assignment.a_aux_density, false);
+            .extend_from(&ot.assignment.a_aux_density, 0);
         me.assignment
             .b_input_density
-            .extend(&ot.assignment.b_input_density, true);
+            .extend_child_inputs(&ot.assignment.b_input_density);
         me.assignment
             .b_aux_density
-            .extend(&ot.assignment.b_aux_density, false);
+            .extend_from(&ot.assignment.b_aux_density, 0);
         me.a.extend_from_slice(&ot.a);
         me.b.extend_from_slice(&ot.b);
         me.c.extend_from_slice(&ot.c);
@@ -316,14 +237,35 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedPartition
 }
 
 /// A partition's circuit, boxed so that different circuit types travel in one message.
+///
+/// Every `bellpepper_core::Circuit` is one (sequential witness generation). A circuit made of
+/// independent parts implements it by hand to generate its witness in parallel (Filecoin's PoRep
+/// runs its challenges at once); it must produce the same variables in the same order as
+/// [`PartitionCircuit::synthesize_into`].
 pub trait PartitionCircuit: Send {
-    /// Synthesizes the circuit into `cs`.
+    /// Synthesizes the circuit into `cs` (every constraint evaluated).
     fn synthesize_into(self: Box<Self>, cs: &mut Synthesizer) -> Result<(), SynthesisError>;
+
+    /// Runs the circuit into a recorder that keeps its matrices and its values.
+    fn record_into(self: Box<Self>, cs: &mut Recorder<WithValues>) -> Result<(), SynthesisError>;
+
+    /// The circuit's variable values only, ONE first (no constraint is built).
+    fn witness(self: Box<Self>) -> Result<Witness, SynthesisError>;
 }
 
 impl<C: Circuit<Scalar> + Send> PartitionCircuit for C {
     fn synthesize_into(self: Box<Self>, cs: &mut Synthesizer) -> Result<(), SynthesisError> {
         (*self).synthesize(cs)
+    }
+
+    fn record_into(self: Box<Self>, cs: &mut Recorder<WithValues>) -> Result<(), SynthesisError> {
+        (*self).synthesize(cs)
+    }
+
+    fn witness(self: Box<Self>) -> Result<Witness, SynthesisError> {
+        let mut cs = WitnessCs::root();
+        (*self).synthesize(&mut cs)?;
+        Ok(cs.finish())
     }
 }
 
@@ -447,19 +389,5 @@ mod tests {
             (merged.a, merged.b, merged.c),
             (direct.a, direct.b, direct.c)
         );
-    }
-
-    #[test]
-    fn density_bits() {
-        let mut d = Density::new();
-        for i in 0..130 {
-            d.push(i % 3 == 0);
-        }
-        assert_eq!(d.len(), 130);
-        assert_eq!(d.count_ones(), 44);
-        d.set(1);
-        d.set(1);
-        assert_eq!(d.count_ones(), 45);
-        assert!(d.get(129) && !d.get(128));
     }
 }

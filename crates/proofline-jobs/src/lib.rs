@@ -6,9 +6,12 @@
 //! the circuit (run later on a synthesis thread). The pipeline is the same for every kind; a new
 //! proof type is a new adapter and a parameter entry.
 //!
-//! [`ParamsStore`] loads each parameter file once and keeps it resident.
+//! [`ParamsStore`] loads each parameter file once and keeps it resident; [`ConstraintsStore`]
+//! does the same for each parameter set's recorded constraint system (pre-compiled matrices),
+//! recording it from the first synthesis of its shape when it is missing.
 
 pub mod builtin;
+pub mod constraints_store;
 pub mod error;
 pub mod params_store;
 pub mod priority;
@@ -21,6 +24,9 @@ use std::sync::Arc;
 use blstrs::Scalar;
 use proofline_groth16::PartitionCircuit;
 
+pub use constraints_store::{
+    ConstraintsStore, PlainReason, Precompiled, RecordTicket, SynthesisMode,
+};
 pub use error::{ErrorKind, JobError};
 pub use params_store::{ParamsCheck, ParamsSpec, ParamsStore, Resident};
 pub use proofline_wire::{JobRequest, Payload};

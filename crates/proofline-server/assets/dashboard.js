@@ -128,11 +128,17 @@ function busyThreads(actor, now, then) {
   return Math.max(0, (a.busy_seconds_total - b.busy_seconds_total) / dt);
 }
 
+/// Work waiting for an actor: its mailbox, and the partitions waiting for a stage permit to send
+/// it work (the scheduler keeps a pool's mailbox no deeper than its threads).
+function backlog(a) {
+  return a.mailbox_depth + (a.permit_waiting || 0);
+}
+
 /// How an actor is doing: bottleneck (queue and saturated or growing), queueing, busy,
 /// starving (a worker pool with nothing to do while partitions are in flight), idle.
 function judge(a, busyFrac, growing, inFlight, measured) {
-  if (a.mailbox_depth > 0 && (busyFrac >= 0.9 || growing)) return "bottleneck";
-  if (a.mailbox_depth > 0) return "queueing";
+  if (backlog(a) > 0 && (busyFrac >= 0.9 || growing)) return "bottleneck";
+  if (backlog(a) > 0) return "queueing";
   if (measured && POOLS.has(a.actor) && inFlight > 0 && busyFrac < 0.1) return "starving";
   if (busyFrac >= 0.1) return "busy";
   return "idle";
@@ -147,9 +153,11 @@ function drawFlow(page, verdicts) {
     const card = el("div", "actor " + v.kind);
     card.dataset.actor = a.actor;
     card.dataset.depth = String(a.mailbox_depth);
+    card.dataset.backlog = String(backlog(a));
     card.appendChild(el("div", "name", a.actor));
     card.appendChild(el("div", "badge", v.kind));
-    const depth = el("div", "depth", String(a.mailbox_depth));
+    const depth = el("div", "depth", String(backlog(a)));
+    depth.title = a.mailbox_depth + " in the mailbox, " + (a.permit_waiting || 0) + " waiting for a permit";
     depth.appendChild(el("small", null, " waiting"));
     card.appendChild(depth);
     const bar = el("div", "bar");
@@ -165,7 +173,7 @@ function drawFlow(page, verdicts) {
 
 function drawVerdict(page, verdicts) {
   const box = $("verdict");
-  const list = page.actors.map((a) => Object.assign({ actor: a.actor, depth: a.mailbox_depth }, verdicts[a.actor]));
+  const list = page.actors.map((a) => Object.assign({ actor: a.actor, depth: backlog(a) }, verdicts[a.actor]));
   const worst = list.filter((v) => v.kind === "bottleneck").sort((x, y) => y.depth - x.depth)[0]
     || list.filter((v) => v.kind === "queueing").sort((x, y) => y.depth - x.depth)[0];
   const starving = list.filter((v) => v.kind === "starving").map((v) => v.actor);
@@ -177,7 +185,7 @@ function drawVerdict(page, verdicts) {
       worst.depth + " waiting, " + worst.busy.toFixed(2) + " threads busy";
   } else if (page.partitions_in_flight > 0) {
     cls = "ok";
-    text = "Flowing: " + page.partitions_in_flight + " partition(s) in flight, no mailbox waiting";
+    text = "Flowing: " + page.partitions_in_flight + " partition(s) in flight, nothing waiting";
   } else {
     cls = "idle";
     text = "Idle: no partition in flight";
@@ -267,7 +275,7 @@ function drawCharts(now) {
   const depth = {};
   const busy = {};
   for (const a of page.actors) {
-    depth[a.actor] = a.mailbox_depth;
+    depth[a.actor] = backlog(a);
     busy[a.actor] = short === now ? null : busyThreads(a.actor, now, short) / Math.max(1, a.threads);
   }
   charts.depth.push(t, depth);
@@ -313,7 +321,7 @@ function render() {
     const b = beforeActors[a.actor];
     const dt = now.t - short.t;
     const rate = b && dt > 0 ? (a.messages_total - b.messages_total) / dt : 0;
-    const growing = b ? a.mailbox_depth > b.mailbox_depth : false;
+    const growing = b ? backlog(a) > backlog(b) : false;
     const busyFrac = busy / Math.max(1, a.threads);
     const measured = short !== now;  // busy time needs two pages
     verdicts[a.actor] = { busy, busyFrac, rate, kind: judge(a, busyFrac, growing, page.partitions_in_flight, measured) };

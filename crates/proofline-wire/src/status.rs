@@ -159,6 +159,11 @@ pub struct ActorFigures {
     pub actor: String,
     /// Messages sent to it and not yet started.
     pub mailbox_depth: u64,
+    /// Partitions waiting for a stage permit to send work to this pool (synthesis and compute;
+    /// 0 for the others). The stage scheduler keeps a pool's mailbox no deeper than its
+    /// threads, so this is where a pool's backlog shows.
+    #[serde(default)]
+    pub permit_waiting: u64,
     /// Threads of the pool.
     pub threads: usize,
     /// Handlers running now (threads busy this instant).
@@ -167,6 +172,14 @@ pub struct ActorFigures {
     pub busy_seconds_total: f64,
     /// Messages handled since start.
     pub messages_total: u64,
+}
+
+impl ActorFigures {
+    /// Work waiting for this actor: messages in its mailbox and partitions waiting for a
+    /// permit to send it work. What dashboards call its queue.
+    pub fn backlog(&self) -> u64 {
+        self.mailbox_depth + self.permit_waiting
+    }
 }
 
 /// One stage's totals since start.
