@@ -38,8 +38,10 @@
 #            GPU's sparse stage (HARNESS_G2=skip: the G1 side alone): partitions per minute,
 #            kernel-busy fraction, peak device memory, OOM errors (HARNESS_SHAPE, HARNESS_SLOTS,
 #            HARNESS_PARTITIONS, HARNESS_G2)
-#   porep    a 2 KiB porep-c2 job over HTTP, parameters preloaded (resident) at start, twice;
-#            the second job's latency is the figure
+#   porep    2 KiB porep-c2 jobs over HTTP, parameters preloaded (resident) at start, three
+#            in a row per synthesis mode (POREP_MODES, default "plain precompiled", one daemon
+#            each); the last job's latency is the figure (in "precompiled" the first job
+#            records the shape's constraints)
 #   bench    proofline-gpu-bench (kernels alone; BENCH_ARGS)
 #
 # Device-tool calls (this workplace), e.g. one phase per call to stay within 10 minutes:
@@ -253,16 +255,27 @@ EOF
 }
 
 phase_porep() {
-    local fil="$WORK/fil" port=9797 rc=0
+    local fil="$WORK/fil" rc=0
     mkdir -p "$fil"
     if ! timeout 300 "$WORK/bin/fil-fixture" --cache "$fil" --c1-out "$WORK/c2.json" > "$OUT/porep-fixture.log" 2>&1; then
         note "porep: fil-fixture failed (see porep-fixture.log)"; return 1
     fi
-    local params_dir
+    local params_dir mode
     params_dir="$(dirname "$(find "$fil" -name 'v28-stacked-proof-of-replication*.params' | head -n1)")"
+    # each synthesis mode in its own daemon, side by side in this call; in "precompiled" the
+    # first job records the shape's constraints and the later ones use them
+    for mode in ${POREP_MODES:-plain precompiled}; do
+        porep_daemon "$params_dir" "$mode" || rc=1
+    done
+    return $rc
+}
+
+porep_daemon() { # PARAMS_DIR SYNTHESIS_MODE
+    local params_dir="$1" mode="$2" port=9797 rc=0
     PROOFLINE_SERVER__BIND="127.0.0.1:$port" PROOFLINE_FILECOIN__PARAMS_DIR="$params_dir" \
         PROOFLINE_FILECOIN__VERIFY_DIGESTS=false PROOFLINE_PARAMS__PRELOAD=StackedDrg2KiBV1_1 \
-        PROOFLINE_STATE__STORE=memory "$WORK/bin/proofline" serve > "$OUT/porep-daemon.log" 2>&1 &
+        PROOFLINE_PIPELINE__SYNTHESIS_MODE="$mode" \
+        PROOFLINE_STATE__STORE=memory "$WORK/bin/proofline" serve > "$OUT/porep-daemon-$mode.log" 2>&1 &
     local daemon=$!
     local up=0
     for _ in $(seq 1 120); do
@@ -273,24 +286,24 @@ phase_porep() {
         fi
         sleep 1
     done
-    note "porep: parameters resident at start: $([[ $up == 1 ]] && echo yes || echo NO)"
-    for k in 1 2; do
+    note "porep ($mode): parameters resident at start: $([[ $up == 1 ]] && echo yes || echo NO)"
+    for k in 1 2 3; do
         local t0 id
         t0=$(date +%s.%N)
         id=$(http POST "http://127.0.0.1:$port/v1/jobs" "$WORK/c2.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || { rc=1; break; }
-        http GET "http://127.0.0.1:$port/v1/jobs/$id?wait_s=600" > "$OUT/porep-job$k.json"
+        http GET "http://127.0.0.1:$port/v1/jobs/$id?wait_s=600" > "$OUT/porep-$mode-job$k.json"
         local t1
         t1=$(date +%s.%N)
-        python3 - "$OUT/porep-job$k.json" "$t0" "$t1" "$k" <<'EOF' | tee -a "$SUMMARY"
+        python3 - "$OUT/porep-$mode-job$k.json" "$t0" "$t1" "$k" "$mode" <<'EOF' | tee -a "$SUMMARY"
 import json, sys
 s = json.load(open(sys.argv[1])); t = s["timings"]
-print(f"porep-c2 2KiB job {sys.argv[4]}: {s['state']}, {float(sys.argv[3]) - float(sys.argv[2]):.2f} s end to end; "
+print(f"porep-c2 2KiB {sys.argv[5]} job {sys.argv[4]}: {s['state']}, {float(sys.argv[3]) - float(sys.argv[2]):.2f} s end to end; "
       f"synthesis {t['synthesis_s']:.2f}, params {t['params_s']:.2f}, H {t['h_s']:.3f}, G1 {t['msm_g1_s']:.3f}, "
       f"G2 {t['msm_g2_s']:.3f}, lease wait {t['lease_wait_s']:.3f}, partition {t['total_s']:.2f} s")
 EOF
-        grep -q '"succeeded"' "$OUT/porep-job$k.json" || rc=1
+        grep -q '"succeeded"' "$OUT/porep-$mode-job$k.json" || rc=1
     done
-    http GET "http://127.0.0.1:$port/healthz" > "$OUT/porep-healthz-after.json" || true
+    http GET "http://127.0.0.1:$port/healthz" > "$OUT/porep-healthz-after-$mode.json" || true
     kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null
     return $rc
 }
