@@ -42,6 +42,8 @@
 #            in a row per synthesis mode (POREP_MODES, default "plain precompiled", one daemon
 #            each); the last job's latency is the figure (in "precompiled" the first job
 #            records the shape's constraints)
+#   porep-load  LOAD_JOBS (default 200) 2 KiB porep-c2 jobs submitted at once to a daemon on the
+#            default configuration (pre-compiled synthesis, "auto" pools): jobs per minute
 #   bench    proofline-gpu-bench (kernels alone; BENCH_ARGS)
 #
 # Device-tool calls (this workplace), e.g. one phase per call to stay within 10 minutes:
@@ -308,6 +310,51 @@ EOF
     return $rc
 }
 
+phase_porep_load() {
+    # many 2 KiB porep-c2 jobs in flight on the default configuration ("auto" workers, slots and
+    # admission; pre-compiled synthesis, the shape recorded by a first job): jobs per minute
+    local fil="$WORK/fil" port=9798 rc=0 n="${LOAD_JOBS:-200}"
+    mkdir -p "$fil"
+    if [[ ! -f "$WORK/c2.json" ]] && ! timeout 300 "$WORK/bin/fil-fixture" --cache "$fil" --c1-out "$WORK/c2.json" > "$OUT/porep-fixture.log" 2>&1; then
+        note "porep-load: fil-fixture failed (see porep-fixture.log)"; return 1
+    fi
+    local params_dir
+    params_dir="$(dirname "$(find "$fil" -name 'v28-stacked-proof-of-replication*.params' | head -n1)")"
+    PROOFLINE_SERVER__BIND="127.0.0.1:$port" PROOFLINE_FILECOIN__PARAMS_DIR="$params_dir" \
+        PROOFLINE_FILECOIN__VERIFY_DIGESTS=false PROOFLINE_PARAMS__PRELOAD=StackedDrg2KiBV1_1 \
+        PROOFLINE_STATE__STORE=memory "$WORK/bin/proofline" serve > "$OUT/porep-load-daemon.log" 2>&1 &
+    local daemon=$!
+    for _ in $(seq 1 120); do
+        http GET "http://127.0.0.1:$port/healthz" > /dev/null 2>&1 && break
+        sleep 1
+    done
+    python3 - "http://127.0.0.1:$port" "$WORK/c2.json" "$n" "$OUT/porep-load.json" <<'EOF' | tee -a "$SUMMARY" || rc=1
+import json, sys, time, urllib.request
+base, body, n, out = sys.argv[1], open(sys.argv[2], "rb").read(), int(sys.argv[3]), sys.argv[4]
+def call(method, path, data=None):
+    req = urllib.request.Request(base + path, data=data, method=method, headers={"content-type": "application/json"})
+    return json.loads(urllib.request.urlopen(req, timeout=900).read())
+def run(count):
+    t0 = time.time()
+    ids = [call("POST", "/v1/jobs", body)["id"] for _ in range(count)]
+    states = [call("GET", f"/v1/jobs/{i}?wait_s=600")["state"] for i in ids]
+    return time.time() - t0, states
+run(1)  # records the shape's constraints
+wall, states = run(n)
+ok = states.count("succeeded")
+page = call("GET", "/v1/status")
+res = {"jobs": n, "succeeded": ok, "wall_s": wall, "jobs_per_min": ok / wall * 60,
+       "actors": {a["actor"]: a["threads"] for a in page["actors"]},
+       "stages": {s["stage"]: round(s["seconds_total"] / max(1, s["count"]), 4) for s in page["stages"]}}
+json.dump(res, open(out, "w"), indent=1)
+print(f"porep-c2 2KiB load: {ok}/{n} succeeded in {wall:.1f} s = {res['jobs_per_min']:.0f} jobs/min; "
+      f"threads {res['actors']}; mean stage s {res['stages']}")
+sys.exit(0 if ok == n else 1)
+EOF
+    kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null
+    return $rc
+}
+
 phase_bench() {
     # shellcheck disable=SC2086
     timeout "${BENCH_TIMEOUT:-400}" "$WORK/bin/proofline-gpu-bench" --json "$OUT/bench.json" ${BENCH_ARGS:-} > "$OUT/bench.log" 2> "$OUT/bench.err"
@@ -341,6 +388,7 @@ device() {
     for p in "${phases[@]}"; do
         case "$p" in
             tests|harness|porep|bench|kernels) "phase_$p" || status=1 ;;
+            porep-load) phase_porep_load || status=1 ;;
             *) echo "unknown phase $p (tests, harness, porep, bench, kernels)" >&2; status=2 ;;
         esac
     done
