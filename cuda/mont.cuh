@@ -15,8 +15,8 @@
 // checked on sm_90 SASS with `cuobjdump -sass` (see scripts/gpu-sass.sh, the
 // count is printed by scripts/gpu-suite.sh). The separate-chains layout (all
 // lows in one chain, all highs in another) is about 30% slower on an H200
-// (BRIEF section 4). The technique is the one used by sppark's mont_t; this
-// file is an independent implementation of it.
+// (measured before the kernels were written). The technique is the one used
+// by sppark's mont_t; this file is an independent implementation of it.
 //
 // Requirements: the modulus must leave at least one spare top bit (both
 // BLS12-381 fields do: 255 of 256 and 381 of 384 bits), so that sums of two
