@@ -3,7 +3,7 @@
 # wide multiply-add with carry that shows both halves of each product in one
 # carry chain, see cuda/mont.cuh). Works on a CPU machine: cuobjdump and
 # nvdisasm come from PyPI (13.2 wheels; 13.0 ones are not published) into the
-# same cache as scripts/install-nvcc.sh. Owner: GPU kernels.
+# same cache as scripts/install-nvcc.sh.
 #
 #   scripts/gpu-sass.sh [DIR_WITH_CUBINS]     (default: .gpu-bin/cubins)
 set -euo pipefail

@@ -2,7 +2,7 @@
 # Installs nvcc (CUDA 13.0) from PyPI into a per-user cache directory, so that
 # crates/proofline-gpu/build.rs can compile the kernels in cuda/ ahead of time.
 #
-# Owner: GPU kernels. Prints the nvcc path on its last line.
+# Prints the nvcc path on its last line.
 #
 #   scripts/install-nvcc.sh            # installs into ${PROOFLINE_CUDA_HOME:-$HOME/.cache/proofline/cuda-13.0}
 #   PROOFLINE_CUDA_HOME=/opt/cuda13 scripts/install-nvcc.sh
