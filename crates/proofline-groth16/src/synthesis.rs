@@ -331,8 +331,9 @@ mod tests {
         );
     }
 
-    /// x * y = z, synthesized directly or, where the system is extensible, in a child system
-    /// with its own temporary ONE (as WindowPoSt's circuit does); ONE is used only in B.
+    /// x · (y + 1) = 3y + x, synthesized directly or, where the system is extensible, in a
+    /// child system with its own temporary ONE (as WindowPoSt's circuit does); ONE is used only
+    /// in B.
     struct Chunked {
         in_child: bool,
     }
