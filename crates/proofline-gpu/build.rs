@@ -17,8 +17,8 @@
 //! Set `PROOFLINE_REQUIRE_KERNELS=1` (CI) to make a missing nvcc an error.
 //! `PROOFLINE_CUDA_ARCHS` (e.g. "90") restricts the cubin targets for quick
 //! development builds; `PROOFLINE_CUDA_PTX=0` drops the PTX fallback. Compiled images are cached under
-//! `$PROOFLINE_KERNEL_CACHE` (default `$HOME/.cache/proofline/kernels`), keyed
-//! by a hash of the sources, the nvcc version and the flags.
+//! `$PROOFLINE_KERNEL_CACHE` (default `$HOME/.cache/proofline/kernels`), one folder per
+//! module keyed by a hash of its `.cu`, every `.cuh`, the nvcc version and the flags.
 
 use std::env;
 use std::fs;
@@ -291,31 +291,53 @@ fn main() {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for s in &sources {
-        fnv1a(
-            &mut h,
-            s.file_name()
-                .map(|f| f.as_encoded_bytes())
-                .unwrap_or_default(),
-        );
-        fnv1a(&mut h, &fs::read(s).unwrap_or_default());
-    }
-    fnv1a(&mut h, header.as_bytes());
-    fnv1a(&mut h, version.as_bytes());
+    // One cache key per module: its own .cu, every header, the generated ABI header, the
+    // nvcc version and the flags. Editing one module's .cu recompiles that module alone.
+    let hash_files = |h: &mut u64, files: &mut dyn Iterator<Item = &PathBuf>| {
+        for s in files {
+            fnv1a(
+                h,
+                s.file_name()
+                    .map(|f| f.as_encoded_bytes())
+                    .unwrap_or_default(),
+            );
+            fnv1a(h, &fs::read(s).unwrap_or_default());
+        }
+    };
+    let mut common: u64 = 0xcbf2_9ce4_8422_2325;
+    hash_files(
+        &mut common,
+        &mut sources
+            .iter()
+            .filter(|s| s.extension().and_then(|e| e.to_str()) == Some("cuh")),
+    );
+    fnv1a(&mut common, header.as_bytes());
+    fnv1a(&mut common, version.as_bytes());
     fnv1a(
-        &mut h,
+        &mut common,
         format!("{archs:?}{PTX_ARCH}{NVCC_FLAGS:?}").as_bytes(),
     );
-    let key = format!("{h:016x}");
+    let module_key = |m: &str| {
+        let mut h = common;
+        let file = format!("{m}.cu");
+        hash_files(
+            &mut h,
+            &mut sources
+                .iter()
+                .filter(|s| s.file_name().and_then(|f| f.to_str()) == Some(file.as_str())),
+        );
+        format!("{m}-{h:016x}")
+    };
 
     let home = env::var("HOME").unwrap_or_else(|_| "/tmp".into());
     let cache_root = env::var("PROOFLINE_KERNEL_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|_| Path::new(&home).join(".cache/proofline/kernels"));
-    let cache = cache_root.join(&key);
     let mut jobs = Vec::new();
+    let mut keys = Vec::new();
     for &m in &modules {
+        let key = module_key(m);
+        let cache = cache_root.join(&key);
         for a in &archs {
             jobs.push(Job {
                 module: m,
@@ -332,6 +354,7 @@ fn main() {
                 out: cache.join(format!("{m}.compute_{PTX_ARCH}.ptx")),
             });
         }
+        keys.push(key);
     }
     let missing: Vec<Job> = jobs
         .iter()
@@ -344,8 +367,11 @@ fn main() {
         })
         .collect();
     if !missing.is_empty() {
-        if let Err(e) = fs::create_dir_all(&cache) {
-            panic!("cannot create kernel cache {}: {e}", cache.display());
+        for j in &missing {
+            let dir = j.out.parent().expect("cache dir");
+            if let Err(e) = fs::create_dir_all(dir) {
+                panic!("cannot create kernel cache {}: {e}", dir.display());
+            }
         }
         // compile into temp names, then rename, so an interrupted build never
         // leaves a truncated image in the cache
@@ -371,8 +397,9 @@ fn main() {
     code.push_str(&format!(
         "/// Build note (nvcc version, cache key).\npub const BUILD_NOTE: &str = {:?};\n",
         format!(
-            "nvcc: {} ; key {key}",
-            version.lines().last().unwrap_or("?")
+            "nvcc: {} ; keys {}",
+            version.lines().last().unwrap_or("?"),
+            keys.join(" ")
         )
     ));
     code.push_str("/// (module, sm arch, cubin)\npub static CUBINS: &[(&str, u32, &[u8])] = &[\n");

@@ -13,8 +13,8 @@ use crate::config::{MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    pow_table_lens, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan, ACC_WAVES,
-    BIG_BUCKET_MIN, BIG_PER_BLOCK, MSM_MAX_CHUNK,
+    pow_table_lens, AccSplit, BucketSets, Precomputation, SortPlan, ACC_WAVES, BIG_BUCKET_MIN,
+    BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -134,12 +134,13 @@ impl Sizer {
         }
         let sets = |len: usize| match pre {
             Some(p) => BucketSets::precomputed(p),
-            None => BucketSets::plain(WindowPlan::for_points(len)),
+            None => BucketSets::plain(self.cfg.window_plan(len)),
         };
-        let first = n.min(MSM_MAX_CHUNK);
+        let max_chunk = self.cfg.max_chunk();
+        let first = n.min(max_chunk);
         let full = self.chunk_bytes::<C>(first, &sets(first));
-        let rest = n % MSM_MAX_CHUNK;
-        if n > MSM_MAX_CHUNK && rest != 0 {
+        let rest = n % max_chunk;
+        if n > max_chunk && rest != 0 {
             full.max(self.chunk_bytes::<C>(rest, &sets(rest)))
         } else {
             full

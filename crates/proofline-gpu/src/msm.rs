@@ -14,6 +14,8 @@
 //! Memory: every helper frees its temporaries and synchronises before it returns, so the
 //! phases' peaks add up simply; `bytes.rs` has the formulas and tests them against this code.
 
+use std::time::Instant;
+
 use blstrs::G1Affine;
 use group::Group;
 use proofline_groth16::msm::SparseScalars;
@@ -30,10 +32,7 @@ use crate::curve::{MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
-use crate::plan::{
-    combine_windows, split_big, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan,
-    MSM_MAX_CHUNK,
-};
+use crate::plan::{combine_windows, split_big, AccSplit, BucketSets, Precomputation, SortPlan};
 use crate::stager::stream_chunks;
 
 /// Points per chunk when bases are streamed from host memory (384 MiB of G1 points, 768 MiB of
@@ -51,6 +50,19 @@ pub struct MsmStats {
     pub window: u32,
     /// Pippenger chunks
     pub chunks: usize,
+    /// Milliseconds of host-to-device copies of a sparse split's lists and tail scalars.
+    pub upload_ms: f64,
+    /// Milliseconds summing the bases of the ones (kernels and read-back).
+    pub ones_ms: f64,
+    /// Milliseconds gathering the tail's bases side by side.
+    pub gather_ms: f64,
+    /// Milliseconds in Pippenger (sort, accumulation, reduction, read-back).
+    pub pippenger_ms: f64,
+}
+
+/// Milliseconds since `t`.
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
 }
 
 /// Where an MSM's bases (affine points of type `P`) are.
@@ -87,7 +99,7 @@ fn point_at<C: MsmCurve>(base: u64, i: usize) -> u64 {
     base.wrapping_add((i * C::AFFINE_WORDS * 4) as u64)
 }
 
-/// `sum scalars[i] * bases[i]`, i < n, both on the device; chunks of [`MSM_MAX_CHUNK`].
+/// `sum scalars[i] * bases[i]`, i < n, both on the device; chunks of [`MsmConfig::max_chunk`].
 pub(crate) fn pippenger<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
@@ -119,14 +131,15 @@ pub(crate) fn pippenger_sets<E: Exec, C: MsmCurve>(
             )));
         }
     }
+    let t = Instant::now();
     let mut total = C::Projective::identity();
     let mut start = 0usize;
     while start < n {
-        let len = (n - start).min(MSM_MAX_CHUNK);
+        let len = (n - start).min(cfg.max_chunk());
         let sp = scalars + (start * FR_WORDS as usize * 4) as u64;
         let (sets, stride) = match pre {
             Some((p, stride)) => (BucketSets::precomputed(&p), stride as u32),
-            None => (BucketSets::plain(WindowPlan::for_points(len)), 0),
+            None => (BucketSets::plain(cfg.window_plan(len)), 0),
         };
         let bp = point_at::<C>(bases, start);
         let r = pippenger_chunk::<E, C>(e, bp, sp, len, &sets, stride, cfg)?;
@@ -136,6 +149,7 @@ pub(crate) fn pippenger_sets<E: Exec, C: MsmCurve>(
         stats.chunks += 1;
         start += len;
     }
+    stats.pippenger_ms += ms_since(t);
     Ok(total)
 }
 
@@ -508,12 +522,17 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     ones: &[u32],
+    stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
     if ones.is_empty() {
         return Ok(C::Projective::identity());
     }
     let blocks = ones_blocks(e.sm_count());
+    let t = Instant::now();
     let list = e.upload(ones)?;
+    e.sync()?;
+    stats.upload_ms += ms_since(t);
+    let t = Instant::now();
     let partial = e.alloc(blocks as usize * C::XYZZ_WORDS)?;
     let out = e.alloc(C::JACOBIAN_WORDS)?;
     e.launch_as(
@@ -541,15 +560,26 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     e.read(Readback::Values, &out, 0, &mut h)?;
     drop((list, partial, out));
     e.sync()?;
+    stats.ones_ms += ms_since(t);
     Ok(C::from_jacobian(&h))
 }
 
 /// Copies the points at `idx` (relative to `bases`) side by side to `out`.
-fn gather<E: Exec, C: MsmCurve>(e: &E, bases: u64, idx: &[u32], out: u64) -> Result<(), GpuError> {
+fn gather<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: u64,
+    idx: &[u32],
+    out: u64,
+    stats: &mut MsmStats,
+) -> Result<(), GpuError> {
     if idx.is_empty() {
         return Ok(());
     }
+    let t = Instant::now();
     let list = e.upload(idx)?;
+    e.sync()?;
+    stats.upload_ms += ms_since(t);
+    let t = Instant::now();
     e.launch_as(
         C::KERNELS.gather,
         grid(idx.len(), ELEMENT_THREADS),
@@ -562,7 +592,9 @@ fn gather<E: Exec, C: MsmCurve>(e: &E, bases: u64, idx: &[u32], out: u64) -> Res
         },
     )?;
     drop(list);
-    e.sync()
+    e.sync()?;
+    stats.gather_ms += ms_since(t);
+    Ok(())
 }
 
 /// Indices of `sorted` in `[lo, hi)`, as a range of positions.
@@ -606,9 +638,9 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     match bases {
         // the ones and the gathered tail use the bases themselves (copy 0)
         Bases::Device(p) | Bases::Precomputed { ptr: p, .. } => {
-            total += sum_ones::<E, C>(e, p, &split.ones)?;
+            total += sum_ones::<E, C>(e, p, &split.ones, stats)?;
             if let Some(o) = out(0) {
-                gather::<E, C>(e, p, &split.tail_index, o)?;
+                gather::<E, C>(e, p, &split.tail_index, o, stats)?;
             }
         }
         Bases::Host { points: h, chunk } => {
@@ -619,10 +651,10 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
                 // the kernels index from the query's first point
                 let base = staging.ptr().wrapping_sub(point_at::<C>(0, st.lo));
                 let ones = in_range(&split.ones, st.lo, st.hi);
-                total += sum_ones::<E, C>(e, base, &split.ones[ones])?;
+                total += sum_ones::<E, C>(e, base, &split.ones[ones], stats)?;
                 let t = in_range(&split.tail_index, st.lo, st.hi);
                 if let Some(o) = out(t.start) {
-                    gather::<E, C>(e, base, &split.tail_index[t], o)?;
+                    gather::<E, C>(e, base, &split.tail_index[t], o, stats)?;
                 }
                 // the chunk's copy and kernels are done: its host buffer can be refilled
                 e.sync()
@@ -632,7 +664,10 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
         }
     }
     if let Some(g) = gathered {
+        let t = Instant::now();
         let scalars = e.upload(scalars_as_u32(&split.tail_scalars))?;
+        e.sync()?;
+        stats.upload_ms += ms_since(t);
         total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, cfg, stats)?;
         drop((g, scalars));
         e.sync()?;

@@ -8,6 +8,8 @@
 //! * [`DeviceData`]: device-resident scalars and points for benchmarks that time kernels alone;
 //! * random inputs (points, scalars, the PoRep-like zero/one/other mix) and CPU references.
 
+use std::time::Instant;
+
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
@@ -25,7 +27,7 @@ use crate::bytes::{
     pippenger_bytes_precomputed, pippenger_bytes_with, sparse_stage_bytes_with,
     sparse_stage_bytes_with_chunk, QueryShape,
 };
-use crate::config::{MsmConfig, NttConfig};
+use crate::config::{MsmConfig, NttConfig, NttPassWidth};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::device::{DeviceOptions, GpuDevice, KernelTable, MODULES};
 use crate::error::GpuError;
@@ -323,6 +325,16 @@ impl TestGpu {
 
     /// NTT of `data` (length a power of two), natural order in and out.
     pub fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> Result<(), GpuError> {
+        self.ntt_with(data, kind, NttPassWidth::default())
+    }
+
+    /// [`TestGpu::ntt`] with passes of `width`.
+    pub fn ntt_with(
+        &self,
+        data: &mut [Scalar],
+        kind: NttKind,
+        width: NttPassWidth,
+    ) -> Result<(), GpuError> {
         let log_n = ntt::log2_exact(data.len())?;
         let n = data.len();
         let tables = self.tables(log_n)?;
@@ -330,7 +342,7 @@ impl TestGpu {
         let arena = Arena::new(2 * charge_of(n * FR_WORDS as usize), "test ntt");
         self.run(&arena, |e| {
             let mut d = e.upload(scalars_as_u32(data))?;
-            ntt::ntt(e, &mut d, &t, kind)?;
+            ntt::ntt(e, &mut d, &t, kind, width)?;
             e.read(Readback::Values, &d, 0, scalars_as_u32_mut(data))
         })
     }
@@ -484,6 +496,38 @@ impl TestGpu {
     }
 
     /// Scalars resident on the device (benchmarks).
+    /// Host-to-device copy rates of `words` u32s, in GB/s: (the driver's copy from pageable
+    /// memory, [`Exec::upload`] (through the slot's pinned staging buffers above 1 MiB), DMA
+    /// alone from a pinned buffer).
+    pub fn upload_rates(&self, words: usize) -> Result<(f64, f64, f64), GpuError> {
+        let src: Vec<u32> = (0..words as u32).collect();
+        let gb = (words * 4) as f64 / 1e9;
+        self.run(&unbounded(), |e| {
+            let mut d = e.alloc(words)?;
+            let t = Instant::now();
+            e.upload_pageable(&mut d, &src)?;
+            e.sync()?;
+            let pageable = gb / t.elapsed().as_secs_f64();
+            // once to put the staging buffers in the slot's cache, then timed
+            e.upload_at(&mut d, 0, &src)?;
+            e.sync()?;
+            let t = Instant::now();
+            e.upload_at(&mut d, 0, &src)?;
+            e.sync()?;
+            let staged = gb / t.elapsed().as_secs_f64();
+            let mut host = e.host_buffer(words)?;
+            <crate::slot::SlotExec<'_> as Exec>::fill_host(&mut host, &src)?;
+            let t = Instant::now();
+            e.upload_host(&mut d, &host, words)?;
+            e.sync()?;
+            let dma = gb / t.elapsed().as_secs_f64();
+            e.recycle_host(host);
+            drop(d);
+            e.sync()?;
+            Ok((pageable, staged, dma))
+        })
+    }
+
     pub fn scalars(&self, s: &[Scalar]) -> Result<DeviceData, GpuError> {
         let words = self.run(&unbounded(), |e| {
             Ok(e.upload(scalars_as_u32(s))?.into_resident())
@@ -523,6 +567,7 @@ impl TestGpu {
         d: &mut DeviceData,
         tables: &TestTables,
         kind: NttKind,
+        width: NttPassWidth,
     ) -> Result<(), GpuError> {
         let t = tables.0.ptrs();
         if tables.0.log_n != ntt::log2_exact(d.len)? {
@@ -533,7 +578,7 @@ impl TestGpu {
         }
         let out = self.run(&unbounded(), |e| {
             let tmp = e.alloc(d.len * FR_WORDS as usize)?;
-            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind)?;
+            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind, width)?;
             Ok(tmp.into_resident())
         })?;
         d.words = out;

@@ -29,7 +29,9 @@ use std::time::Instant;
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
 };
-use proofline_gpu::{probe, GpuError, MsmConfig, NttConfig, NttKind, Precomputation};
+use proofline_gpu::{
+    probe, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, NttPassWidth, Precomputation,
+};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
@@ -251,25 +253,44 @@ fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         let mut d = g.scalars(&host[..n])?;
         let tables = g.ntt_tables(lg)?;
         let reps = if lg >= 26 { 3 } else { o.reps };
-        let v = time(reps, || g.ntt_resident(&mut d, &tables, NttKind::Forward))?;
-        let m = median(v.clone());
-        r.row("NTT forward", format!("2^{lg}"), "-", m, String::new());
-        r.results
-            .push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
-        if lg == 24 || lg == o.ntt_max {
+        let widths = if o.variants {
+            vec![
+                NttPassWidth::Runs128,
+                NttPassWidth::Runs64,
+                NttPassWidth::Runs32,
+            ]
+        } else {
+            vec![NttPassWidth::default()]
+        };
+        for &width in &widths {
+            let name = format!("{width:?}");
             let v = time(reps, || {
-                g.ntt_resident(&mut d, &tables, NttKind::CosetInverse)
+                g.ntt_resident(&mut d, &tables, NttKind::Forward, width)
             })?;
             let m = median(v.clone());
-            r.row(
-                "NTT coset inverse",
-                format!("2^{lg}"),
-                "-",
-                m,
-                String::new(),
+            r.row("NTT forward", format!("2^{lg}"), &name, m, String::new());
+            r.results.push(
+                json!({"bench": "ntt_forward", "log_n": lg, "width": width, "ms_median": m, "ms": v}),
             );
-            r.results
-                .push(json!({"bench": "ntt_coset_inverse", "log_n": lg, "ms_median": m, "ms": v}));
+        }
+        if lg == 24 || lg == o.ntt_max {
+            for &width in &widths {
+                let name = format!("{width:?}");
+                let v = time(reps, || {
+                    g.ntt_resident(&mut d, &tables, NttKind::CosetInverse, width)
+                })?;
+                let m = median(v.clone());
+                r.row(
+                    "NTT coset inverse",
+                    format!("2^{lg}"),
+                    &name,
+                    m,
+                    String::new(),
+                );
+                r.results
+                    .push(json!({"bench": "ntt_coset_inverse", "log_n": lg,
+                    "width": width, "ms_median": m, "ms": v}));
+            }
             let mut b = g.scalars(&host[..n])?;
             let mut c = g.scalars(&host[..n])?;
             for (name, cfg) in o.ntt_variants() {
@@ -317,7 +338,11 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             let n = 1usize << lg;
             let s = g.scalars(&dense[..n])?;
             let reps = if lg >= 25 { 3 } else { o.reps };
-            for (name, cfg) in o.msm_variants() {
+            let mut variants = o.msm_variants();
+            if o.variants && lg >= 26 {
+                variants.extend(MsmConfig::chunk_variants());
+            }
+            for (name, cfg) in variants {
                 let mut stats = None;
                 let v = time(reps, || {
                     stats = Some(g.msm_resident(&bases, &s, &cfg)?.1);
@@ -354,6 +379,23 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         }
     }
     if o.has("sparse") {
+        // the sparse stage uploads the split's lists and tail scalars in each call
+        for mb in [64usize, 256] {
+            let (pageable, staged, dma) = g.upload_rates(mb << 18)?;
+            r.row(
+                "upload to device",
+                format!("{mb} MiB"),
+                "staged",
+                f64::from(mb as u32) * 1.048576 / staged,
+                format!(
+                    "staged {staged:.1} GB/s; driver from pageable {pageable:.1} GB/s, DMA alone {dma:.1} GB/s"
+                ),
+            );
+            r.results.push(
+                json!({"bench": "upload", "mib": mb, "pageable_gbs": pageable,
+                "staged_gbs": staged, "dma_gbs": dma}),
+            );
+        }
         let mix = o.mix;
         for n in [1usize << 24, 1 << 26] {
             if n > max_points {
@@ -492,7 +534,10 @@ fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let mut v = vec![("default".to_string(), msm, ntt)];
     if o.variants {
-        for (name, m) in MsmConfig::variants() {
+        for (name, m) in MsmConfig::variants()
+            .into_iter()
+            .chain(MsmConfig::chunk_variants())
+        {
             if m != msm {
                 v.push((name.to_string(), m, ntt));
             }
@@ -573,23 +618,24 @@ fn partition(
             g.msm_sparse_resident(bases, q, &msm)?;
         }
         g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
-        let mut steps = Vec::new();
+        let mut steps: Vec<(String, f64, Option<MsmStats>)> = Vec::new();
         let t0 = Instant::now();
         let t = Instant::now();
         g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
-        steps.push(("h_poly 2^27".to_string(), t.elapsed().as_secs_f64() * 1e3));
+        steps.push((
+            "h_poly 2^27".to_string(),
+            t.elapsed().as_secs_f64() * 1e3,
+            None,
+        ));
         let t = Instant::now();
-        match (&h_copies, precomputed) {
-            (Some((p, copies)), true) => {
-                g.msm_resident_precomputed(copies, p, n, &a, &msm)?;
-            }
-            _ => {
-                g.msm_resident(bases, &a, &msm)?;
-            }
-        }
+        let (_, st) = match (&h_copies, precomputed) {
+            (Some((p, copies)), true) => g.msm_resident_precomputed(copies, p, n, &a, &msm)?,
+            _ => g.msm_resident(bases, &a, &msm)?,
+        };
         steps.push((
             "H MSM 2^27 dense".to_string(),
             t.elapsed().as_secs_f64() * 1e3,
+            Some(st),
         ));
         for (name, q) in &queries {
             let t = Instant::now();
@@ -597,6 +643,7 @@ fn partition(
             steps.push((
                 format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
                 t.elapsed().as_secs_f64() * 1e3,
+                Some(st),
             ));
         }
         let t = Instant::now();
@@ -604,15 +651,16 @@ fn partition(
         steps.push((
             format!("B_G2 sparse ({} pts, tail {})", st.points, st.tail),
             t.elapsed().as_secs_f64() * 1e3,
+            Some(st),
         ));
         let total = t0.elapsed().as_secs_f64() * 1e3;
-        for (nm, ms) in &steps {
+        for (nm, ms, st) in &steps {
             r.row(
                 &format!("partition: {nm}"),
                 String::new(),
                 &variant,
                 *ms,
-                String::new(),
+                st.as_ref().map(phases_note).unwrap_or_default(),
             );
         }
         r.row(
@@ -630,10 +678,19 @@ fn partition(
             .push(json!({"bench": "partition_32gib", "domain_log": lg,
             "aux_points": o.partition_points, "circuit_mix": o.partition_mix, "queries": shape_json,
             "variant": variant, "msm_config": msm, "ntt_config": ntt,
-            "steps_ms": steps.iter().map(|(n, m)| json!({"step": n, "ms": m})).collect::<Vec<_>>(),
+            "steps_ms": steps.iter().map(|(n, m, st)| json!({"step": n, "ms": m, "stats": st})).collect::<Vec<_>>(),
             "total_ms": total}));
     }
     Ok(())
+}
+
+/// Where an MSM's time went: uploads of a sparse split, the ones' sum, the tail's gather,
+/// Pippenger (c = window bits).
+fn phases_note(st: &MsmStats) -> String {
+    format!(
+        "upload {:.1} / ones {:.1} / gather {:.1} / pippenger {:.1} (c={}, {} chunks)",
+        st.upload_ms, st.ones_ms, st.gather_ms, st.pippenger_ms, st.window, st.chunks
+    )
 }
 
 /// (query, share of the aux points, zero fraction, one fraction) of partition 0 of a real
