@@ -24,11 +24,11 @@
 #              test-lib          unit tests (the host emulation's skipped)          ~10 s  [45]
 #              test-gpu          GPU == CPU up to 2^KERNELS_TEST_MAX_LOG (22)        ~70 s [120]
 #              test-proof        whole proofs, resident/streamed/precomputed         ~60 s  [90]
-#              bench-ntt         NTT 2^24..2^27 per pass width, H sequence variants  ~25 s  [60]
-#              bench-msm         dense G1 2^24..2^26, sorts, chunk and window, pre.  ~50 s  [90]
+#              bench-ntt         NTT 2^24..2^27, H sequence, per variant             ~20 s  [60]
+#              bench-msm         dense G1 2^24..2^26, both sorts, precomputed        ~40 s  [90]
 #              bench-sparse      sparse G1 2^24 / 2^26 (60/30/10 mix) per variant    ~20 s  [45]
 #              bench-g2          G2 MSM dense 2^20, the B mix over 2^24, variants    ~20 s  [45]
-#              bench-partition   32 GiB shape, 8 MiB mix, B in G2, per variant      ~100 s [150]
+#              bench-partition   32 GiB shape, 8 MiB mix, B in G2, per variant       ~70 s [150]
 #            about 5 minutes in all; the table of every benchmark is printed last.
 #   tests    every GPU test binary (kernels == CPU, whole proofs through the slot stages with the
 #            pool's high-water mark against the leases, and the regression test: two slots with

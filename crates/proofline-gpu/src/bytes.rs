@@ -13,8 +13,8 @@ use crate::config::{MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    pow_table_lens, AccSplit, BucketSets, Precomputation, SortPlan, ACC_WAVES, BIG_BUCKET_MIN,
-    BIG_PER_BLOCK,
+    pow_table_lens, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan, ACC_WAVES,
+    BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -134,7 +134,7 @@ impl Sizer {
         }
         let sets = |len: usize| match pre {
             Some(p) => BucketSets::precomputed(p),
-            None => BucketSets::plain(self.cfg.window_plan(len)),
+            None => BucketSets::plain(WindowPlan::for_points(len)),
         };
         let max_chunk = self.cfg.max_chunk();
         let first = n.min(max_chunk);

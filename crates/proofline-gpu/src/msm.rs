@@ -32,7 +32,9 @@ use crate::curve::{MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
-use crate::plan::{combine_windows, split_big, AccSplit, BucketSets, Precomputation, SortPlan};
+use crate::plan::{
+    combine_windows, split_big, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan,
+};
 use crate::stager::stream_chunks;
 
 /// Points per chunk when bases are streamed from host memory (384 MiB of G1 points, 768 MiB of
@@ -139,7 +141,7 @@ pub(crate) fn pippenger_sets<E: Exec, C: MsmCurve>(
         let sp = scalars + (start * FR_WORDS as usize * 4) as u64;
         let (sets, stride) = match pre {
             Some((p, stride)) => (BucketSets::precomputed(&p), stride as u32),
-            None => (BucketSets::plain(cfg.window_plan(len)), 0),
+            None => (BucketSets::plain(WindowPlan::for_points(len)), 0),
         };
         let bp = point_at::<C>(bases, start);
         let r = pippenger_chunk::<E, C>(e, bp, sp, len, &sets, stride, cfg)?;

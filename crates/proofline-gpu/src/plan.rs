@@ -20,9 +20,6 @@ pub const SCALAR_BITS: u32 = 256;
 pub const MAX_WINDOW: u32 = 20;
 /// Smallest window.
 pub const MIN_WINDOW: u32 = 8;
-/// Largest number of points handled by one Pippenger chunk on the device
-/// (sort buffer: windows x chunk x 4 bytes = 3.5 GB at c = 20).
-pub const MSM_MAX_CHUNK: usize = 1 << 26;
 
 /// Window plan of a Pippenger chunk of `n` points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -380,7 +380,7 @@ impl SlotExec<'_> {
 
     /// The driver's copy from pageable memory, without the staging buffers (the benchmark's
     /// reference for [`SlotExec::upload_staged`]).
-    #[cfg(feature = "testkit")]
+    #[cfg(any(test, feature = "testkit"))]
     pub(crate) fn upload_pageable(&self, dst: &mut SlotBuf, src: &[u32]) -> Result<(), GpuError> {
         self.copy_htod(dst, 0, src)
     }

@@ -27,7 +27,7 @@ use crate::bytes::{
     pippenger_bytes_precomputed, pippenger_bytes_with, sparse_stage_bytes_with,
     sparse_stage_bytes_with_chunk, QueryShape,
 };
-use crate::config::{MsmConfig, NttConfig, NttPassWidth};
+use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::device::{DeviceOptions, GpuDevice, KernelTable, MODULES};
 use crate::error::GpuError;
@@ -325,16 +325,6 @@ impl TestGpu {
 
     /// NTT of `data` (length a power of two), natural order in and out.
     pub fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> Result<(), GpuError> {
-        self.ntt_with(data, kind, NttPassWidth::default())
-    }
-
-    /// [`TestGpu::ntt`] with passes of `width`.
-    pub fn ntt_with(
-        &self,
-        data: &mut [Scalar],
-        kind: NttKind,
-        width: NttPassWidth,
-    ) -> Result<(), GpuError> {
         let log_n = ntt::log2_exact(data.len())?;
         let n = data.len();
         let tables = self.tables(log_n)?;
@@ -342,7 +332,7 @@ impl TestGpu {
         let arena = Arena::new(2 * charge_of(n * FR_WORDS as usize), "test ntt");
         self.run(&arena, |e| {
             let mut d = e.upload(scalars_as_u32(data))?;
-            ntt::ntt(e, &mut d, &t, kind, width)?;
+            ntt::ntt(e, &mut d, &t, kind)?;
             e.read(Readback::Values, &d, 0, scalars_as_u32_mut(data))
         })
     }
@@ -495,7 +485,6 @@ impl TestGpu {
         }
     }
 
-    /// Scalars resident on the device (benchmarks).
     /// Host-to-device copy rates of `words` u32s, in GB/s: (the driver's copy from pageable
     /// memory, [`Exec::upload`] (through the slot's pinned staging buffers above 1 MiB), DMA
     /// alone from a pinned buffer).
@@ -528,6 +517,7 @@ impl TestGpu {
         })
     }
 
+    /// Scalars resident on the device (benchmarks).
     pub fn scalars(&self, s: &[Scalar]) -> Result<DeviceData, GpuError> {
         let words = self.run(&unbounded(), |e| {
             Ok(e.upload(scalars_as_u32(s))?.into_resident())
@@ -567,7 +557,6 @@ impl TestGpu {
         d: &mut DeviceData,
         tables: &TestTables,
         kind: NttKind,
-        width: NttPassWidth,
     ) -> Result<(), GpuError> {
         let t = tables.0.ptrs();
         if tables.0.log_n != ntt::log2_exact(d.len)? {
@@ -578,7 +567,7 @@ impl TestGpu {
         }
         let out = self.run(&unbounded(), |e| {
             let tmp = e.alloc(d.len * FR_WORDS as usize)?;
-            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind, width)?;
+            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind)?;
             Ok(tmp.into_resident())
         })?;
         d.words = out;

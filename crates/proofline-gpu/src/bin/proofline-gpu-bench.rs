@@ -29,9 +29,7 @@ use std::time::Instant;
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
 };
-use proofline_gpu::{
-    probe, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, NttPassWidth, Precomputation,
-};
+use proofline_gpu::{probe, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
@@ -142,9 +140,15 @@ impl Opts {
     fn has(&self, section: &str) -> bool {
         self.sections.contains(&section)
     }
+    /// The MSM variants of the sections below 2^27 points (where the chunk size makes no
+    /// difference; the partition runs all of them).
     fn msm_variants(&self) -> Vec<(&'static str, MsmConfig)> {
         if self.variants {
+            let chunk = MsmConfig::default().max_chunk_log;
             MsmConfig::variants()
+                .into_iter()
+                .filter(|(_, m)| m.max_chunk_log == chunk)
+                .collect()
         } else {
             vec![("default", MsmConfig::default())]
         }
@@ -253,44 +257,25 @@ fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         let mut d = g.scalars(&host[..n])?;
         let tables = g.ntt_tables(lg)?;
         let reps = if lg >= 26 { 3 } else { o.reps };
-        let widths = if o.variants {
-            vec![
-                NttPassWidth::Runs128,
-                NttPassWidth::Runs64,
-                NttPassWidth::Runs32,
-            ]
-        } else {
-            vec![NttPassWidth::default()]
-        };
-        for &width in &widths {
-            let name = format!("{width:?}");
+        let v = time(reps, || g.ntt_resident(&mut d, &tables, NttKind::Forward))?;
+        let m = median(v.clone());
+        r.row("NTT forward", format!("2^{lg}"), "-", m, String::new());
+        r.results
+            .push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
+        if lg == 24 || lg == o.ntt_max {
             let v = time(reps, || {
-                g.ntt_resident(&mut d, &tables, NttKind::Forward, width)
+                g.ntt_resident(&mut d, &tables, NttKind::CosetInverse)
             })?;
             let m = median(v.clone());
-            r.row("NTT forward", format!("2^{lg}"), &name, m, String::new());
-            r.results.push(
-                json!({"bench": "ntt_forward", "log_n": lg, "width": width, "ms_median": m, "ms": v}),
+            r.row(
+                "NTT coset inverse",
+                format!("2^{lg}"),
+                "-",
+                m,
+                String::new(),
             );
-        }
-        if lg == 24 || lg == o.ntt_max {
-            for &width in &widths {
-                let name = format!("{width:?}");
-                let v = time(reps, || {
-                    g.ntt_resident(&mut d, &tables, NttKind::CosetInverse, width)
-                })?;
-                let m = median(v.clone());
-                r.row(
-                    "NTT coset inverse",
-                    format!("2^{lg}"),
-                    &name,
-                    m,
-                    String::new(),
-                );
-                r.results
-                    .push(json!({"bench": "ntt_coset_inverse", "log_n": lg,
-                    "width": width, "ms_median": m, "ms": v}));
-            }
+            r.results
+                .push(json!({"bench": "ntt_coset_inverse", "log_n": lg, "ms_median": m, "ms": v}));
             let mut b = g.scalars(&host[..n])?;
             let mut c = g.scalars(&host[..n])?;
             for (name, cfg) in o.ntt_variants() {
@@ -338,11 +323,7 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             let n = 1usize << lg;
             let s = g.scalars(&dense[..n])?;
             let reps = if lg >= 25 { 3 } else { o.reps };
-            let mut variants = o.msm_variants();
-            if o.variants && lg >= 26 {
-                variants.extend(MsmConfig::chunk_variants());
-            }
-            for (name, cfg) in variants {
+            for (name, cfg) in o.msm_variants() {
                 let mut stats = None;
                 let v = time(reps, || {
                     stats = Some(g.msm_resident(&bases, &s, &cfg)?.1);
@@ -534,10 +515,7 @@ fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let mut v = vec![("default".to_string(), msm, ntt)];
     if o.variants {
-        for (name, m) in MsmConfig::variants()
-            .into_iter()
-            .chain(MsmConfig::chunk_variants())
-        {
+        for (name, m) in MsmConfig::variants() {
             if m != msm {
                 v.push((name.to_string(), m, ntt));
             }
