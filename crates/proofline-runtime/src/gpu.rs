@@ -257,6 +257,11 @@ pub fn gpu_device(
     for _ in 0..slots.max(1) {
         engines.push(Box::new(GpuEngine::new(device.new_slot()?)));
     }
+    // Memory an earlier user of this device in the process freed is still cached by the
+    // device's pool (the allocator keeps a release threshold): hand it back before reading what
+    // is free, or the budget would shrink with every reopening.
+    device.synchronize_device()?;
+    device.trim_pool(0)?;
     let (free, total) = device.memory_info()?;
     let budget = budget(free as u64, total as u64);
     let sm_count = device.info().multiprocessors.max(1) as u32;
