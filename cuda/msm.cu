@@ -319,6 +319,7 @@ struct G1 {
     typedef affine_t A;
     typedef xyzz_t X;
     static constexpr u32 RED = RED_THREADS;
+    static DEVI void madd(X& acc, const F& x, const F& y) { curve_add_affine(acc, x, y); }
 };
 
 // ACC_BLOCKS_PER_SM (6) blocks of ACC_THREADS (64) threads per SM (168 registers); a cap for 8

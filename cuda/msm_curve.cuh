@@ -8,6 +8,9 @@
 #include "common.cuh"
 #include "proofline_abi.cuh"
 
+// Every curve struct C also has C::madd(acc, x, y): acc += (x, y), the mixed addition of the
+// accumulation kernels (an out-of-line call for G2, or the same inlined in the variant kernels).
+
 // Tree sum of the bucket values of a block of C::RED threads through shared memory; the total
 // ends in thread 0's `acc` (every thread must call it).
 template <class C>
@@ -100,7 +103,7 @@ DEVI void bucket_acc(const bucket_acc_args& a) {
                 gbeg = k;
                 skip = counts[g] > big;
             }
-            if (!skip && !p.is_inf()) curve_add_affine(acc, p.x, C::F::cneg(p.y, (v >> 31) != 0));
+            if (!skip && !p.is_inf()) C::madd(acc, p.x, C::F::cneg(p.y, (v >> 31) != 0));
             v = vn;
             p = pn;
         }
@@ -258,7 +261,7 @@ DEVI void sum_ones(const sum_ones_args& a) {
     for (u32 k = blockIdx.x * C::RED + threadIdx.x; k < a.count; k += gridDim.x * C::RED) {
         A p = A::load(a.bases + A::WORDS * (size_t)a.list[k]);
         if (p.is_inf()) continue;
-        curve_add_affine(acc, p.x, p.y);
+        C::madd(acc, p.x, p.y);
     }
     block_sum<C>(acc);
     if (threadIdx.x == 0) acc.store(a.out + X::WORDS * blockIdx.x);

@@ -322,7 +322,7 @@ kernel_args! {
         big_cap: u32,
     }
     /// Balanced bucket accumulation.
-    "msm"::"msm_bucket_acc" | "msm_g2"::"msm_g2_bucket_acc" => BucketAccArgs("bucket_acc_args") {
+    "msm"::"msm_bucket_acc" | "msm_g2"::"msm_g2_bucket_acc" | "msm_g2"::"msm_g2_bucket_acc_inline" => BucketAccArgs("bucket_acc_args") {
         bases: DevPtr,
         vals: DevPtr,
         ends: DevPtr,

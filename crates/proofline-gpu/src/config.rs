@@ -19,6 +19,20 @@ pub enum MsmSort {
     TwoLevel,
 }
 
+/// How G2's bucket accumulation makes its mixed additions. G2's curve operations are
+/// out-of-line functions (inlined into every G2 kernel they made the module take over ten
+/// minutes to compile): each addition is a call, with the bucket in local memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum G2Madd {
+    /// The addition inlined into the accumulation kernel (`msm_g2_bucket_acc_inline`). The
+    /// production default: the B query's tail of a 32 GiB partition in 84.5 ms of Pippenger
+    /// against 118.3 with the call, a dense G2 MSM of 2^20 in 40.2 ms against 53.3 (H200).
+    #[default]
+    Inline,
+    /// A call to the out-of-line addition (`msm_g2_bucket_acc`).
+    Call,
+}
+
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmConfig {
@@ -29,6 +43,8 @@ pub struct MsmConfig {
     /// reduction fewer: 983 ms against 1,006 on the H200) for 3.5 GB more of the H stage's
     /// lease (the sort's entries), too much beside the evaluations on a 24 GB card.
     pub max_chunk_log: u32,
+    /// G2's mixed additions in the bucket accumulation (G1's are inlined).
+    pub g2_madd: G2Madd,
 }
 
 impl Default for MsmConfig {
@@ -36,6 +52,7 @@ impl Default for MsmConfig {
         MsmConfig {
             sort: MsmSort::default(),
             max_chunk_log: 26,
+            g2_madd: G2Madd::default(),
         }
     }
 }
@@ -63,6 +80,13 @@ impl MsmConfig {
                 "chunk=2^27",
                 MsmConfig {
                     max_chunk_log: 27,
+                    ..d
+                },
+            ),
+            (
+                "g2-madd=call",
+                MsmConfig {
+                    g2_madd: G2Madd::Call,
                     ..d
                 },
             ),

@@ -16,6 +16,8 @@ use crate::layout::{affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jac
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CurveKernels {
     pub(crate) bucket_acc: &'static str,
+    /// The accumulation with the mixed addition inlined (`MsmConfig::g2_madd`; G1's always is).
+    pub(crate) bucket_acc_inline: &'static str,
     pub(crate) bucket_fixup: &'static str,
     pub(crate) big_partial: &'static str,
     pub(crate) big_final: &'static str,
@@ -71,6 +73,7 @@ impl MsmCurve for G1 {
     const ACC_BLOCKS_PER_SM: u32 = ACC_BLOCKS_PER_SM;
     const KERNELS: CurveKernels = CurveKernels {
         bucket_acc: "msm_bucket_acc",
+        bucket_acc_inline: "msm_bucket_acc",
         bucket_fixup: "msm_bucket_fixup",
         big_partial: "msm_big_partial",
         big_final: "msm_big_final",
@@ -99,6 +102,7 @@ impl MsmCurve for G2 {
     const ACC_BLOCKS_PER_SM: u32 = ACC_BLOCKS_PER_SM_G2;
     const KERNELS: CurveKernels = CurveKernels {
         bucket_acc: "msm_g2_bucket_acc",
+        bucket_acc_inline: "msm_g2_bucket_acc_inline",
         bucket_fixup: "msm_g2_bucket_fixup",
         big_partial: "msm_g2_big_partial",
         big_final: "msm_g2_big_final",

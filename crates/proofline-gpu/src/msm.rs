@@ -27,7 +27,7 @@ use crate::abi::{
     ACC_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS,
     SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
-use crate::config::{MsmConfig, MsmSort};
+use crate::config::{G2Madd, MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
@@ -376,8 +376,12 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         let head = e.alloc(threads * C::XYZZ_WORDS)?;
         let head_id = e.alloc(threads)?;
         let own_id = e.alloc(threads)?;
+        let acc = match cfg.g2_madd {
+            G2Madd::Call => k.bucket_acc,
+            G2Madd::Inline => k.bucket_acc_inline,
+        };
         e.launch_as(
-            k.bucket_acc,
+            acc,
             grid(threads, ACC_THREADS),
             ACC_THREADS,
             &BucketAccArgs {

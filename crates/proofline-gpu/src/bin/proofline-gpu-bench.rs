@@ -140,9 +140,17 @@ impl Opts {
     fn has(&self, section: &str) -> bool {
         self.sections.contains(&section)
     }
-    /// The MSM variants of the sections below 2^27 points (where the chunk size makes no
-    /// difference; the partition runs all of them).
+    /// The MSM variants of the G1 sections below 2^27 points (where neither the chunk size nor
+    /// G2's additions make a difference; the partition runs all of them).
     fn msm_variants(&self) -> Vec<(&'static str, MsmConfig)> {
+        let d = MsmConfig::default();
+        self.g2_variants()
+            .into_iter()
+            .filter(|(_, m)| m.g2_madd == d.g2_madd)
+            .collect()
+    }
+    /// The MSM variants of the G2 section.
+    fn g2_variants(&self) -> Vec<(&'static str, MsmConfig)> {
         if self.variants {
             let chunk = MsmConfig::default().max_chunk_log;
             MsmConfig::variants()
@@ -491,7 +499,7 @@ fn g2_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         ("MSM G2 dense", format!("2^{}", o.g2_log), &dense),
         ("MSM G2 sparse (B mix)", "2^24".to_string(), &sparse),
     ] {
-        for (name, cfg) in o.msm_variants() {
+        for (name, cfg) in o.g2_variants() {
             let mut stats = None;
             let v = time(3, || {
                 stats = Some(g.msm_g2_sparse_resident(&bases, split, &cfg)?.1);
