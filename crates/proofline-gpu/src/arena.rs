@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::error::GpuError;
 #[cfg(test)]
-use crate::exec::{check_kernel, DevBuf, Exec, KernelArgs, Readback};
+use crate::exec::{check_copy, check_kernel, CopyDir, DevBuf, Exec, KernelArgs, Readback};
 
 /// Every allocation is charged in multiples of this many bytes (the pool's mapping granularity,
 /// an upper bound of its per-allocation rounding).
@@ -234,12 +234,7 @@ impl Exec for DryRun {
     }
 
     fn upload_at(&self, dst: &mut DryBuf, offset: usize, src: &[u32]) -> Result<(), GpuError> {
-        if offset + src.len() > dst.words {
-            return Err(GpuError::InvalidInput(
-                "upload past the end of a buffer".into(),
-            ));
-        }
-        Ok(())
+        check_copy(CopyDir::Upload, dst.words, offset, src.len())
     }
 
     fn read(
@@ -249,11 +244,7 @@ impl Exec for DryRun {
         offset: usize,
         dst: &mut [u32],
     ) -> Result<(), GpuError> {
-        if offset + dst.len() > src.words {
-            return Err(GpuError::InvalidInput(
-                "read past the end of a buffer".into(),
-            ));
-        }
+        check_copy(CopyDir::Read, src.words, offset, dst.len())?;
         match what {
             Readback::Entries { max } | Readback::BigCount { max } => dst.fill(max),
             Readback::BigList { entries } => {

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::abi::ARGS_LAYOUTS;
 use crate::arena::{Account, Charge};
 use crate::error::GpuError;
-use crate::exec::{check_kernel, DevBuf, Exec, KernelArgs, Readback};
+use crate::exec::{check_copy, check_kernel, CopyDir, DevBuf, Exec, KernelArgs, Readback};
 
 type LaunchFn = unsafe extern "C" fn(*const c_char, u32, u32, *const c_void, usize) -> i32;
 
@@ -276,13 +276,7 @@ impl Exec for EmuExec {
     }
 
     fn upload_at(&self, dst: &mut EmuBuf, offset: usize, src: &[u32]) -> Result<(), GpuError> {
-        if offset + src.len() > dst.words {
-            return Err(GpuError::InvalidInput(format!(
-                "upload of {} words at {offset} into a buffer of {}",
-                src.len(),
-                dst.words
-            )));
-        }
+        check_copy(CopyDir::Upload, dst.words, offset, src.len())?;
         // SAFETY: bounds checked above; host memory owned by `dst`.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.ptr.add(offset), src.len()) };
         Ok(())
@@ -295,13 +289,7 @@ impl Exec for EmuExec {
         offset: usize,
         dst: &mut [u32],
     ) -> Result<(), GpuError> {
-        if offset + dst.len() > src.words {
-            return Err(GpuError::InvalidInput(format!(
-                "read of {} words at {offset} from a buffer of {}",
-                dst.len(),
-                src.words
-            )));
-        }
+        check_copy(CopyDir::Read, src.words, offset, dst.len())?;
         // SAFETY: bounds checked above.
         unsafe { std::ptr::copy_nonoverlapping(src.ptr.add(offset), dst.as_mut_ptr(), dst.len()) };
         self.account.synced();

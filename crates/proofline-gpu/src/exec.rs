@@ -126,7 +126,61 @@ pub(crate) trait Exec {
     fn sm_count(&self) -> u32;
 }
 
+/// Which way a copy between host and device goes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CopyDir {
+    /// Host to device.
+    Upload,
+    /// Device to host.
+    Read,
+}
+
+/// Ok when `len` words at `offset` lie within a device buffer of `words`; every [`Exec`]
+/// checks its copies with it, so they all fail alike.
+pub(crate) fn check_copy(
+    dir: CopyDir,
+    words: usize,
+    offset: usize,
+    len: usize,
+) -> Result<(), GpuError> {
+    if offset.checked_add(len).is_some_and(|end| end <= words) {
+        return Ok(());
+    }
+    Err(GpuError::InvalidInput(match dir {
+        CopyDir::Upload => format!("upload of {len} words at {offset} into a buffer of {words}"),
+        CopyDir::Read => format!("read of {len} words at {offset} from a buffer of {words}"),
+    }))
+}
+
 /// Blocks of `threads` covering `n` items.
 pub(crate) fn grid(n: usize, threads: u32) -> u32 {
     n.div_ceil(threads as usize) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_stay_within_their_buffer() {
+        assert!(check_copy(CopyDir::Upload, 10, 0, 10).is_ok());
+        assert!(check_copy(CopyDir::Read, 10, 4, 6).is_ok());
+        assert!(check_copy(CopyDir::Upload, 10, 0, 0).is_ok());
+        let e = check_copy(CopyDir::Upload, 10, 4, 7)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("upload of 7 words at 4 into a buffer of 10"),
+            "{e}"
+        );
+        let e = check_copy(CopyDir::Read, 10, 11, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("read of 0 words at 11 from a buffer of 10"),
+            "{e}"
+        );
+        // an offset near usize::MAX must not wrap around into range
+        assert!(check_copy(CopyDir::Upload, 10, usize::MAX, 2).is_err());
+    }
 }

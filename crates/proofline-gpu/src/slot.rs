@@ -21,7 +21,7 @@ use cudarc::driver::{
 use crate::arena::{Account, Arena, Charge};
 use crate::device::{KernelTable, Shared};
 use crate::error::GpuError;
-use crate::exec::{check_kernel, DevBuf, Exec, KernelArgs, Readback};
+use crate::exec::{check_copy, check_kernel, CopyDir, DevBuf, Exec, KernelArgs, Readback};
 use crate::oplog::{KernelSpan, Recording, SlotSpan};
 
 /// Slot id used in the op log for work on the device's resident stream.
@@ -312,13 +312,7 @@ impl SlotExec<'_> {
         if src.is_empty() {
             return Ok(());
         }
-        if offset + src.len() > dst.words {
-            return Err(GpuError::InvalidInput(format!(
-                "upload of {} words at {offset} into a buffer of {}",
-                src.len(),
-                dst.words
-            )));
-        }
+        check_copy(CopyDir::Upload, dst.words, offset, src.len())?;
         self.tracker.begin()?;
         let slice = dst
             .slice
@@ -333,13 +327,8 @@ impl SlotExec<'_> {
     /// CPU fills one chunk (in parallel) while the previous chunk's DMA runs. Returns once the
     /// last chunk is on the device, so `src` may be dropped, as after the driver's copy.
     fn upload_staged(&self, dst: &mut SlotBuf, offset: usize, src: &[u32]) -> Result<(), GpuError> {
-        if offset + src.len() > dst.words {
-            return Err(GpuError::InvalidInput(format!(
-                "upload of {} words at {offset} into a buffer of {}",
-                src.len(),
-                dst.words
-            )));
-        }
+        // checked before any staging buffer is taken (each chunk's copy checks its own part)
+        check_copy(CopyDir::Upload, dst.words, offset, src.len())?;
         let chunk = STAGE_CHUNK_WORDS.min(src.len());
         let mut bufs = [self.host_buffer(chunk)?, self.host_buffer(chunk)?];
         let mut copied: [Option<CudaEvent>; 2] = [None, None];
@@ -481,13 +470,7 @@ impl Exec for SlotExec<'_> {
         if dst.is_empty() {
             return Ok(());
         }
-        if offset + dst.len() > src.words {
-            return Err(GpuError::InvalidInput(format!(
-                "read of {} words at {offset} from a buffer of {}",
-                dst.len(),
-                src.words
-            )));
-        }
+        check_copy(CopyDir::Read, src.words, offset, dst.len())?;
         self.tracker.begin()?;
         let slice = src
             .slice
