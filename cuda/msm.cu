@@ -23,6 +23,8 @@
 //  6. msm_window_combine: sum_t W_t + SEG * sum_t t S_t (running sums again,
 //     several blocks per window), then xyzz_reduce: per window, tree-sum of the
 //     block results -> Jacobian.
+// With MsmAcc::BatchAffine, rounds of pairwise affine additions sharing one inversion each
+// (msm_affine.cuh) first shrink every bucket, and step 4 sums what they leave.
 // Sparse queries arrive split by the host (zeros dropped, the indices of the ones, the tail's
 // indices and scalars): msm_sum_ones sums the bases of the ones across the whole GPU
 // (grid-stride + block tree, then xyzz_reduce), g1_gather copies the tail's bases next to each
@@ -31,6 +33,7 @@
 #include "fr.cuh"
 #include "g1.cuh"
 #include "msm_curve.cuh"
+#include "msm_affine.cuh"
 #include "proofline_abi.cuh"
 
 DEVI u32 select_word(const fr_t& s, u32 k) {
@@ -350,3 +353,22 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS) msm_sum_ones(const sum
     sum_ones<G1>(a);
 }
 extern "C" __global__ void g1_gather(const gather_args a) { gather<G1>(a); }
+
+// batch-affine rounds and their batched inversion (msm_affine.cuh)
+extern "C" __global__ void msm_affine_halve(const affine_halve_args a) { affine_halve(a); }
+// AFF_BLOCKS_PER_SM blocks per multiprocessor: one wave of the round's threads
+extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM) msm_affine_fwd(const affine_round_args a) {
+    affine_fwd<G1>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM) msm_affine_bwd(const affine_round_args a) {
+    affine_bwd<G1>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_INV_THREADS) fp_batch_inv_up(const batch_inv_args a) {
+    batch_inv_up<fp_t>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_INV_THREADS) fp_batch_inv_top(const batch_inv_args a) {
+    batch_inv_top<fp_t>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_INV_THREADS) fp_batch_inv_down(const batch_inv_args a) {
+    batch_inv_down<fp_t>(a);
+}

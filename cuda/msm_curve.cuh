@@ -8,6 +8,10 @@
 #include "common.cuh"
 #include "proofline_abi.cuh"
 
+// Entry k of the sorted entries (point | sign << 31); without the array (the points left by
+// the batch-affine rounds, msm_affine.cuh), entry k is point k.
+DEVI u32 entry_at(const u32* vals, u32 k) { return vals ? vals[k] : k; }
+
 // Every curve struct C also has C::madd(acc, x, y): acc += (x, y), the mixed addition of the
 // accumulation kernels (an out-of-line call for G2, or the same inlined in the variant kernels).
 
@@ -75,14 +79,14 @@ DEVI void bucket_acc(const bucket_acc_args& a) {
         u32 gbeg = gend - counts[g];
         bool skip = counts[g] > big;
         X acc = X::inf();
-        u32 v = vals[s];
+        u32 v = entry_at(vals, s);
         A p = A::load(bases + A::WORDS * (size_t)(v & 0x7fffffffu));
         for (u32 k = s; k < e; k++) {
             // prefetch the next entry while this one is added
             u32 vn = 0;
             A pn;
             if (k + 1 < e) {
-                vn = vals[k + 1];
+                vn = entry_at(vals, k + 1);
                 pn = A::load(bases + A::WORDS * (size_t)(vn & 0x7fffffffu));
             }
             if (k == gend) {
@@ -148,7 +152,7 @@ DEVI void big_partial(const big_partial_args& a) {
     u32 stop = min(end, beg + a.per_block);
     X acc = X::inf();
     for (u32 k = beg + threadIdx.x; k < stop; k += C::RED) {
-        u32 v = a.vals[k];
+        u32 v = entry_at(a.vals, k);
         A p = A::load(a.bases + A::WORDS * (size_t)(v & 0x7fffffffu));
         if (p.is_inf()) continue;
         curve_add_affine(acc, p.x, C::F::cneg(p.y, (v >> 31) != 0));

@@ -18,7 +18,7 @@
 //! `PROOFLINE_CUDA_ARCHS` (e.g. "90") restricts the cubin targets for quick
 //! development builds; `PROOFLINE_CUDA_PTX=0` drops the PTX fallback. Compiled images are cached under
 //! `$PROOFLINE_KERNEL_CACHE` (default `$HOME/.cache/proofline/kernels`), one folder per
-//! module keyed by a hash of its `.cu`, every `.cuh`, the nvcc version and the flags.
+//! module keyed by a hash of the files it includes, the nvcc version and the flags.
 
 use std::env;
 use std::fs;
@@ -52,6 +52,31 @@ fn fnv1a(h: &mut u64, bytes: &[u8]) {
         *h ^= u64::from(*b);
         *h = h.wrapping_mul(0x100_0000_01b3);
     }
+}
+
+/// `file` and every file of `dir` it includes with `#include "..."`, transitively, each once,
+/// sorted by name, with its bytes (the generated ABI header, not in `dir`, is left out).
+fn include_closure(dir: &Path, file: &str) -> Vec<(String, Vec<u8>)> {
+    let mut seen = std::collections::BTreeMap::new();
+    let mut todo = vec![file.to_string()];
+    while let Some(name) = todo.pop() {
+        if seen.contains_key(&name) {
+            continue;
+        }
+        let Ok(text) = fs::read(dir.join(&name)) else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&text).lines() {
+            let rest = line.trim_start();
+            if let Some(inc) = rest.strip_prefix("#include \"") {
+                if let Some(end) = inc.find('"') {
+                    todo.push(inc[..end].to_string());
+                }
+            }
+        }
+        seen.insert(name, text);
+    }
+    seen.into_iter().collect()
 }
 
 fn find_nvcc() -> Option<PathBuf> {
@@ -291,26 +316,10 @@ fn main() {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
-    // One cache key per module: its own .cu, every header, the generated ABI header, the
-    // nvcc version and the flags. Editing one module's .cu recompiles that module alone.
-    let hash_files = |h: &mut u64, files: &mut dyn Iterator<Item = &PathBuf>| {
-        for s in files {
-            fnv1a(
-                h,
-                s.file_name()
-                    .map(|f| f.as_encoded_bytes())
-                    .unwrap_or_default(),
-            );
-            fnv1a(h, &fs::read(s).unwrap_or_default());
-        }
-    };
+    // One cache key per module: the files it includes (its .cu and, transitively, every header
+    // it names with `#include "..."`), the generated ABI header, the nvcc version and the
+    // flags. Editing a header recompiles only the modules that include it.
     let mut common: u64 = 0xcbf2_9ce4_8422_2325;
-    hash_files(
-        &mut common,
-        &mut sources
-            .iter()
-            .filter(|s| s.extension().and_then(|e| e.to_str()) == Some("cuh")),
-    );
     fnv1a(&mut common, header.as_bytes());
     fnv1a(&mut common, version.as_bytes());
     fnv1a(
@@ -319,13 +328,10 @@ fn main() {
     );
     let module_key = |m: &str| {
         let mut h = common;
-        let file = format!("{m}.cu");
-        hash_files(
-            &mut h,
-            &mut sources
-                .iter()
-                .filter(|s| s.file_name().and_then(|f| f.to_str()) == Some(file.as_str())),
-        );
+        for (name, text) in include_closure(&cuda_dir, &format!("{m}.cu")) {
+            fnv1a(&mut h, name.as_bytes());
+            fnv1a(&mut h, &text);
+        }
         format!("{m}-{h:016x}")
     };
 

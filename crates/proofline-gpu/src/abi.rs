@@ -108,6 +108,14 @@ shared_consts! {
     SORT_BINS_MAX = 4096;
     /// Most fine bits of the two-level sort (2^12 shared-memory counters in its fine pass).
     SORT_FINE_BITS_MAX = 12;
+    /// Threads per block of the batch-affine rounds (`msm_affine_fwd`, `msm_affine_bwd`).
+    AFF_THREADS = 128;
+    /// Blocks per multiprocessor in their `__launch_bounds__` (128 registers), and what a round
+    /// launches: one wave.
+    AFF_BLOCKS_PER_SM = 4;
+    /// Leaves of one product tree of the batched inversion (its threads per block): one tree
+    /// per block of values, one over the blocks' products, so at most AFF_INV_THREADS^2 values.
+    AFF_INV_THREADS = 256;
     /// Points per block of the big-bucket kernel.
     BIG_PER_BLOCK = 2048;
     /// Blocks per window in the window combination.
@@ -311,6 +319,39 @@ kernel_args! {
         output: DevPtrMut,
         tile_sums: DevPtr,
         m: u32,
+    }
+    /// Batch-affine round: half[g] = ceil(counts[g] / 2) for g < m, half[m] = 0.
+    "msm"::"msm_affine_halve" => AffineHalveArgs("affine_halve_args") {
+        counts: DevPtr,
+        half: DevPtrMut,
+        m: u32,
+    }
+    /// Batch-affine round over m buckets (cuda/msm_affine.cuh): the forward pass writes the
+    /// prefix products of the denominators into the output slots and each thread's product; the
+    /// backward pass reads the inverses of those products and writes the sums over the prefixes.
+    /// `vals` of 0: position k of `src` is point k.
+    "msm"::"msm_affine_fwd" | "msm"::"msm_affine_bwd" => AffineRoundArgs("affine_round_args") {
+        src: DevPtr,
+        vals: DevPtr,
+        ends: DevPtr,
+        counts: DevPtr,
+        out_ends: DevPtr,
+        totals: DevPtrMut,
+        inv: DevPtr,
+        out: DevPtrMut,
+        m: u32,
+        total: u32,
+        per_thread: u32,
+        threads: u32,
+    }
+    /// Batched inversion of n field elements (Fp): product trees per block into `blk`, one
+    /// inversion over the `blocks` products, back down into `out`.
+    "msm"::"fp_batch_inv_up" | "msm"::"fp_batch_inv_top" | "msm"::"fp_batch_inv_down" => BatchInvArgs("batch_inv_args") {
+        values: DevPtr,
+        blk: DevPtrMut,
+        out: DevPtrMut,
+        n: u32,
+        blocks: u32,
     }
     /// Lists the buckets above `big` points.
     "msm"::"msm_find_big" => FindBigArgs("find_big_args") {

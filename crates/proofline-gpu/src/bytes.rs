@@ -7,14 +7,14 @@
 
 use proofline_groth16::msm::SparseScalars;
 
-use crate::abi::{AFFINE_WORDS, FR_WORDS, WINDOW_GROUPS};
+use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, WINDOW_GROUPS};
 use crate::arena::{charge_in, GRANULE};
-use crate::config::{MsmConfig, MsmSort};
+use crate::config::{MsmAcc, MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    pow_table_lens, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan, ACC_WAVES,
-    BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, Precomputation, SortPlan,
+    WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -79,17 +79,9 @@ impl Sizer {
         // bucket sets: one per window without precomputed copies
         let nw = sets.sets as usize;
         let tiles = m.div_ceil(crate::abi::SCAN_TILE as usize);
-        let target = acc_target::<C>(sm_count);
-        let threads = AccSplit::new(e, m, target, ACC_WAVES).threads as usize;
-        // big buckets: each holds more than max(32 entries per thread, BIG_BUCKET_MIN) entries
-        let cap = m
-            .max(1)
-            .min(threads / 32 + 1)
-            .min(e / (BIG_BUCKET_MIN as usize + 1) + 1);
-        let blocks = e.div_ceil(BIG_PER_BLOCK as usize) + cap;
         let xyzz = C::XYZZ_WORDS;
         let sorted = 2 * r(m) + r(e);
-        let with_buckets = sorted + r(xyzz * m) + r(1) + r(2 * cap);
+        let with_buckets = sorted + r(xyzz * m);
         let two_level = match self.cfg.sort {
             MsmSort::TwoLevel => SortPlan::new(sets.sets, plan.nb),
             MsmSort::Atomic => None,
@@ -109,8 +101,30 @@ impl Sizer {
                     + sorted
             }
         };
-        let accumulate = with_buckets + r(xyzz * threads) + 2 * r(threads);
-        let big = with_buckets + 2 * r(blocks) + 2 * r(cap) + r(xyzz * blocks);
+        let accumulate = match (self.cfg.acc, C::KERNELS.affine) {
+            // the rounds' scratch for the largest group of sets, with a scan's tile sums during
+            // the rounds, then the XYZZ accumulation of the last round's points
+            (MsmAcc::BatchAffine { rounds }, Some(ak)) => {
+                let set_entries = len * sets.copies as usize;
+                let grp = AffineGroup::new(
+                    AffineGroup::sets_per_group(nw, set_entries),
+                    set_entries,
+                    plan.nb as usize,
+                );
+                let (mp, fw) = (grp.buckets, ak.field_words);
+                let tmax = affine_threads(sm_count);
+                let scratch = r(grp.caps[0] * C::AFFINE_WORDS)
+                    + r(grp.caps[1] * C::AFFINE_WORDS)
+                    + 4 * r(mp + 1)
+                    + 2 * r(tmax * fw)
+                    + r(tmax.div_ceil(AFF_INV_THREADS as usize) * fw);
+                let scan_sums = r((mp + 1).div_ceil(crate::abi::SCAN_TILE as usize));
+                let last = grp.cap(rounds.clamp(1, 8) as usize - 1);
+                (with_buckets + scratch + scan_sums)
+                    .max(with_buckets + scratch + self.acc_bytes::<C>(last, mp))
+            }
+            _ => with_buckets + self.acc_bytes::<C>(e, m),
+        };
         let segs = plan.segments() as usize;
         let groups = WINDOW_GROUPS.min(plan.segments()) as usize;
         let reduce = 2 * r(m)
@@ -118,7 +132,27 @@ impl Sizer {
             + r(2 * xyzz * nw * segs)
             + r(xyzz * nw * groups)
             + r(C::JACOBIAN_WORDS * nw);
-        scan.max(accumulate).max(big).max(reduce)
+        scan.max(accumulate).max(reduce)
+    }
+
+    /// Peak of the XYZZ accumulation of `e` entries over `m` buckets (`msm::accumulate`), beyond
+    /// what its caller holds: the big-bucket list, then either the accumulation's heads or the
+    /// big buckets' work split and partial sums.
+    fn acc_bytes<C: MsmCurve>(&self, e: usize, m: usize) -> u64 {
+        let r = |w| self.r(w);
+        let target = acc_target::<C>(self.sm_count);
+        let threads = AccSplit::new(e, m, target, ACC_WAVES).threads as usize;
+        // big buckets: each holds more than max(32 entries per thread, BIG_BUCKET_MIN) entries
+        let cap = m
+            .max(1)
+            .min(threads / 32 + 1)
+            .min(e / (BIG_BUCKET_MIN as usize + 1) + 1);
+        let blocks = e.div_ceil(BIG_PER_BLOCK as usize) + cap;
+        let xyzz = C::XYZZ_WORDS;
+        let list = r(1) + r(2 * cap);
+        let heads = r(xyzz * threads) + 2 * r(threads);
+        let big = 2 * r(blocks) + 2 * r(cap) + r(xyzz * blocks);
+        list + heads.max(big)
     }
 
     /// Peak of a Pippenger MSM of `n` points of `C` whose bases and scalars are already on the

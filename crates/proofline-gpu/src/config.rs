@@ -33,6 +33,32 @@ pub enum G2Madd {
     Call,
 }
 
+/// How a Pippenger chunk accumulates its buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum MsmAcc {
+    /// Each bucket summed with XYZZ mixed additions (10 multiplications each), in equal ranges
+    /// of the sorted entries per thread (`msm_bucket_acc`).
+    Xyzz,
+    /// First `rounds` batch-affine rounds (`cuda/msm_affine.cuh`): each halves every bucket with
+    /// affine additions whose divisions share one inversion per round (6 multiplications per
+    /// addition); then the XYZZ accumulation sums what is left. G1 only (G2 keeps
+    /// [`MsmAcc::Xyzz`]). Scratch: two point buffers (the first of half the entries) for the bucket
+    /// sets of `plan::AFFINE_GROUP_ENTRIES` entries at a time (`bytes.rs`). The production
+    /// default with 4 rounds: dense 2^24 / 2^25 / 2^26 in 116.1 / 216.0 / 413.8 ms against
+    /// 134.6 / 260.2 / 508.7 with [`MsmAcc::Xyzz`], the H MSM of a 32 GiB partition 829.7
+    /// against 1,012.5 (H200; 2 rounds: 116.4 / 220.7 / 427.2, 854.4).
+    BatchAffine {
+        /// Rounds (1..=8): the XYZZ pass is left with about 2^-rounds of the additions.
+        rounds: u32,
+    },
+}
+
+impl Default for MsmAcc {
+    fn default() -> Self {
+        MsmAcc::BatchAffine { rounds: 4 }
+    }
+}
+
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmConfig {
@@ -45,6 +71,8 @@ pub struct MsmConfig {
     pub max_chunk_log: u32,
     /// G2's mixed additions in the bucket accumulation (G1's are inlined).
     pub g2_madd: G2Madd,
+    /// The bucket accumulation.
+    pub acc: MsmAcc,
 }
 
 impl Default for MsmConfig {
@@ -53,6 +81,7 @@ impl Default for MsmConfig {
             sort: MsmSort::default(),
             max_chunk_log: 26,
             g2_madd: G2Madd::default(),
+            acc: MsmAcc::default(),
         }
     }
 }
@@ -87,6 +116,13 @@ impl MsmConfig {
                 "g2-madd=call",
                 MsmConfig {
                     g2_madd: G2Madd::Call,
+                    ..d
+                },
+            ),
+            (
+                "acc=xyzz",
+                MsmConfig {
+                    acc: MsmAcc::Xyzz,
                     ..d
                 },
             ),

@@ -26,6 +26,21 @@ pub(crate) struct CurveKernels {
     pub(crate) xyzz_reduce: &'static str,
     pub(crate) sum_ones: &'static str,
     pub(crate) gather: &'static str,
+    /// The batch-affine rounds (`MsmAcc::BatchAffine`), where the group has them.
+    pub(crate) affine: Option<AffineKernels>,
+}
+
+/// The batch-affine rounds of one group (`cuda/msm_affine.cuh`), by name, and the field their
+/// batched inversion works in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AffineKernels {
+    pub(crate) fwd: &'static str,
+    pub(crate) bwd: &'static str,
+    pub(crate) inv_up: &'static str,
+    pub(crate) inv_top: &'static str,
+    pub(crate) inv_down: &'static str,
+    /// u32 words per element of the field of the coordinates.
+    pub(crate) field_words: usize,
 }
 
 /// A group the MSM kernels support.
@@ -82,6 +97,14 @@ impl MsmCurve for G1 {
         xyzz_reduce: "xyzz_reduce",
         sum_ones: "msm_sum_ones",
         gather: "g1_gather",
+        affine: Some(AffineKernels {
+            fwd: "msm_affine_fwd",
+            bwd: "msm_affine_bwd",
+            inv_up: "fp_batch_inv_up",
+            inv_top: "fp_batch_inv_top",
+            inv_down: "fp_batch_inv_down",
+            field_words: AFFINE_WORDS as usize / 2,
+        }),
     };
     fn affines_as_u32(points: &[G1Affine]) -> &[u32] {
         affines_as_u32(points)
@@ -111,6 +134,7 @@ impl MsmCurve for G2 {
         xyzz_reduce: "g2_xyzz_reduce",
         sum_ones: "msm_g2_sum_ones",
         gather: "g2_gather",
+        affine: None,
     };
     fn affines_as_u32(points: &[G2Affine]) -> &[u32] {
         g2_affines_as_u32(points)

@@ -21,19 +21,21 @@ use group::Group;
 use proofline_groth16::msm::SparseScalars;
 
 use crate::abi::{
-    BigFinalArgs, BigPartialArgs, BucketAccArgs, BucketFixupArgs, BucketReduceArgs, DevPtr,
-    DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs, PrecomputeArgs, ScanAddArgs, ScanSumsArgs,
-    ScanTilesArgs, SortCoarseArgs, SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs,
-    ACC_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS,
-    SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    AffineHalveArgs, AffineRoundArgs, BatchInvArgs, BigFinalArgs, BigPartialArgs, BucketAccArgs,
+    BucketFixupArgs, BucketReduceArgs, DevPtr, DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs,
+    PrecomputeArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs,
+    SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_THREADS, AFF_THREADS,
+    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE,
+    SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
-use crate::config::{G2Madd, MsmConfig, MsmSort};
-use crate::curve::{MsmCurve, G1};
+use crate::config::{G2Madd, MsmAcc, MsmConfig, MsmSort};
+use crate::curve::{AffineKernels, MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
 use crate::plan::{
-    combine_windows, split_big, AccSplit, BucketSets, Precomputation, SortPlan, WindowPlan,
+    affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, Precomputation,
+    SortPlan, WindowPlan,
 };
 use crate::stager::stream_chunks;
 
@@ -309,6 +311,269 @@ fn sort_two_level<E: Exec>(
     Ok(Sorted { counts, ends, vals })
 }
 
+/// What one XYZZ accumulation sums: `m` buckets, bucket g's entries at `[ends[g] - counts[g],
+/// ends[g])` of `vals` (point | sign << 31; with `vals` of 0, entry k is point k), `entries` in
+/// all, of the points at `points`; bucket g's sum goes to bucket g of `buckets`.
+struct AccInput {
+    points: u64,
+    vals: u64,
+    ends: u64,
+    counts: u64,
+    m: usize,
+    entries: usize,
+    buckets: u64,
+}
+
+/// The balanced XYZZ accumulation of `inp`: big buckets (skewed digits, repeated scalars) split
+/// over many blocks, the rest in equal ranges of the entries per thread, then the owners add the
+/// heads. Frees its temporaries (the caller synchronises).
+fn accumulate<E: Exec, C: MsmCurve>(
+    e: &E,
+    inp: &AccInput,
+    cfg: &MsmConfig,
+) -> Result<(), GpuError> {
+    let k = C::KERNELS;
+    let m = inp.m;
+    let split = AccSplit::new(
+        inp.entries,
+        m,
+        acc_target::<C>(e.sm_count()),
+        crate::plan::ACC_WAVES,
+    );
+    let cap = split.big_cap;
+    let big_count = e.zeros(1)?;
+    let big_list = e.alloc(2 * cap)?;
+    e.launch(
+        grid(m, ELEMENT_THREADS),
+        ELEMENT_THREADS,
+        &FindBigArgs {
+            counts: DevPtr(inp.counts),
+            big_count: DevPtrMut(big_count.ptr()),
+            big_list: DevPtrMut(big_list.ptr()),
+            m: m as u32,
+            big: split.big,
+            big_cap: cap as u32,
+        },
+    )?;
+    {
+        let threads = split.threads as usize;
+        let head = e.alloc(threads * C::XYZZ_WORDS)?;
+        let head_id = e.alloc(threads)?;
+        let own_id = e.alloc(threads)?;
+        let acc = match cfg.g2_madd {
+            G2Madd::Call => k.bucket_acc,
+            G2Madd::Inline => k.bucket_acc_inline,
+        };
+        e.launch_as(
+            acc,
+            grid(threads, ACC_THREADS),
+            ACC_THREADS,
+            &BucketAccArgs {
+                bases: DevPtr(inp.points),
+                vals: DevPtr(inp.vals),
+                ends: DevPtr(inp.ends),
+                counts: DevPtr(inp.counts),
+                buckets: DevPtrMut(inp.buckets),
+                head: DevPtrMut(head.ptr()),
+                head_id: DevPtrMut(head_id.ptr()),
+                own_id: DevPtrMut(own_id.ptr()),
+                m: m as u32,
+                per_thread: split.per_thread,
+                big: split.big,
+                threads: split.threads,
+            },
+        )?;
+        e.launch_as(
+            k.bucket_fixup,
+            grid(threads, SMALL_THREADS),
+            SMALL_THREADS,
+            &BucketFixupArgs {
+                head: DevPtr(head.ptr()),
+                head_id: DevPtr(head_id.ptr()),
+                own_id: DevPtr(own_id.ptr()),
+                buckets: DevPtrMut(inp.buckets),
+                threads: split.threads,
+            },
+        )?;
+    }
+    let mut nbig = [0u32; 1];
+    e.read(
+        Readback::BigCount { max: cap as u32 },
+        &big_count,
+        0,
+        &mut nbig,
+    )?;
+    let nbig = (nbig[0] as usize).min(cap);
+    if nbig > 0 {
+        let mut pairs = vec![0u32; 2 * nbig];
+        e.read(
+            Readback::BigList {
+                entries: inp.entries as u32,
+            },
+            &big_list,
+            0,
+            &mut pairs,
+        )?;
+        let sizes: Vec<u32> = pairs.chunks_exact(2).map(|p| p[1]).collect();
+        let bs = split_big(&sizes, BIG_PER_BLOCK);
+        let blk_bucket = e.upload(&bs.blk_bucket)?;
+        let blk_part = e.upload(&bs.blk_part)?;
+        let first = e.upload(&bs.first)?;
+        let count = e.upload(&bs.count)?;
+        let partial = e.alloc(bs.blk_bucket.len() * C::XYZZ_WORDS)?;
+        e.launch_as(
+            k.big_partial,
+            bs.blk_bucket.len() as u32,
+            C::RED_THREADS,
+            &BigPartialArgs {
+                bases: DevPtr(inp.points),
+                vals: DevPtr(inp.vals),
+                cursor: DevPtr(inp.ends),
+                counts: DevPtr(inp.counts),
+                big_list: DevPtr(big_list.ptr()),
+                blk_bucket: DevPtr(blk_bucket.ptr()),
+                blk_part: DevPtr(blk_part.ptr()),
+                partial: DevPtrMut(partial.ptr()),
+                per_block: BIG_PER_BLOCK,
+            },
+        )?;
+        e.launch_as(
+            k.big_final,
+            nbig as u32,
+            C::RED_THREADS,
+            &BigFinalArgs {
+                partial: DevPtr(partial.ptr()),
+                first: DevPtr(first.ptr()),
+                count: DevPtr(count.ptr()),
+                big_list: DevPtr(big_list.ptr()),
+                buckets: DevPtrMut(inp.buckets),
+            },
+        )?;
+    }
+    drop((big_count, big_list));
+    Ok(())
+}
+
+/// The batch-affine accumulation ([`MsmAcc::BatchAffine`]) of a chunk's sorted entries: its
+/// bucket sets in groups ([`AffineGroup`]), each group through `rounds` rounds of
+/// `cuda/msm_affine.cuh` (every bucket halved, one batched inversion per round), then the XYZZ
+/// accumulation of what they leave into the group's buckets. `n` points, each in every set at
+/// most `sets.copies` times. Frees its temporaries and synchronises after each group.
+fn batch_affine<E: Exec, C: MsmCurve>(
+    e: &E,
+    ak: AffineKernels,
+    sorted: &AccInput,
+    sets: &BucketSets,
+    n: usize,
+    rounds: u32,
+    cfg: &MsmConfig,
+) -> Result<(), GpuError> {
+    let nb = sets.plan.nb as usize;
+    let nsets = sets.sets as usize;
+    let set_entries = n * sets.copies as usize;
+    let per_group = AffineGroup::sets_per_group(nsets, set_entries);
+    let fw = ak.field_words;
+    let tmax = affine_threads(e.sm_count());
+    let at = |p: u64, words: usize| p.wrapping_add(4 * words as u64);
+    let mut first = 0;
+    while first < nsets {
+        let grp = AffineGroup::new(per_group.min(nsets - first), set_entries, nb);
+        let mp = grp.buckets;
+        let g0 = first * nb;
+        let pts = [
+            e.alloc(grp.caps[0] * C::AFFINE_WORDS)?,
+            e.alloc(grp.caps[1] * C::AFFINE_WORDS)?,
+        ];
+        let half = [e.alloc(mp + 1)?, e.alloc(mp + 1)?];
+        let ends = [e.alloc(mp + 1)?, e.alloc(mp + 1)?];
+        let totals = e.alloc(tmax * fw)?;
+        let inv = e.alloc(tmax * fw)?;
+        let blk = e.alloc(tmax.div_ceil(AFF_INV_THREADS as usize) * fw)?;
+        // the round's input: points, entries (0: position k is point k), ends, counts
+        let mut src = (
+            sorted.points,
+            sorted.vals,
+            at(sorted.ends, g0),
+            at(sorted.counts, g0),
+        );
+        let mut total = 0usize;
+        for r in 0..rounds as usize {
+            let (out, half, ends) = (&pts[r % 2], &half[r % 2], &ends[r % 2]);
+            e.launch(
+                grid(mp + 1, ELEMENT_THREADS),
+                ELEMENT_THREADS,
+                &AffineHalveArgs {
+                    counts: DevPtr(src.3),
+                    half: DevPtrMut(half.ptr()),
+                    m: mp as u32,
+                },
+            )?;
+            exclusive_scan(e, half.ptr(), ends.ptr(), mp + 1)?;
+            let mut t = [0u32; 1];
+            e.read(
+                Readback::Entries {
+                    max: grp.cap(r) as u32,
+                },
+                ends,
+                mp,
+                &mut t,
+            )?;
+            total = t[0] as usize;
+            if total > 0 {
+                // whole warps, each over 32 * per_thread consecutive positions
+                let per_thread = total.div_ceil(tmax);
+                let threads = 32 * total.div_ceil(32 * per_thread);
+                let args = AffineRoundArgs {
+                    src: DevPtr(src.0),
+                    vals: DevPtr(src.1),
+                    ends: DevPtr(src.2),
+                    counts: DevPtr(src.3),
+                    out_ends: DevPtr(at(ends.ptr(), 1)),
+                    totals: DevPtrMut(totals.ptr()),
+                    inv: DevPtr(inv.ptr()),
+                    out: DevPtrMut(out.ptr()),
+                    m: mp as u32,
+                    total: total as u32,
+                    per_thread: per_thread as u32,
+                    threads: threads as u32,
+                };
+                let blocks = grid(threads, AFF_THREADS);
+                e.launch_as(ak.fwd, blocks, AFF_THREADS, &args)?;
+                let inv_blocks = threads.div_ceil(AFF_INV_THREADS as usize) as u32;
+                let inv_args = BatchInvArgs {
+                    values: DevPtr(totals.ptr()),
+                    blk: DevPtrMut(blk.ptr()),
+                    out: DevPtrMut(inv.ptr()),
+                    n: threads as u32,
+                    blocks: inv_blocks,
+                };
+                e.launch_as(ak.inv_up, inv_blocks, AFF_INV_THREADS, &inv_args)?;
+                e.launch_as(ak.inv_top, 1, AFF_INV_THREADS, &inv_args)?;
+                e.launch_as(ak.inv_down, inv_blocks, AFF_INV_THREADS, &inv_args)?;
+                e.launch_as(ak.bwd, blocks, AFF_THREADS, &args)?;
+            }
+            src = (out.ptr(), 0, at(ends.ptr(), 1), half.ptr());
+        }
+        accumulate::<E, C>(
+            e,
+            &AccInput {
+                points: src.0,
+                vals: 0,
+                ends: src.2,
+                counts: src.3,
+                m: mp,
+                entries: total,
+                buckets: at(sorted.buckets, g0 * C::XYZZ_WORDS),
+            },
+            cfg,
+        )?;
+        drop((pts, half, ends, totals, inv, blk));
+        e.sync()?;
+        first += grp.sets;
+    }
+    Ok(())
+}
+
 /// One Pippenger chunk of n > 0 points in the bucket sets of `sets` (bases at `bp`, their
 /// copies `stride` points apart).
 fn pippenger_chunk<E: Exec, C: MsmCurve>(
@@ -349,124 +614,35 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         m - 1,
         &mut entries,
     )?;
-    let split = AccSplit::new(
-        entries[0] as usize,
-        m,
-        acc_target::<C>(e.sm_count()),
-        crate::plan::ACC_WAVES,
-    );
     let buckets = e.alloc(m * C::XYZZ_WORDS)?;
-    let cap = split.big_cap;
-    let big_count = e.zeros(1)?;
-    let big_list = e.alloc(2 * cap)?;
-    e.launch(
-        grid(m, ELEMENT_THREADS),
-        ELEMENT_THREADS,
-        &FindBigArgs {
-            counts: DevPtr(counts.ptr()),
-            big_count: DevPtrMut(big_count.ptr()),
-            big_list: DevPtrMut(big_list.ptr()),
-            m: m as u32,
-            big: split.big,
-            big_cap: cap as u32,
-        },
-    )?;
-    {
-        let threads = split.threads as usize;
-        let head = e.alloc(threads * C::XYZZ_WORDS)?;
-        let head_id = e.alloc(threads)?;
-        let own_id = e.alloc(threads)?;
-        let acc = match cfg.g2_madd {
-            G2Madd::Call => k.bucket_acc,
-            G2Madd::Inline => k.bucket_acc_inline,
-        };
-        e.launch_as(
-            acc,
-            grid(threads, ACC_THREADS),
-            ACC_THREADS,
-            &BucketAccArgs {
-                bases: DevPtr(bp),
-                vals: DevPtr(vals.ptr()),
-                ends: DevPtr(cursor.ptr()),
-                counts: DevPtr(counts.ptr()),
-                buckets: DevPtrMut(buckets.ptr()),
-                head: DevPtrMut(head.ptr()),
-                head_id: DevPtrMut(head_id.ptr()),
-                own_id: DevPtrMut(own_id.ptr()),
-                m: m as u32,
-                per_thread: split.per_thread,
-                big: split.big,
-                threads: split.threads,
+    match (cfg.acc, C::KERNELS.affine) {
+        (MsmAcc::BatchAffine { rounds }, Some(ak)) => {
+            let sorted = AccInput {
+                points: bp,
+                vals: vals.ptr(),
+                ends: cursor.ptr(),
+                counts: counts.ptr(),
+                m,
+                entries: entries[0] as usize,
+                buckets: buckets.ptr(),
+            };
+            batch_affine::<E, C>(e, ak, &sorted, sets, n, rounds.clamp(1, 8), cfg)?;
+        }
+        _ => accumulate::<E, C>(
+            e,
+            &AccInput {
+                points: bp,
+                vals: vals.ptr(),
+                ends: cursor.ptr(),
+                counts: counts.ptr(),
+                m,
+                entries: entries[0] as usize,
+                buckets: buckets.ptr(),
             },
-        )?;
-        e.launch_as(
-            k.bucket_fixup,
-            grid(threads, SMALL_THREADS),
-            SMALL_THREADS,
-            &BucketFixupArgs {
-                head: DevPtr(head.ptr()),
-                head_id: DevPtr(head_id.ptr()),
-                own_id: DevPtr(own_id.ptr()),
-                buckets: DevPtrMut(buckets.ptr()),
-                threads: split.threads,
-            },
-        )?;
+            cfg,
+        )?,
     }
-    let mut nbig = [0u32; 1];
-    e.read(
-        Readback::BigCount { max: cap as u32 },
-        &big_count,
-        0,
-        &mut nbig,
-    )?;
-    let nbig = (nbig[0] as usize).min(cap);
-    if nbig > 0 {
-        let mut pairs = vec![0u32; 2 * nbig];
-        e.read(
-            Readback::BigList {
-                entries: entries[0],
-            },
-            &big_list,
-            0,
-            &mut pairs,
-        )?;
-        let sizes: Vec<u32> = pairs.chunks_exact(2).map(|p| p[1]).collect();
-        let bs = split_big(&sizes, BIG_PER_BLOCK);
-        let blk_bucket = e.upload(&bs.blk_bucket)?;
-        let blk_part = e.upload(&bs.blk_part)?;
-        let first = e.upload(&bs.first)?;
-        let count = e.upload(&bs.count)?;
-        let partial = e.alloc(bs.blk_bucket.len() * C::XYZZ_WORDS)?;
-        e.launch_as(
-            k.big_partial,
-            bs.blk_bucket.len() as u32,
-            C::RED_THREADS,
-            &BigPartialArgs {
-                bases: DevPtr(bp),
-                vals: DevPtr(vals.ptr()),
-                cursor: DevPtr(cursor.ptr()),
-                counts: DevPtr(counts.ptr()),
-                big_list: DevPtr(big_list.ptr()),
-                blk_bucket: DevPtr(blk_bucket.ptr()),
-                blk_part: DevPtr(blk_part.ptr()),
-                partial: DevPtrMut(partial.ptr()),
-                per_block: BIG_PER_BLOCK,
-            },
-        )?;
-        e.launch_as(
-            k.big_final,
-            nbig as u32,
-            C::RED_THREADS,
-            &BigFinalArgs {
-                partial: DevPtr(partial.ptr()),
-                first: DevPtr(first.ptr()),
-                count: DevPtr(count.ptr()),
-                big_list: DevPtr(big_list.ptr()),
-                buckets: DevPtrMut(buckets.ptr()),
-            },
-        )?;
-    }
-    drop((vals, big_count, big_list));
+    drop(vals);
     e.sync()?;
     // 3. segmented bucket reduction
     let segs = plan.segments();

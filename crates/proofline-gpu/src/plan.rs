@@ -9,8 +9,8 @@ use ff::{Field, PrimeField};
 use group::Group;
 
 pub use crate::abi::{
-    ACC_BLOCKS_PER_SM, ACC_THREADS, BIG_PER_BLOCK, NTT_TILE_LOG, REDUCE_SEGMENT, SORT_BINS_MAX,
-    SORT_FINE_BITS_MAX, SORT_TILE,
+    ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK,
+    NTT_TILE_LOG, REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -260,6 +260,58 @@ impl AccSplit {
         }
     }
 }
+/// Entries (points times windows) one group of bucket sets covers in the batch-affine rounds
+/// (`MsmAcc::BatchAffine`): a chunk's sets go through the rounds in groups of at most this many
+/// entries (at least one set), which bounds the rounds' scratch (about 72 bytes per entry of G1) and
+/// amortises their inversions (one per round per group).
+pub const AFFINE_GROUP_ENTRIES: usize = 1 << 27;
+
+/// Threads of one batch-affine round: one wave (AFF_BLOCKS_PER_SM blocks of AFF_THREADS per
+/// multiprocessor), at most AFF_INV_THREADS^2 (what the two levels of the batched inversion
+/// invert), in whole warps.
+pub fn affine_threads(sm_count: u32) -> usize {
+    let wave = sm_count.max(1) * AFF_BLOCKS_PER_SM * AFF_THREADS;
+    (wave.min(AFF_INV_THREADS * AFF_INV_THREADS) / 32 * 32) as usize
+}
+
+/// One group of bucket sets in the batch-affine rounds: its buckets and the capacities of its
+/// two point buffers (rounds alternate between them, the first round writes the first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AffineGroup {
+    /// Bucket sets in the group.
+    pub sets: usize,
+    /// Buckets in the group.
+    pub buckets: usize,
+    /// Points each buffer holds at most.
+    pub caps: [usize; 2],
+}
+
+impl AffineGroup {
+    /// Sets per group for `sets` bucket sets of at most `set_entries` entries each.
+    pub fn sets_per_group(sets: usize, set_entries: usize) -> usize {
+        (AFFINE_GROUP_ENTRIES / set_entries.max(1)).clamp(1, sets.max(1))
+    }
+
+    /// A group of `sets` sets of `nb` buckets and at most `set_entries` entries each. A round
+    /// leaves ceil(s / 2) of a bucket's s points: from E entries over B buckets at most
+    /// (E + B) / 2, and from at most caps[0] (with B <= caps[0]) at most caps[1], whose next
+    /// round fits caps[0] again.
+    pub fn new(sets: usize, set_entries: usize, nb: usize) -> Self {
+        let buckets = sets * nb;
+        let first = ((sets * set_entries + buckets) / 2 + 1).max(buckets);
+        AffineGroup {
+            sets,
+            buckets,
+            caps: [first, (first + buckets) / 2 + 1],
+        }
+    }
+
+    /// Capacity of the buffer round `r` (from 0) writes.
+    pub fn cap(&self, r: usize) -> usize {
+        self.caps[r % 2]
+    }
+}
+
 /// Work split of the big buckets: for sizes s_j, block b handles part
 /// blk_part[b] of bucket blk_bucket[b]; bucket j's partials are
 /// [first[j], first[j] + count[j]).
@@ -473,6 +525,61 @@ mod tests {
     use super::*;
     use blstrs::G1Projective;
     use rand_chacha::rand_core::SeedableRng;
+
+    /// Every round of every group fits the buffer it writes, for bucket sizes from all-odd to
+    /// one giant bucket, and the groups cover the sets.
+    #[test]
+    fn affine_rounds_fit_their_buffers() {
+        use rand_chacha::rand_core::RngCore;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+        for (sets, set_entries, nb) in [
+            (13usize, 1usize << 20, 1usize << 15),
+            (4, 37, 128),
+            (1, 1, 1),
+        ] {
+            let per = AffineGroup::sets_per_group(sets, set_entries);
+            assert!(per >= 1 && per <= sets);
+            assert!(per == 1 || per * set_entries <= AFFINE_GROUP_ENTRIES);
+            let grp = AffineGroup::new(per, set_entries, nb);
+            let entries = per * set_entries;
+            let shapes: Vec<Vec<usize>> = vec![
+                // as many odd buckets as the entries allow, the rest in bucket 0
+                {
+                    let mut v = vec![0usize; grp.buckets];
+                    v.iter_mut().take(entries).for_each(|c| *c = 1);
+                    v[0] += entries.saturating_sub(grp.buckets);
+                    v
+                },
+                // one giant bucket
+                {
+                    let mut v = vec![0usize; grp.buckets];
+                    v[grp.buckets - 1] = entries;
+                    v
+                },
+                // random sizes summing to at most the entries
+                {
+                    let mut v = vec![0usize; grp.buckets];
+                    for _ in 0..entries {
+                        v[rng.next_u32() as usize % grp.buckets] += 1;
+                    }
+                    v
+                },
+            ];
+            for mut counts in shapes {
+                assert!(counts.iter().sum::<usize>() <= entries);
+                for r in 0..8 {
+                    counts.iter_mut().for_each(|c| *c = c.div_ceil(2));
+                    let total: usize = counts.iter().sum();
+                    assert!(total <= grp.cap(r), "round {r}: {total} > {}", grp.cap(r));
+                }
+            }
+        }
+        assert!(affine_threads(132) <= (AFF_INV_THREADS * AFF_INV_THREADS) as usize);
+        assert_eq!(
+            affine_threads(2),
+            (2 * AFF_BLOCKS_PER_SM * AFF_THREADS) as usize
+        );
+    }
 
     #[test]
     fn digits_recompose() {

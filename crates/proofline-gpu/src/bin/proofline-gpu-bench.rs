@@ -144,18 +144,20 @@ impl Opts {
     /// G2's additions make a difference; the partition runs all of them).
     fn msm_variants(&self) -> Vec<(&'static str, MsmConfig)> {
         let d = MsmConfig::default();
-        self.g2_variants()
-            .into_iter()
-            .filter(|(_, m)| m.g2_madd == d.g2_madd)
-            .collect()
+        self.variants_where(|m| m.g2_madd == d.g2_madd)
     }
-    /// The MSM variants of the G2 section.
+    /// The MSM variants of the G2 section (the batch-affine rounds are G1's).
     fn g2_variants(&self) -> Vec<(&'static str, MsmConfig)> {
+        let d = MsmConfig::default();
+        self.variants_where(|m| m.acc == d.acc)
+    }
+    /// The MSM variants at the default chunk size that pass `keep`, or the default alone.
+    fn variants_where(&self, keep: impl Fn(&MsmConfig) -> bool) -> Vec<(&'static str, MsmConfig)> {
         if self.variants {
             let chunk = MsmConfig::default().max_chunk_log;
             MsmConfig::variants()
                 .into_iter()
-                .filter(|(_, m)| m.max_chunk_log == chunk)
+                .filter(|(_, m)| m.max_chunk_log == chunk && keep(m))
                 .collect()
         } else {
             vec![("default", MsmConfig::default())]
@@ -205,6 +207,8 @@ struct Report {
 
 impl Report {
     fn row(&mut self, name: &str, size: String, variant: &str, ms: f64, note: String) {
+        // as it comes, for a run cut short before its table
+        eprintln!("{name} | {size} | {variant} | {ms:.2} ms | {note}");
         self.rows.push(Row {
             name: name.into(),
             size,

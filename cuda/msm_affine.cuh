@@ -1,0 +1,258 @@
+// proofline cuda/msm_affine.cuh: batch-affine rounds of the bucket accumulation, as templates over
+// a curve (struct C as in msm_curve.cuh, whose field C::F has inv()), and the batched inversion
+// they share.
+//
+// One round halves every bucket: output point i of bucket g is the sum of its input points 2i and
+// 2i + 1 (or input 2i alone, the odd one out). The sums are affine additions (chord and tangent:
+// lambda = dy / dx), whose divisions share one inversion across the whole round (Montgomery's
+// trick): msm_affine_fwd writes, per output position, the product of the denominators before it
+// in its thread's positions (into the position's output slot) and, per thread, the product of
+// them all; the batch-inversion kernels
+// invert the threads' products (a product tree per block of AFF_INV_THREADS values, one tree over
+// the blocks' products with the single inversion at its root, and back down); msm_affine_bwd walks
+// each range backwards, recovers each denominator's inverse from the prefix products, and writes
+// the sums. An affine addition costs 6 multiplications this way (3 of the trick, 3 of the
+// addition) where the XYZZ mixed addition costs 10; after the rounds the balanced XYZZ
+// accumulation (msm_curve.cuh) sums what is left of each bucket.
+//
+// Layout of a round: bucket g's inputs at [ends[g] - counts[g], ends[g]) of `src`, through `vals`
+// (point | sign << 31) when it is given, else position k is point k; its outputs at
+// [out_ends[g] - ceil(counts[g] / 2), out_ends[g]) of `out`, out_ends being the inclusive scan
+// of the halved counts (msm_affine_halve, then an exclusive scan read one element on).
+//
+// Host orchestration: crates/proofline-gpu/src/msm.rs (`affine_rounds`).
+#pragma once
+#include "common.cuh"
+#include "msm_curve.cuh"
+#include "proofline_abi.cuh"
+
+// What an output position computes, and the denominator it puts into the shared inversion.
+enum AffKind : u32 { AFF_ADD, AFF_DBL, AFF_LEFT, AFF_RIGHT, AFF_INF };
+
+template <class C>
+DEVI typename C::A aff_point(const affine_round_args& a, u32 k) {
+    typedef typename C::A A;
+    u32 v = a.vals ? a.vals[k] : k;
+    A p = A::load(a.src + A::WORDS * (size_t)(v & 0x7fffffffu));
+    if ((v >> 31) != 0) p.y = C::F::neg(p.y);
+    return p;
+}
+
+// The operands of output position o of bucket g (whose outputs start at `ostart`): p, and q
+// unless p is the odd one out; the kind of the sum and its denominator (never zero).
+template <class C>
+DEVI AffKind aff_operands(const affine_round_args& a, u32 g, u32 o, u32 ostart, typename C::A& p,
+                          typename C::A& q, typename C::F& d) {
+    typedef typename C::F F;
+    const u32 cnt = a.counts[g];
+    const u32 i = o - ostart;
+    const u32 first = a.ends[g] - cnt + 2 * i;
+    p = aff_point<C>(a, first);
+    d = F::one();
+    if (2 * i + 1 == cnt) return AFF_LEFT;
+    q = aff_point<C>(a, first + 1);
+    if (p.is_inf()) return AFF_RIGHT;
+    if (q.is_inf()) return AFF_LEFT;
+    F dx = F::sub(q.x, p.x);
+    if (!dx.is_zero()) {
+        d = dx;
+        return AFF_ADD;
+    }
+    // same x: p = q (tangent) or p = -q (infinity); y = 0 has no tangent (2-torsion)
+    if (q.y.eq(p.y) && !p.y.is_zero()) {
+        d = F::dbl(p.y);
+        return AFF_DBL;
+    }
+    return AFF_INF;
+}
+
+// The denominator of output position o as aff_operands gives it, reading only the x coordinates
+// when they settle it (non-zero and distinct: an addition), the whole points otherwise.
+template <class C>
+DEVI typename C::F aff_denominator(const affine_round_args& a, u32 g, u32 o, u32 ostart) {
+    typedef typename C::A A;
+    typedef typename C::F F;
+    const u32 cnt = a.counts[g];
+    const u32 i = o - ostart;
+    if (2 * i + 1 == cnt) return F::one();
+    const u32 first = a.ends[g] - cnt + 2 * i;
+    const u32 vp = a.vals ? a.vals[first] : first;
+    const u32 vq = a.vals ? a.vals[first + 1] : first + 1;
+    const F px = F::load(a.src + A::WORDS * (size_t)(vp & 0x7fffffffu));
+    const F qx = F::load(a.src + A::WORDS * (size_t)(vq & 0x7fffffffu));
+    F dx = F::sub(qx, px);
+    if (!px.is_zero() && !qx.is_zero() && !dx.is_zero()) return dx;
+    A p, q;
+    F d;
+    aff_operands<C>(a, g, o, ostart, p, q, d);
+    return d;
+}
+
+DEVI u32 aff_half(u32 cnt) { return (cnt + 1) >> 1; }
+
+// half[g] = ceil(counts[g] / 2) for g < m, half[m] = 0 (its exclusive scan ends with the total)
+DEVI void affine_halve(const affine_halve_args& a) {
+    u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g < a.m) a.half[g] = aff_half(a.counts[g]);
+    else if (g == a.m) a.half[g] = 0;
+}
+
+// Thread t's output positions: its warp owns [32 L w, min(32 L (w + 1), total)) for L =
+// per_thread, and lane l takes every 32nd position of it from l, so that a warp's loads and stores
+// of one step are consecutive (with one range per thread, a warp touched 32 distant places per
+// step: the forward pass ran at a fifth of its arithmetic's speed). Returns the first position and
+// the count.
+DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
+    const u64 span = 32ull * a.per_thread;
+    const u64 wbeg = (u64)(t >> 5) * span;
+    const u64 wend = min((u64)a.total, wbeg + span);
+    const u64 f = wbeg + (t & 31);
+    if (f >= wend) return 0;
+    first = (u32)f;
+    return (u32)((wend - f + 31) / 32);
+}
+
+template <class C>
+DEVI void affine_fwd(const affine_round_args& a) {
+    typedef typename C::F F;
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.threads) return;
+    F acc = F::one();
+    u32 first = 0;
+    const u32 cnt = aff_positions(a, t, first);
+    if (cnt > 0) {
+        u32 g = bucket_of(a.out_ends, a.m, first);
+        for (u32 k = 0; k < cnt; k++) {
+            const u32 o = first + 32 * k;
+            while (a.out_ends[g] <= o) g++;
+            const F d = aff_denominator<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
+            // the prefix waits in the first words of the output slot, which the backward pass
+            // reads before it writes the sum there
+            acc.store(a.out + C::A::WORDS * (size_t)o);
+            acc = F::mul(acc, d);
+        }
+    }
+    acc.store(a.totals + F::WORDS * (size_t)t);
+}
+
+template <class C>
+DEVI void affine_bwd(const affine_round_args& a) {
+    typedef typename C::A A;
+    typedef typename C::F F;
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= a.threads) return;
+    u32 first = 0;
+    const u32 cnt = aff_positions(a, t, first);
+    if (cnt == 0) return;
+    F inv = F::load(a.inv + F::WORDS * (size_t)t);
+    u32 g = bucket_of(a.out_ends, a.m, first + 32 * (cnt - 1));
+    for (u32 k = cnt; k-- > 0;) {
+        const u32 o = first + 32 * k;
+        u32 ostart;
+        while ((ostart = a.out_ends[g] - aff_half(a.counts[g])) > o) g--;
+        A p, q;
+        F d;
+        const AffKind kind = aff_operands<C>(a, g, o, ostart, p, q, d);
+        const F dinv = F::mul(inv, F::load(a.out + A::WORDS * (size_t)o));
+        inv = F::mul(inv, d);
+        A r;
+        switch (kind) {
+        case AFF_LEFT: r = p; break;
+        case AFF_RIGHT: r = q; break;
+        case AFF_INF: r = A::inf(); break;
+        default: {
+            F lambda;
+            if (kind == AFF_ADD) {
+                lambda = F::mul(F::sub(q.y, p.y), dinv);
+            } else {
+                F xx = F::sqr(p.x);
+                lambda = F::mul(F::add(xx, F::dbl(xx)), dinv);
+            }
+            r.x = F::sub(F::sub(F::sqr(lambda), p.x), q.x);
+            r.y = F::sub(F::mul(lambda, F::sub(p.x, r.x)), p.y);
+        }
+        }
+        r.store(a.out + A::WORDS * (size_t)o);
+    }
+}
+
+// ---- batched inversion -----------------------------------------------------------------------
+// A product tree of AFF_INV_THREADS leaves in shared memory (heap order: node k's children are
+// 2k and 2k + 1, the leaves at AFF_INV_THREADS + j); every thread of the block calls these.
+
+template <class F>
+DEVI void tree_up(uint4* tree, u32 j) {
+    for (u32 span = AFF_INV_THREADS / 2; span >= 1; span >>= 1) {
+        if (j < span) {
+            const u32 k = span + j;
+            F l = F::load(reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k)));
+            F r = F::load(reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k + 1)));
+            F::mul(l, r).store(reinterpret_cast<u32*>(tree + (F::WORDS / 4) * k));
+        }
+        __syncthreads();
+    }
+}
+
+// From the inverse at the root (node 1) to the inverses of the leaves.
+template <class F>
+DEVI void tree_down(uint4* tree, u32 j) {
+    for (u32 span = 1; span < AFF_INV_THREADS; span <<= 1) {
+        if (j < span) {
+            const u32 k = span + j;
+            u32* nk = reinterpret_cast<u32*>(tree + (F::WORDS / 4) * k);
+            u32* nl = reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k));
+            u32* nr = reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k + 1));
+            F iv = F::load(nk), l = F::load(nl), r = F::load(nr);
+            F::mul(iv, r).store(nl);
+            F::mul(iv, l).store(nr);
+        }
+        __syncthreads();
+    }
+}
+
+template <class F>
+DEVI u32* tree_leaf(uint4* tree, u32 j) {
+    return reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (AFF_INV_THREADS + j));
+}
+
+// Block b: blk[b] = product of values[b AFF_INV_THREADS + j], j < AFF_INV_THREADS, i < n.
+template <class F>
+DEVI void batch_inv_up(const batch_inv_args& a) {
+    __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];
+    const u32 j = threadIdx.x, i = blockIdx.x * AFF_INV_THREADS + j;
+    (i < a.n ? F::load(a.values + F::WORDS * (size_t)i) : F::one()).store(tree_leaf<F>(tree, j));
+    __syncthreads();
+    tree_up<F>(tree, j);
+    if (j == 0) F::load(reinterpret_cast<u32*>(tree + F::WORDS / 4)).store(a.blk + F::WORDS * (size_t)blockIdx.x);
+}
+
+// One block: blk[b] = 1 / blk[b], b < blocks (at most AFF_INV_THREADS), with one inversion.
+template <class F>
+DEVI void batch_inv_top(const batch_inv_args& a) {
+    __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];
+    const u32 j = threadIdx.x;
+    (j < a.blocks ? F::load(a.blk + F::WORDS * (size_t)j) : F::one()).store(tree_leaf<F>(tree, j));
+    __syncthreads();
+    tree_up<F>(tree, j);
+    if (j == 0) {
+        u32* root = reinterpret_cast<u32*>(tree + F::WORDS / 4);
+        F::inv(F::load(root)).store(root);
+    }
+    __syncthreads();
+    tree_down<F>(tree, j);
+    if (j < a.blocks) F::load(tree_leaf<F>(tree, j)).store(a.blk + F::WORDS * (size_t)j);
+}
+
+// Block b: out[i] = 1 / values[i] for its values, from blk[b] = 1 / (their product).
+template <class F>
+DEVI void batch_inv_down(const batch_inv_args& a) {
+    __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];
+    const u32 j = threadIdx.x, i = blockIdx.x * AFF_INV_THREADS + j;
+    (i < a.n ? F::load(a.values + F::WORDS * (size_t)i) : F::one()).store(tree_leaf<F>(tree, j));
+    __syncthreads();
+    tree_up<F>(tree, j);
+    if (j == 0) F::load(a.blk + F::WORDS * (size_t)blockIdx.x).store(reinterpret_cast<u32*>(tree + F::WORDS / 4));
+    __syncthreads();
+    tree_down<F>(tree, j);
+    if (i < a.n) F::load(tree_leaf<F>(tree, j)).store(a.out + F::WORDS * (size_t)i);
+}
