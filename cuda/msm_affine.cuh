@@ -115,6 +115,9 @@ DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
 template <class C>
 DEVI void affine_fwd(const affine_round_args& a) {
     typedef typename C::F F;
+    // the prefix's words rounded up to whole 32-byte sectors (within the slot of a point)
+    constexpr u32 AFF_PREFIX_WORDS = (F::WORDS + 7) / 8 * 8;
+    static_assert(AFF_PREFIX_WORDS <= C::A::WORDS, "prefix larger than a point");
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.threads) return;
     F acc = F::one();
@@ -127,8 +130,13 @@ DEVI void affine_fwd(const affine_round_args& a) {
             while (a.out_ends[g] <= o) g++;
             const F d = aff_denominator<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
             // the prefix waits in the first words of the output slot, which the backward pass
-            // reads before it writes the sum there
-            acc.store(a.out + C::A::WORDS * (size_t)o);
+            // reads before it writes the sum there; padded with zeros to whole 32-byte sectors
+            // (a partly written sector costs the memory a read-modify-write)
+            u32* slot = a.out + C::A::WORDS * (size_t)o;
+            acc.store(slot);
+#pragma unroll
+            for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
+                *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
             acc = F::mul(acc, d);
         }
     }
