@@ -768,6 +768,12 @@ mod tests {
         // streamed, the set is the tables only, and a stage adds one chunk of bases
         let tables = resident_bytes(27, &lens, Residency::Streamed);
         assert!(tables < resident / 4);
-        assert!(h_stage_bytes(27, Residency::Streamed, SMS) < h + 3 * (STREAM_CHUNK as u64) * 96);
+        let streamed = h_stage_bytes(27, Residency::Streamed, SMS);
+        assert!(streamed < h + 3 * (STREAM_CHUNK as u64) * 96);
+        // and a 24 GB card (a budget of 95 % of it) holds the tables and one streamed H stage:
+        // its peak is the three evaluations, above the MSM's over chunks of streamed bases
+        // (the batch-affine rounds' scratch included)
+        assert!(tables + streamed < 22_800_000_000, "{tables} + {streamed}");
+        assert_eq!(streamed, 3 * (1u64 << 27) * 32);
     }
 }
