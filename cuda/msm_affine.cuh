@@ -23,6 +23,7 @@
 // Host orchestration: crates/proofline-gpu/src/msm.rs (`affine_rounds`).
 #pragma once
 #include "common.cuh"
+#include "fp_inv.cuh"
 #include "msm_curve.cuh"
 #include "proofline_abi.cuh"
 
@@ -185,6 +186,14 @@ DEVI void affine_bwd(const affine_round_args& a) {
 }
 
 // ---- batched inversion -----------------------------------------------------------------------
+// The single inversion at the root: the binary algorithm in Fp (fp_inv.cuh: one thread's
+// latency is what counts there), Fermat elsewhere.
+template <class F>
+DEVI F root_inv(const F& a) {
+    return F::inv(a);
+}
+DEVI fp_t root_inv(const fp_t& a) { return fp_inv_vartime(a); }
+
 // A product tree of AFF_INV_THREADS leaves in shared memory (heap order: node k's children are
 // 2k and 2k + 1, the leaves at AFF_INV_THREADS + j); every thread of the block calls these.
 
@@ -244,7 +253,7 @@ DEVI void batch_inv_top(const batch_inv_args& a) {
     tree_up<F>(tree, j);
     if (j == 0) {
         u32* root = reinterpret_cast<u32*>(tree + F::WORDS / 4);
-        F::inv(F::load(root)).store(root);
+        root_inv(F::load(root)).store(root);
     }
     __syncthreads();
     tree_down<F>(tree, j);
