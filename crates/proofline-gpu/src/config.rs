@@ -44,9 +44,9 @@ pub enum MsmAcc {
     /// addition); then the XYZZ accumulation sums what is left. G1 only (G2 keeps
     /// [`MsmAcc::Xyzz`]). Scratch: two point buffers (the first of half the entries) for the bucket
     /// sets of `plan::AFFINE_GROUP_ENTRIES` entries at a time (`bytes.rs`). The production
-    /// default with 4 rounds: dense 2^24 / 2^25 / 2^26 in 116.1 / 216.0 / 413.8 ms against
-    /// 134.6 / 260.2 / 508.7 with [`MsmAcc::Xyzz`], the H MSM of a 32 GiB partition 829.7
-    /// against 1,012.5 (H200; 2 rounds: 116.4 / 220.7 / 427.2, 854.4).
+    /// default with 4 rounds: dense 2^24 / 2^25 / 2^26 in 115.7 / 215.4 / 412.9 ms against
+    /// 135.0 / 260.6 / 509.7 with [`MsmAcc::Xyzz`], the H MSM of a 32 GiB partition 827.2
+    /// against 1,013.1 (H200; 2 rounds were as fast at 2^24 and slower above).
     BatchAffine {
         /// Rounds (1..=8): the XYZZ pass is left with about 2^-rounds of the additions.
         rounds: u32,
