@@ -6,21 +6,21 @@
 // 2i + 1 (or input 2i alone, the odd one out). The sums are affine additions (chord and tangent:
 // lambda = dy / dx), whose divisions share one inversion across the whole round (Montgomery's
 // trick): msm_affine_fwd writes, per output position, the product of the denominators before it
-// in its thread's positions (into the position's output slot) and, per thread, the product of
-// them all; the batch-inversion kernels
-// invert the threads' products (a product tree per block of AFF_INV_THREADS values, one tree over
-// the blocks' products with the single inversion at its root, and back down); msm_affine_bwd walks
-// each range backwards, recovers each denominator's inverse from the prefix products, and writes
-// the sums. An affine addition costs 6 multiplications this way (3 of the trick, 3 of the
-// addition) where the XYZZ mixed addition costs 10; after the rounds the balanced XYZZ
-// accumulation (msm_curve.cuh) sums what is left of each bucket.
+// among its thread's positions (into the position's output slot) and, per thread, the product of
+// them all; the batch-inversion kernels invert the threads' products (a product tree per block of
+// AFF_INV_THREADS values, one tree over the blocks' products with the single inversion at its
+// root, and back down); msm_affine_bwd walks each thread's positions backwards, recovers each
+// denominator's inverse from the prefix products, and writes the sums. An affine addition costs
+// 6 multiplications this way (3 of the trick, 3 of the addition) where the XYZZ mixed addition
+// costs 10; after the rounds the balanced XYZZ accumulation (msm_curve.cuh) sums what is left of
+// each bucket.
 //
 // Layout of a round: bucket g's inputs at [ends[g] - counts[g], ends[g]) of `src`, through `vals`
 // (point | sign << 31) when it is given, else position k is point k; its outputs at
 // [out_ends[g] - ceil(counts[g] / 2), out_ends[g]) of `out`, out_ends being the inclusive scan
 // of the halved counts (msm_affine_halve, then an exclusive scan read one element on).
 //
-// Host orchestration: crates/proofline-gpu/src/msm.rs (`affine_rounds`).
+// Host orchestration: crates/proofline-gpu/src/msm.rs (`batch_affine`).
 #pragma once
 #include "common.cuh"
 #include "fp_inv.cuh"

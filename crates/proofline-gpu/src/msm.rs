@@ -1,5 +1,6 @@
 //! Multi-scalar multiplication on the GPU in G1 and G2 (Pippenger with signed digits, counting
-//! sort by bucket, balanced bucket accumulation, segmented bucket reduction), driving
+//! sort by bucket, batch-affine rounds in G1 then balanced XYZZ bucket accumulation, segmented
+//! bucket reduction), driving
 //! `cuda/msm.cu` (the sort and the G1 curve kernels) and `cuda/msm_g2.cu` (the G2 ones) through
 //! an [`Exec`]; written once over [`MsmCurve`].
 //!
@@ -602,9 +603,8 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         Some(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
         None => sort_atomic(e, sp, n, sets, stride)?,
     };
-    // 2. bucket accumulation: big buckets (skewed digits, repeated scalars) split over many
-    // blocks, the rest in equal ranges of the sorted entries per thread, then the owners add
-    // the heads
+    // 2. bucket accumulation: the batch-affine rounds first (G1, `MsmAcc::BatchAffine`), then
+    // the balanced XYZZ accumulation of what is left
     let mut entries = [0u32; 1];
     e.read(
         Readback::Entries {
@@ -615,32 +615,20 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         &mut entries,
     )?;
     let buckets = e.alloc(m * C::XYZZ_WORDS)?;
-    match (cfg.acc, C::KERNELS.affine) {
+    let sorted = AccInput {
+        points: bp,
+        vals: vals.ptr(),
+        ends: cursor.ptr(),
+        counts: counts.ptr(),
+        m,
+        entries: entries[0] as usize,
+        buckets: buckets.ptr(),
+    };
+    match (cfg.acc, k.affine) {
         (MsmAcc::BatchAffine { rounds }, Some(ak)) => {
-            let sorted = AccInput {
-                points: bp,
-                vals: vals.ptr(),
-                ends: cursor.ptr(),
-                counts: counts.ptr(),
-                m,
-                entries: entries[0] as usize,
-                buckets: buckets.ptr(),
-            };
-            batch_affine::<E, C>(e, ak, &sorted, sets, n, rounds.clamp(1, 8), cfg)?;
+            batch_affine::<E, C>(e, ak, &sorted, sets, n, rounds.clamp(1, 8), cfg)?
         }
-        _ => accumulate::<E, C>(
-            e,
-            &AccInput {
-                points: bp,
-                vals: vals.ptr(),
-                ends: cursor.ptr(),
-                counts: counts.ptr(),
-                m,
-                entries: entries[0] as usize,
-                buckets: buckets.ptr(),
-            },
-            cfg,
-        )?,
+        _ => accumulate::<E, C>(e, &sorted, cfg)?,
     }
     drop(vals);
     e.sync()?;
