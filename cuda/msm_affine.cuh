@@ -33,7 +33,7 @@ enum AffKind : u32 { AFF_ADD, AFF_DBL, AFF_LEFT, AFF_RIGHT, AFF_INF };
 template <class C>
 DEVI typename C::A aff_point(const affine_round_args& a, u32 k) {
     typedef typename C::A A;
-    u32 v = a.vals ? a.vals[k] : k;
+    u32 v = entry_at(a.vals, k);
     A p = A::load(a.src + A::WORDS * (size_t)(v & 0x7fffffffu));
     if ((v >> 31) != 0) p.y = C::F::neg(p.y);
     return p;
@@ -77,8 +77,8 @@ DEVI typename C::F aff_denominator(const affine_round_args& a, u32 g, u32 o, u32
     const u32 i = o - ostart;
     if (2 * i + 1 == cnt) return F::one();
     const u32 first = a.ends[g] - cnt + 2 * i;
-    const u32 vp = a.vals ? a.vals[first] : first;
-    const u32 vq = a.vals ? a.vals[first + 1] : first + 1;
+    const u32 vp = entry_at(a.vals, first);
+    const u32 vq = entry_at(a.vals, first + 1);
     const F px = F::load(a.src + A::WORDS * (size_t)(vp & 0x7fffffffu));
     const F qx = F::load(a.src + A::WORDS * (size_t)(vq & 0x7fffffffu));
     F dx = F::sub(qx, px);
@@ -197,39 +197,42 @@ DEVI fp_t root_inv(const fp_t& a) { return fp_inv_vartime(a); }
 // A product tree of AFF_INV_THREADS leaves in shared memory (heap order: node k's children are
 // 2k and 2k + 1, the leaves at AFF_INV_THREADS + j); every thread of the block calls these.
 
+// Node k of the tree (the root is node 1).
 template <class F>
-DEVI void tree_up(uint4* tree, u32 j) {
+DEVI u32* tree_node(uint4* tree, u32 k) {
+    return reinterpret_cast<u32*>(tree + (F::WORDS / 4) * k);
+}
+
+// Leaf j := x (one where x is absent), then the products up to the root.
+template <class F>
+DEVI void tree_up(uint4* tree, u32 j, const F& x) {
+    x.store(tree_node<F>(tree, AFF_INV_THREADS + j));
+    __syncthreads();
     for (u32 span = AFF_INV_THREADS / 2; span >= 1; span >>= 1) {
         if (j < span) {
             const u32 k = span + j;
-            F l = F::load(reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k)));
-            F r = F::load(reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k + 1)));
-            F::mul(l, r).store(reinterpret_cast<u32*>(tree + (F::WORDS / 4) * k));
+            F::mul(F::load(tree_node<F>(tree, 2 * k)), F::load(tree_node<F>(tree, 2 * k + 1)))
+                .store(tree_node<F>(tree, k));
         }
         __syncthreads();
     }
 }
 
-// From the inverse at the root (node 1) to the inverses of the leaves.
+// From the inverse at the root to the inverses of the leaves; returns leaf j's.
 template <class F>
-DEVI void tree_down(uint4* tree, u32 j) {
+DEVI F tree_down(uint4* tree, u32 j) {
     for (u32 span = 1; span < AFF_INV_THREADS; span <<= 1) {
         if (j < span) {
             const u32 k = span + j;
-            u32* nk = reinterpret_cast<u32*>(tree + (F::WORDS / 4) * k);
-            u32* nl = reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k));
-            u32* nr = reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (2 * k + 1));
-            F iv = F::load(nk), l = F::load(nl), r = F::load(nr);
+            u32* nl = tree_node<F>(tree, 2 * k);
+            u32* nr = tree_node<F>(tree, 2 * k + 1);
+            F iv = F::load(tree_node<F>(tree, k)), l = F::load(nl), r = F::load(nr);
             F::mul(iv, r).store(nl);
             F::mul(iv, l).store(nr);
         }
         __syncthreads();
     }
-}
-
-template <class F>
-DEVI u32* tree_leaf(uint4* tree, u32 j) {
-    return reinterpret_cast<u32*>(tree + (F::WORDS / 4) * (AFF_INV_THREADS + j));
+    return F::load(tree_node<F>(tree, AFF_INV_THREADS + j));
 }
 
 // Block b: blk[b] = product of values[b AFF_INV_THREADS + j], j < AFF_INV_THREADS, i < n.
@@ -237,10 +240,8 @@ template <class F>
 DEVI void batch_inv_up(const batch_inv_args& a) {
     __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];
     const u32 j = threadIdx.x, i = blockIdx.x * AFF_INV_THREADS + j;
-    (i < a.n ? F::load(a.values + F::WORDS * (size_t)i) : F::one()).store(tree_leaf<F>(tree, j));
-    __syncthreads();
-    tree_up<F>(tree, j);
-    if (j == 0) F::load(reinterpret_cast<u32*>(tree + F::WORDS / 4)).store(a.blk + F::WORDS * (size_t)blockIdx.x);
+    tree_up<F>(tree, j, i < a.n ? F::load(a.values + F::WORDS * (size_t)i) : F::one());
+    if (j == 0) F::load(tree_node<F>(tree, 1)).store(a.blk + F::WORDS * (size_t)blockIdx.x);
 }
 
 // One block: blk[b] = 1 / blk[b], b < blocks (at most AFF_INV_THREADS), with one inversion.
@@ -248,16 +249,11 @@ template <class F>
 DEVI void batch_inv_top(const batch_inv_args& a) {
     __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];
     const u32 j = threadIdx.x;
-    (j < a.blocks ? F::load(a.blk + F::WORDS * (size_t)j) : F::one()).store(tree_leaf<F>(tree, j));
+    tree_up<F>(tree, j, j < a.blocks ? F::load(a.blk + F::WORDS * (size_t)j) : F::one());
+    if (j == 0) root_inv(F::load(tree_node<F>(tree, 1))).store(tree_node<F>(tree, 1));
     __syncthreads();
-    tree_up<F>(tree, j);
-    if (j == 0) {
-        u32* root = reinterpret_cast<u32*>(tree + F::WORDS / 4);
-        root_inv(F::load(root)).store(root);
-    }
-    __syncthreads();
-    tree_down<F>(tree, j);
-    if (j < a.blocks) F::load(tree_leaf<F>(tree, j)).store(a.blk + F::WORDS * (size_t)j);
+    const F inv = tree_down<F>(tree, j);
+    if (j < a.blocks) inv.store(a.blk + F::WORDS * (size_t)j);
 }
 
 // Block b: out[i] = 1 / values[i] for its values, from blk[b] = 1 / (their product).
@@ -265,11 +261,9 @@ template <class F>
 DEVI void batch_inv_down(const batch_inv_args& a) {
     __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];
     const u32 j = threadIdx.x, i = blockIdx.x * AFF_INV_THREADS + j;
-    (i < a.n ? F::load(a.values + F::WORDS * (size_t)i) : F::one()).store(tree_leaf<F>(tree, j));
+    tree_up<F>(tree, j, i < a.n ? F::load(a.values + F::WORDS * (size_t)i) : F::one());
+    if (j == 0) F::load(a.blk + F::WORDS * (size_t)blockIdx.x).store(tree_node<F>(tree, 1));
     __syncthreads();
-    tree_up<F>(tree, j);
-    if (j == 0) F::load(a.blk + F::WORDS * (size_t)blockIdx.x).store(reinterpret_cast<u32*>(tree + F::WORDS / 4));
-    __syncthreads();
-    tree_down<F>(tree, j);
-    if (i < a.n) F::load(tree_leaf<F>(tree, j)).store(a.out + F::WORDS * (size_t)i);
+    const F inv = tree_down<F>(tree, j);
+    if (i < a.n) inv.store(a.out + F::WORDS * (size_t)i);
 }

@@ -743,6 +743,20 @@ mod tests {
         blst::blst_fp { l }
     }
 
+    /// `got` holds blst's inverse of each of `a` (0 for 0), in the kernels' words.
+    fn assert_fp_inverses(got: &[u32], a: &[blst::blst_fp]) {
+        for (i, x) in a.iter().enumerate() {
+            let mut r = blst::blst_fp::default();
+            // SAFETY: plain blst field arithmetic (blst maps 0 to 0).
+            unsafe { blst::blst_fp_eucl_inverse(&mut r, x) };
+            assert_eq!(
+                &got[12 * i..12 * i + 12],
+                &fp_words(&r)[..],
+                "inverse at {i}"
+            );
+        }
+    }
+
     /// The batch-affine rounds' batched inversion (a product tree per block, the binary
     /// inversion at the root of the tree over the blocks, back down) against blst, over several
     /// blocks and a last partial one, with 1 and p - 1 among the values.
@@ -778,17 +792,7 @@ mod tests {
         ] {
             e.launch_as(kernel, grid, AFF_INV_THREADS, &args).unwrap();
         }
-        let got = e.words(&out);
-        for i in 0..n {
-            let mut r = blst::blst_fp::default();
-            // SAFETY: as above.
-            unsafe { blst::blst_fp_eucl_inverse(&mut r, &a[i]) };
-            assert_eq!(
-                &got[12 * i..12 * i + 12],
-                &fp_words(&r)[..],
-                "inverse at {i}"
-            );
-        }
+        assert_fp_inverses(e.words(&out), &a);
     }
 
     #[test]
@@ -818,17 +822,7 @@ mod tests {
             },
         )
         .unwrap();
-        let got = e.words(&out);
-        for i in 0..n {
-            let mut r = blst::blst_fp::default();
-            // SAFETY: as above (blst maps 0 to 0).
-            unsafe { blst::blst_fp_eucl_inverse(&mut r, &a[i]) };
-            assert_eq!(
-                &got[12 * i..12 * i + 12],
-                &fp_words(&r)[..],
-                "inverse at {i}"
-            );
-        }
+        assert_fp_inverses(e.words(&out), &a);
         // Fp2
         let fp2 = |rng: &mut rand_chacha::ChaCha20Rng| blst::blst_fp2 {
             fp: [random_fp(rng), random_fp(rng)],

@@ -260,6 +260,7 @@ impl AccSplit {
         }
     }
 }
+
 /// Entries (points times windows) one group of bucket sets covers in the batch-affine rounds
 /// (`MsmAcc::BatchAffine`): a chunk's sets go through the rounds in groups of at most this many
 /// entries (at least one set), which bounds the rounds' scratch (about 72 bytes per entry of G1) and
