@@ -25,8 +25,9 @@
 //     block results -> Jacobian.
 // With MsmAcc::BatchAffine, rounds of pairwise affine additions sharing one inversion each
 // (msm_affine.cuh) first shrink every bucket, and step 4 sums what they leave.
-// Sparse queries arrive split by the host (zeros dropped, the indices of the ones, the tail's
-// indices and scalars): msm_sum_ones sums the bases of the ones across the whole GPU
+// Sparse queries arrive split by the host (zeros dropped, a bitmap of the ones, the tail's
+// indices and scalars): msm_ones_count / msm_ones_expand list the ones on the device, their bases
+// are summed by the batch-affine rounds (one bucket) or by msm_sum_ones across the whole GPU
 // (grid-stride + block tree, then xyzz_reduce), g1_gather copies the tail's bases next to each
 // other, and the tail goes through the Pippenger pipeline above. The host combines windows
 // (Horner, nw * c doublings) and the ones sum.
@@ -274,6 +275,58 @@ extern "C" __global__ void scan_sums(const scan_sums_args a) {
 extern "C" __global__ void scan_add(const scan_add_args a) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < a.m) a.output[i] += a.tile_sums[i / SCAN_TILE];
+}
+
+// ---- the ones' bitmap -------------------------------------------------------------
+// A sparse query's bases with scalar one arrive as a bitmap (bit i % 32 of word i / 32: 16 MB
+// for a 32 GiB partition's L query instead of a 240 MB index list). The two kernels below turn
+// bits [bit_lo, bit_hi) into the list of their positions (less bit_lo) on the device: a count per
+// block, an exclusive scan of the counts, then each block writes its words' positions from its
+// offset. Each thread takes one word.
+
+// Word k's set bits among [bit_lo, bit_hi).
+DEVI u32 ones_word(const u32* bits, u32 k, u32 bit_lo, u32 bit_hi) {
+    const u32 w0 = bit_lo >> 5, w1 = (bit_hi + 31) >> 5;
+    const u32 w = w0 + k;
+    if (w >= w1) return 0;
+    u32 x = bits[w];
+    if (w == w0) x &= ~0u << (bit_lo & 31);
+    if (w == (bit_hi - 1) >> 5 && (bit_hi & 31) != 0) x &= ~0u >> (32 - (bit_hi & 31));
+    return x;
+}
+
+// Inclusive sum of v over the block's threads (ONES_THREADS), in shared memory `sh`.
+DEVI u32 ones_block_scan(u32* sh, u32 v) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (u32 off = 1; off < ONES_THREADS; off <<= 1) {
+        const u32 x = threadIdx.x >= off ? sh[threadIdx.x - off] : 0;
+        __syncthreads();
+        sh[threadIdx.x] += x;
+        __syncthreads();
+    }
+    return sh[threadIdx.x];
+}
+
+extern "C" __global__ void __launch_bounds__(ONES_THREADS) msm_ones_count(const ones_count_args a) {
+    __shared__ u32 sh[ONES_THREADS];
+    const u32 k = blockIdx.x * ONES_THREADS + threadIdx.x;
+    const u32 total = ones_block_scan(sh, __popc(ones_word(a.bits, k, a.bit_lo, a.bit_hi)));
+    if (threadIdx.x == ONES_THREADS - 1) a.counts[blockIdx.x] = total;
+}
+
+extern "C" __global__ void __launch_bounds__(ONES_THREADS) msm_ones_expand(const ones_expand_args a) {
+    __shared__ u32 sh[ONES_THREADS];
+    const u32 k = blockIdx.x * ONES_THREADS + threadIdx.x;
+    u32 x = ones_word(a.bits, k, a.bit_lo, a.bit_hi);
+    const u32 c = __popc(x);
+    u32 pos = a.offsets[blockIdx.x] + ones_block_scan(sh, c) - c;
+    const u32 first = ((a.bit_lo >> 5) + k) * 32 - a.bit_lo;  // position of the word's bit 0
+    while (x != 0) {
+        const u32 b = __ffs(x) - 1;
+        a.list[pos++] = first + b;
+        x &= x - 1;
+    }
 }
 
 // ---- buckets -------------------------------------------------------------------

@@ -214,7 +214,7 @@ fn synthetic_split(n: usize, zero: f64, one: f64, seed: u64) -> SparseScalars {
                 if u < zero {
                     s.zeros += 1;
                 } else if u < zero + one {
-                    s.ones.push(i as u32);
+                    s.ones.insert((i - k * CHUNK) as u32);
                 } else {
                     let mut l = [0u64; 4];
                     for x in l.iter_mut() {
@@ -232,9 +232,10 @@ fn synthetic_split(n: usize, zero: f64, one: f64, seed: u64) -> SparseScalars {
         num_bases: n,
         ..Default::default()
     };
-    for mut p in parts {
+    for (k, mut p) in parts.into_iter().enumerate() {
         out.zeros += p.zeros;
-        out.ones.append(&mut p.ones);
+        // each part's ones are numbered from its first index
+        out.ones.insert_shifted(&p.ones, k * CHUNK);
         out.tail_index.append(&mut p.tail_index);
         out.tail_scalars.append(&mut p.tail_scalars);
     }

@@ -118,6 +118,8 @@ shared_consts! {
     AFF_INV_THREADS = 256;
     /// Points per block of the big-bucket kernel.
     BIG_PER_BLOCK = 2048;
+    /// Threads per block of `msm_ones_count` / `msm_ones_expand`: one bitmap word each.
+    ONES_THREADS = 256;
     /// Blocks per window in the window combination.
     WINDOW_GROUPS = 16;
     /// Buckets per segment of the bucket reduction.
@@ -427,6 +429,23 @@ kernel_args! {
         input: DevPtr,
         out: DevPtrMut,
         count: u32,
+    }
+    /// Set bits of the ones' bitmap per block of ONES_THREADS words: bits [bit_lo, bit_hi) of
+    /// `bits` count, block b's count to counts[b].
+    "msm"::"msm_ones_count" => OnesCountArgs("ones_count_args") {
+        bits: DevPtr,
+        counts: DevPtrMut,
+        bit_lo: u32,
+        bit_hi: u32,
+    }
+    /// The list of the set bits [bit_lo, bit_hi) of `bits`, each as its position less bit_lo,
+    /// ascending; block b writes from offsets[b] (the exclusive scan of msm_ones_count's).
+    "msm"::"msm_ones_expand" => OnesExpandArgs("ones_expand_args") {
+        bits: DevPtr,
+        offsets: DevPtr,
+        list: DevPtrMut,
+        bit_lo: u32,
+        bit_hi: u32,
     }
     /// Grid-stride sum of the bases listed in `list` (the scalars equal to one).
     "msm"::"msm_sum_ones" | "msm_g2"::"msm_g2_sum_ones" => SumOnesArgs("sum_ones_args") {

@@ -7,14 +7,14 @@
 
 use proofline_groth16::msm::SparseScalars;
 
-use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, WINDOW_GROUPS};
+use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS, WINDOW_GROUPS};
 use crate::arena::{charge_in, GRANULE};
 use crate::config::{MsmAcc, MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, Precomputation, SortPlan,
-    WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, OnesRounds, Precomputation,
+    SortPlan, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -27,15 +27,32 @@ pub struct QueryShape {
     pub ones: usize,
     /// Scalars neither zero nor one.
     pub tail: usize,
+    /// The most ones among the query's chunks of bases when they are streamed (chunks of
+    /// [`STREAM_CHUNK`] bases, or of the chunk [`QueryShape::streamed_by`] was given).
+    pub ones_per_chunk: usize,
 }
 
-impl From<&SparseScalars> for QueryShape {
-    fn from(s: &SparseScalars) -> Self {
+impl QueryShape {
+    /// The shape of `s` when its bases are streamed by `chunk`.
+    pub fn streamed_by(s: &SparseScalars, chunk: usize) -> Self {
+        let chunk = chunk.max(1);
+        let ones_per_chunk = (0..s.num_bases)
+            .step_by(chunk)
+            .map(|lo| s.ones.count_range(lo, lo + chunk))
+            .max()
+            .unwrap_or(0);
         QueryShape {
             num_bases: s.num_bases,
             ones: s.ones.len(),
             tail: s.tail_index.len(),
+            ones_per_chunk,
         }
+    }
+}
+
+impl From<&SparseScalars> for QueryShape {
+    fn from(s: &SparseScalars) -> Self {
+        QueryShape::streamed_by(s, STREAM_CHUNK)
     }
 }
 
@@ -181,13 +198,38 @@ impl Sizer {
         }
     }
 
-    /// Peak of summing the bases of `ones` points of `C`.
-    fn ones_bytes<C: MsmCurve>(&self, ones: usize) -> u64 {
+    /// Peak of summing the bases of the `ones` ones among `bases` bases of `C` (`msm::sum_ones`):
+    /// the bitmap's words, the listing's counts, offsets and scan, and the list; then the list
+    /// and either the XYZZ sum's partial sums or the batch-affine rounds' groups.
+    fn ones_bytes<C: MsmCurve>(&self, ones: usize, bases: usize) -> u64 {
         if ones == 0 {
             return 0;
         }
         let r = |w| self.r(w);
-        r(ones) + r(C::XYZZ_WORDS * ones_blocks(self.sm_count) as usize) + r(C::JACOBIAN_WORDS)
+        // words of the range: at most one more than its bits need
+        let words = bases.div_ceil(32) + 1;
+        let blocks = words.div_ceil(ONES_THREADS as usize);
+        let list = r(ones);
+        let listing =
+            r(words) + 2 * r(blocks) + list + r(blocks.div_ceil(crate::abi::SCAN_TILE as usize));
+        let sum = match (self.cfg.acc, C::KERNELS.affine) {
+            (MsmAcc::BatchAffine { .. }, Some(ak)) => {
+                let plan = OnesRounds::default();
+                let groups = ones.div_ceil(plan.entries);
+                let g = plan.group(ones.min(plan.entries));
+                let tmax = affine_threads(self.sm_count);
+                let fw = ak.field_words;
+                r(C::XYZZ_WORDS * groups)
+                    + r(g.caps[0] * C::AFFINE_WORDS)
+                    + r(g.caps[1] * C::AFFINE_WORDS)
+                    + 2 * r(tmax * fw)
+                    + r(tmax.div_ceil(AFF_INV_THREADS as usize) * fw)
+                    + r(g.sizes.len())
+                    + self.acc_bytes::<C>(g.left(), 1)
+            }
+            _ => r(C::XYZZ_WORDS * ones_blocks(self.sm_count) as usize),
+        };
+        listing.max(list + r(C::JACOBIAN_WORDS) + sum)
     }
 
     /// Peak of one sparse query of `C` (`chunk`: points per streamed chunk).
@@ -205,13 +247,12 @@ impl Sizer {
         };
         let gather = |idx: usize| if idx > 0 { r(idx) } else { 0 };
         let collect = match residency {
-            Residency::Resident => {
-                (gathered + self.ones_bytes::<C>(q.ones)).max(gathered + gather(q.tail))
-            }
+            Residency::Resident => (gathered + self.ones_bytes::<C>(q.ones, q.num_bases))
+                .max(gathered + gather(q.tail)),
             Residency::Streamed => {
                 let chunk = chunk.min(q.num_bases).max(1);
                 let staging = gathered + r(C::AFFINE_WORDS * chunk);
-                (staging + self.ones_bytes::<C>(q.ones.min(chunk)))
+                (staging + self.ones_bytes::<C>(q.ones_per_chunk.min(chunk), chunk))
                     .max(staging + gather(q.tail.min(chunk)))
             }
         };
@@ -614,7 +655,7 @@ mod tests {
         for k in 0..set {
             let i = (k * num_bases / set.max(1)) as u32;
             if (k + 1) * ones / set > k * ones / set {
-                s.ones.push(i);
+                s.ones.insert(i);
             } else {
                 s.tail_index.push(i);
                 s.tail_scalars.push(Scalar::from(3u64));
@@ -668,6 +709,8 @@ mod tests {
                     z.sparse_stage(&shapes, Residency::Resident, STREAM_CHUNK),
                 );
                 for chunk in [777usize, 1 << 20, 1 << 24] {
+                    let by = |q: &SparseScalars| QueryShape::streamed_by(q, chunk);
+                    let shapes = [by(&plan.l), by(&plan.a), by(&plan.b)];
                     let h = |len: usize| Bases::Host {
                         points: &host[..len],
                         chunk,
@@ -757,6 +800,7 @@ mod tests {
             num_bases: lens.l,
             ones: lens.l / 2,
             tail: lens.l / 12,
+            ones_per_chunk: STREAM_CHUNK.min(lens.l / 2),
         };
         let sparse = sparse_stage_bytes(&[worst; 3], Residency::Resident, SMS);
         // 3 x 2^27 x 32 B of evaluations, and all five query bases

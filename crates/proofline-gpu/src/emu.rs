@@ -351,7 +351,7 @@ mod tests {
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
     use crate::config::{MsmConfig, NttConfig};
-    use crate::curve::{G1, G2};
+    use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
         affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32, scalars_as_u32,
@@ -359,7 +359,7 @@ mod tests {
     };
     use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::{self, build_tables, NttKind};
-    use crate::plan::Precomputation;
+    use crate::plan::{OnesRounds, Precomputation};
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, mixed_scalars, random_g2_points, random_points,
         random_scalars, ScalarMix,
@@ -369,6 +369,8 @@ mod tests {
     use group::prime::PrimeCurveAffine;
     use group::Group;
     use proofline_groth16::msm::SparseScalars;
+    use proofline_groth16::IndexBitmap;
+    use rand::{Rng, SeedableRng};
 
     /// Few multiprocessors, so that the work splits take several waves at small sizes.
     pub(crate) const SMS: u32 = 2;
@@ -730,6 +732,56 @@ mod tests {
                 };
                 let got = msm::sparse::<_, G1>(&e, host, &split, &cfg, &mut stats).unwrap();
                 assert_eq!(got, cpu_msm(&points, &scalars), "{name}, streamed {mix:?}");
+            }
+        }
+    }
+
+    /// The ones' sum over bit ranges that start and end inside words, in both accumulations,
+    /// with rounds small enough to run here: several groups, many rounds, an XYZZ rest, groups
+    /// of one point, and repeated points (doublings, P + (-P) never arises: the ones add bases).
+    #[test]
+    fn ones_sum_matches_blstrs_over_any_range() {
+        let e = EmuExec::new(SMS);
+        let n = 2500;
+        let mut points = random_points(n, 31);
+        points[7] = G1Affine::identity();
+        for i in 100..140 {
+            points[i] = points[99];
+        }
+        let b = e.upload(affines_as_u32(&points)).unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(32);
+        let ones: IndexBitmap = (0..n as u32).filter(|_| rng.gen_bool(0.46)).collect();
+        for (name, cfg) in MsmConfig::variants() {
+            for rounds in [
+                OnesRounds::default(),
+                OnesRounds {
+                    entries: 300,
+                    left: 20,
+                },
+                OnesRounds {
+                    entries: 1,
+                    left: 1,
+                },
+            ] {
+                for (lo, hi) in [
+                    (0, n),
+                    (5, 2491),
+                    (33, 64),
+                    (1000, 1001),
+                    (64, 96),
+                    (40, 40),
+                ] {
+                    let want: G1Projective = ones
+                        .iter_range(lo, hi)
+                        .map(|i| G1Projective::from(points[i as usize]))
+                        .sum();
+                    let mut stats = MsmStats::default();
+                    let base = b.at(lo * <G1 as MsmCurve>::AFFINE_WORDS);
+                    let got =
+                        msm::sum_ones::<_, G1>(&e, base, &ones, lo..hi, rounds, &cfg, &mut stats)
+                            .unwrap();
+                    assert_eq!(got, want, "{name}, {rounds:?}, {lo}..{hi}");
+                }
             }
         }
     }

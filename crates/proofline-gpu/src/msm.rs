@@ -5,9 +5,10 @@
 //! an [`Exec`]; written once over [`MsmCurve`].
 //!
 //! Sparse queries arrive split by the CPU (`proofline_groth16::msm::SparseScalars`: zeros
-//! dropped, the indices of the ones, the tail's indices and scalars); this is the only split,
-//! and the GPU takes it as it is: the bases of the ones are summed across the whole GPU, the
-//! tail's bases are gathered side by side and go through Pippenger with the tail's scalars.
+//! dropped, a bitmap of the ones, the tail's indices and scalars); this is the only split, and
+//! the GPU takes it as it is: the ones are listed from their bitmap on the device and their bases
+//! summed (batch-affine rounds in G1, one bucket per group), the tail's bases are gathered side
+//! by side and go through Pippenger with the tail's scalars.
 //! Bases are either resident on the device ([`Bases::Device`]), resident with precomputed
 //! copies for fixed-base MSMs ([`Bases::Precomputed`], `plan::Precomputation`), or streamed
 //! from host memory in chunks of [`STREAM_CHUNK`] points ([`Bases::Host`]).
@@ -20,14 +21,15 @@ use std::time::Instant;
 use blstrs::G1Affine;
 use group::Group;
 use proofline_groth16::msm::SparseScalars;
+use proofline_groth16::IndexBitmap;
 
 use crate::abi::{
     AffineHalveArgs, AffineRoundArgs, BatchInvArgs, BigFinalArgs, BigPartialArgs, BucketAccArgs,
     BucketFixupArgs, BucketReduceArgs, DevPtr, DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs,
-    PrecomputeArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs,
-    SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_THREADS, AFF_THREADS,
-    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE,
-    SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    OnesCountArgs, OnesExpandArgs, PrecomputeArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs,
+    SortCoarseArgs, SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS,
+    AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS,
+    SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig, MsmSort};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -35,8 +37,8 @@ use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
 use crate::plan::{
-    affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, Precomputation,
-    SortPlan, WindowPlan,
+    affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, OnesRounds,
+    Precomputation, SortPlan, WindowPlan,
 };
 use crate::stager::stream_chunks;
 
@@ -473,9 +475,6 @@ fn batch_affine<E: Exec, C: MsmCurve>(
     let nsets = sets.sets as usize;
     let set_entries = n * sets.copies as usize;
     let per_group = AffineGroup::sets_per_group(nsets, set_entries);
-    let fw = ak.field_words;
-    let tmax = affine_threads(e.sm_count());
-    let at = |p: u64, words: usize| p.wrapping_add(4 * words as u64);
     let mut first = 0;
     while first < nsets {
         let grp = AffineGroup::new(per_group.min(nsets - first), set_entries, nb);
@@ -487,16 +486,14 @@ fn batch_affine<E: Exec, C: MsmCurve>(
         ];
         let half = [e.alloc(mp + 1)?, e.alloc(mp + 1)?];
         let ends = [e.alloc(mp + 1)?, e.alloc(mp + 1)?];
-        let totals = e.alloc(tmax * fw)?;
-        let inv = e.alloc(tmax * fw)?;
-        let blk = e.alloc(tmax.div_ceil(AFF_INV_THREADS as usize) * fw)?;
+        let inv = InvScratch::new(e, ak)?;
         // the round's input: points, entries (0: position k is point k), ends, counts
-        let mut src = (
-            sorted.points,
-            sorted.vals,
-            at(sorted.ends, g0),
-            at(sorted.counts, g0),
-        );
+        let mut src = RoundInput {
+            points: sorted.points,
+            vals: sorted.vals,
+            ends: word_at(sorted.ends, g0),
+            counts: word_at(sorted.counts, g0),
+        };
         let mut total = 0usize;
         for r in 0..rounds as usize {
             let (out, half, ends) = (&pts[r % 2], &half[r % 2], &ends[r % 2]);
@@ -504,7 +501,7 @@ fn batch_affine<E: Exec, C: MsmCurve>(
                 grid(mp + 1, ELEMENT_THREADS),
                 ELEMENT_THREADS,
                 &AffineHalveArgs {
-                    counts: DevPtr(src.3),
+                    counts: DevPtr(src.counts),
                     half: DevPtrMut(half.ptr()),
                     m: mp as u32,
                 },
@@ -520,59 +517,118 @@ fn batch_affine<E: Exec, C: MsmCurve>(
                 &mut t,
             )?;
             total = t[0] as usize;
-            if total > 0 {
-                // whole warps, each over 32 * per_thread consecutive positions
-                let per_thread = total.div_ceil(tmax);
-                let threads = 32 * total.div_ceil(32 * per_thread);
-                let args = AffineRoundArgs {
-                    src: DevPtr(src.0),
-                    vals: DevPtr(src.1),
-                    ends: DevPtr(src.2),
-                    counts: DevPtr(src.3),
-                    out_ends: DevPtr(at(ends.ptr(), 1)),
-                    totals: DevPtrMut(totals.ptr()),
-                    inv: DevPtr(inv.ptr()),
-                    out: DevPtrMut(out.ptr()),
-                    m: mp as u32,
-                    total: total as u32,
-                    per_thread: per_thread as u32,
-                    threads: threads as u32,
-                };
-                let blocks = grid(threads, AFF_THREADS);
-                e.launch_as(ak.fwd, blocks, AFF_THREADS, &args)?;
-                let inv_blocks = threads.div_ceil(AFF_INV_THREADS as usize) as u32;
-                let inv_args = BatchInvArgs {
-                    values: DevPtr(totals.ptr()),
-                    blk: DevPtrMut(blk.ptr()),
-                    out: DevPtrMut(inv.ptr()),
-                    n: threads as u32,
-                    blocks: inv_blocks,
-                };
-                e.launch_as(ak.inv_up, inv_blocks, AFF_INV_THREADS, &inv_args)?;
-                e.launch_as(ak.inv_top, 1, AFF_INV_THREADS, &inv_args)?;
-                e.launch_as(ak.inv_down, inv_blocks, AFF_INV_THREADS, &inv_args)?;
-                e.launch_as(ak.bwd, blocks, AFF_THREADS, &args)?;
-            }
-            src = (out.ptr(), 0, at(ends.ptr(), 1), half.ptr());
+            let out_ends = word_at(ends.ptr(), 1);
+            affine_round(e, ak, &src, out_ends, out.ptr(), mp, total, &inv)?;
+            src = RoundInput {
+                points: out.ptr(),
+                vals: 0,
+                ends: out_ends,
+                counts: half.ptr(),
+            };
         }
         accumulate::<E, C>(
             e,
             &AccInput {
-                points: src.0,
+                points: src.points,
                 vals: 0,
-                ends: src.2,
-                counts: src.3,
+                ends: src.ends,
+                counts: src.counts,
                 m: mp,
                 entries: total,
-                buckets: at(sorted.buckets, g0 * C::XYZZ_WORDS),
+                buckets: word_at(sorted.buckets, g0 * C::XYZZ_WORDS),
             },
             cfg,
         )?;
-        drop((pts, half, ends, totals, inv, blk));
+        drop((pts, half, ends, inv));
         e.sync()?;
         first += grp.sets;
     }
     Ok(())
+}
+
+/// The device address of word `w` from `p`.
+fn word_at(p: u64, w: usize) -> u64 {
+    p.wrapping_add(4 * w as u64)
+}
+
+/// The input of a batch-affine round: bucket g's points at `[ends[g] - counts[g], ends[g])`,
+/// through `vals` (point | sign << 31) or, with `vals` of 0, position k is point k of `points`.
+struct RoundInput {
+    points: u64,
+    vals: u64,
+    ends: u64,
+    counts: u64,
+}
+
+/// The batched inversion's buffers for the rounds (one wave of threads).
+struct InvScratch<B> {
+    totals: B,
+    inv: B,
+    blk: B,
+    threads: usize,
+}
+
+impl<B: DevBuf> InvScratch<B> {
+    fn new<E: Exec<Buf = B>>(e: &E, ak: AffineKernels) -> Result<Self, GpuError> {
+        let threads = affine_threads(e.sm_count());
+        let fw = ak.field_words;
+        Ok(InvScratch {
+            totals: e.alloc(threads * fw)?,
+            inv: e.alloc(threads * fw)?,
+            blk: e.alloc(threads.div_ceil(AFF_INV_THREADS as usize) * fw)?,
+            threads,
+        })
+    }
+}
+
+/// One batch-affine round (`cuda/msm_affine.cuh`) over `m` buckets: `total` > 0 outputs to
+/// `out`, bucket g's ending at `out_ends[g]`; the forward pass, the batched inversion, the
+/// backward pass.
+#[allow(clippy::too_many_arguments)]
+fn affine_round<E: Exec>(
+    e: &E,
+    ak: AffineKernels,
+    src: &RoundInput,
+    out_ends: u64,
+    out: u64,
+    m: usize,
+    total: usize,
+    inv: &InvScratch<E::Buf>,
+) -> Result<(), GpuError> {
+    if total == 0 {
+        return Ok(());
+    }
+    // whole warps, each over 32 * per_thread consecutive positions
+    let per_thread = total.div_ceil(inv.threads);
+    let threads = 32 * total.div_ceil(32 * per_thread);
+    let args = AffineRoundArgs {
+        src: DevPtr(src.points),
+        vals: DevPtr(src.vals),
+        ends: DevPtr(src.ends),
+        counts: DevPtr(src.counts),
+        out_ends: DevPtr(out_ends),
+        totals: DevPtrMut(inv.totals.ptr()),
+        inv: DevPtr(inv.inv.ptr()),
+        out: DevPtrMut(out),
+        m: m as u32,
+        total: total as u32,
+        per_thread: per_thread as u32,
+        threads: threads as u32,
+    };
+    let blocks = grid(threads, AFF_THREADS);
+    e.launch_as(ak.fwd, blocks, AFF_THREADS, &args)?;
+    let inv_blocks = threads.div_ceil(AFF_INV_THREADS as usize) as u32;
+    let inv_args = BatchInvArgs {
+        values: DevPtr(inv.totals.ptr()),
+        blk: DevPtrMut(inv.blk.ptr()),
+        out: DevPtrMut(inv.inv.ptr()),
+        n: threads as u32,
+        blocks: inv_blocks,
+    };
+    e.launch_as(ak.inv_up, inv_blocks, AFF_INV_THREADS, &inv_args)?;
+    e.launch_as(ak.inv_top, 1, AFF_INV_THREADS, &inv_args)?;
+    e.launch_as(ak.inv_down, inv_blocks, AFF_INV_THREADS, &inv_args)?;
+    e.launch_as(ak.bwd, blocks, AFF_THREADS, &args)
 }
 
 /// One Pippenger chunk of n > 0 points in the bucket sets of `sets` (bases at `bp`, their
@@ -687,35 +743,57 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     Ok(combine_windows(&windows, sets.shift()))
 }
 
-/// `sum bases[i]` over `ones` (indices relative to the point array at `bases`).
+/// `sum bases[i - lo]` over the ones `i` of `[lo, hi)`: point `lo` is the first at `bases`.
+/// The bitmap's words go up, the device lists the ones (`ones_list`), and their bases are summed
+/// by batch-affine rounds ([`MsmAcc::BatchAffine`], G1; groups and rounds of `rounds`) or by the
+/// grid-wide XYZZ sum.
 pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
-    ones: &[u32],
+    ones: &IndexBitmap,
+    range: std::ops::Range<usize>,
+    rounds: OnesRounds,
+    cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
-    if ones.is_empty() {
+    let lo = range.start;
+    let hi = range.end.min(ones.words().len() * 32);
+    let count = ones.count_range(lo, hi);
+    if count == 0 {
         return Ok(C::Projective::identity());
     }
-    let blocks = ones_blocks(e.sm_count());
     let t = Instant::now();
-    let list = e.upload(ones)?;
+    let bits = e.upload(&ones.words()[lo / 32..hi.div_ceil(32)])?;
     e.sync()?;
     stats.upload_ms += ms_since(t);
     let t = Instant::now();
-    let partial = e.alloc(blocks as usize * C::XYZZ_WORDS)?;
+    let bit_lo = (lo % 32) as u32;
+    let list = ones_list(e, &bits, bit_lo, bit_lo + (hi - lo) as u32, count)?;
+    drop(bits);
+    // the bitmap and the listing's scratch go back before the sums allocate
+    e.sync()?;
     let out = e.alloc(C::JACOBIAN_WORDS)?;
-    e.launch_as(
-        C::KERNELS.sum_ones,
-        blocks,
-        C::RED_THREADS,
-        &SumOnesArgs {
-            bases: DevPtr(bases),
-            list: DevPtr(list.ptr()),
-            out: DevPtrMut(partial.ptr()),
-            count: ones.len() as u32,
-        },
-    )?;
+    let (partial, parts) = match (cfg.acc, C::KERNELS.affine) {
+        (MsmAcc::BatchAffine { .. }, Some(ak)) => {
+            ones_affine::<E, C>(e, ak, bases, &list, count, rounds, cfg)?
+        }
+        _ => {
+            let blocks = ones_blocks(e.sm_count());
+            let partial = e.alloc(blocks as usize * C::XYZZ_WORDS)?;
+            e.launch_as(
+                C::KERNELS.sum_ones,
+                blocks,
+                C::RED_THREADS,
+                &SumOnesArgs {
+                    bases: DevPtr(bases),
+                    list: DevPtr(list.ptr()),
+                    out: DevPtrMut(partial.ptr()),
+                    count: count as u32,
+                },
+            )?;
+            (partial, blocks)
+        }
+    };
     e.launch_as(
         C::KERNELS.xyzz_reduce,
         1,
@@ -723,7 +801,7 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
         &XyzzReduceArgs {
             input: DevPtr(partial.ptr()),
             out: DevPtrMut(out.ptr()),
-            count: blocks,
+            count: parts,
         },
     )?;
     let mut h = vec![0u32; C::JACOBIAN_WORDS];
@@ -732,6 +810,114 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     e.sync()?;
     stats.ones_ms += ms_since(t);
     Ok(C::from_jacobian(&h))
+}
+
+/// The positions (less `bit_lo`) of the `count` set bits `[bit_lo, bit_hi)` of `bits`, ascending,
+/// as a device list: a count per block of words, their exclusive scan, the positions.
+fn ones_list<E: Exec>(
+    e: &E,
+    bits: &E::Buf,
+    bit_lo: u32,
+    bit_hi: u32,
+    count: usize,
+) -> Result<E::Buf, GpuError> {
+    let words = (bit_hi as usize).div_ceil(32);
+    let blocks = words.div_ceil(ONES_THREADS as usize);
+    let counts = e.alloc(blocks)?;
+    let offsets = e.alloc(blocks)?;
+    let list = e.alloc(count)?;
+    e.launch(
+        blocks as u32,
+        ONES_THREADS,
+        &OnesCountArgs {
+            bits: DevPtr(bits.ptr()),
+            counts: DevPtrMut(counts.ptr()),
+            bit_lo,
+            bit_hi,
+        },
+    )?;
+    exclusive_scan(e, counts.ptr(), offsets.ptr(), blocks)?;
+    e.launch(
+        blocks as u32,
+        ONES_THREADS,
+        &OnesExpandArgs {
+            bits: DevPtr(bits.ptr()),
+            offsets: DevPtr(offsets.ptr()),
+            list: DevPtrMut(list.ptr()),
+            bit_lo,
+            bit_hi,
+        },
+    )?;
+    drop((counts, offsets));
+    Ok(list)
+}
+
+/// The sum of the bases at the `count` positions of `list` by batch-affine rounds: groups of
+/// `plan.entries` points, each one bucket halved until at most `plan.left` points are left (the
+/// sizes are known, so no round reads anything back), then the XYZZ accumulation of the rest.
+/// Returns the groups' XYZZ sums and their count.
+#[allow(clippy::too_many_arguments)]
+fn ones_affine<E: Exec, C: MsmCurve>(
+    e: &E,
+    ak: AffineKernels,
+    bases: u64,
+    list: &E::Buf,
+    count: usize,
+    plan: OnesRounds,
+    cfg: &MsmConfig,
+) -> Result<(E::Buf, u32), GpuError> {
+    let per_group = plan.entries.max(1);
+    let groups = count.div_ceil(per_group);
+    let sums = e.alloc(groups * C::XYZZ_WORDS)?;
+    let cap = plan.group(count.min(per_group));
+    let pts = [
+        e.alloc(cap.caps[0] * C::AFFINE_WORDS)?,
+        e.alloc(cap.caps[1] * C::AFFINE_WORDS)?,
+    ];
+    let inv = InvScratch::new(e, ak)?;
+    for k in 0..groups {
+        let first = k * per_group;
+        let grp = plan.group((count - first).min(per_group));
+        // the bucket's size before each round and after the last: counts, ends and the next
+        // round's out_ends of a single bucket are all this one value
+        let sizes: Vec<u32> = grp.sizes.iter().map(|&c| c as u32).collect();
+        let sizes_dev = e.upload(&sizes)?;
+        let mut src = RoundInput {
+            points: bases,
+            vals: list.at(first),
+            ends: sizes_dev.ptr(),
+            counts: sizes_dev.ptr(),
+        };
+        for r in 0..grp.rounds() {
+            let out = &pts[r % 2];
+            let out_ends = sizes_dev.at(r + 1);
+            affine_round(e, ak, &src, out_ends, out.ptr(), 1, grp.sizes[r + 1], &inv)?;
+            src = RoundInput {
+                points: out.ptr(),
+                vals: 0,
+                ends: out_ends,
+                counts: out_ends,
+            };
+        }
+        accumulate::<E, C>(
+            e,
+            &AccInput {
+                points: src.points,
+                vals: src.vals,
+                ends: src.ends,
+                counts: src.counts,
+                m: 1,
+                entries: grp.left(),
+                buckets: sums.at(k * C::XYZZ_WORDS),
+            },
+            cfg,
+        )?;
+        // the next group reuses the point buffers
+        drop(sizes_dev);
+        e.sync()?;
+    }
+    drop((pts, inv));
+    Ok((sums, groups as u32))
 }
 
 /// Copies the points at `idx` (relative to `bases`) side by side to `out`.
@@ -798,6 +984,7 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
         }
     }
     stats.points += split.num_bases;
+    let ones_rounds = OnesRounds::default();
     let mut total = C::Projective::identity();
     let gathered = if tail > 0 {
         Some(e.alloc(tail * C::AFFINE_WORDS)?)
@@ -808,7 +995,8 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     match bases {
         // the ones and the gathered tail use the bases themselves (copy 0)
         Bases::Device(p) | Bases::Precomputed { ptr: p, .. } => {
-            total += sum_ones::<E, C>(e, p, &split.ones, stats)?;
+            let all = 0..split.num_bases;
+            total += sum_ones::<E, C>(e, p, &split.ones, all, ones_rounds, cfg, stats)?;
             if let Some(o) = out(0) {
                 gather::<E, C>(e, p, &split.tail_index, o, stats)?;
             }
@@ -820,8 +1008,10 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
                 e.upload_host(&mut staging, &st.buf, (st.hi - st.lo) * C::AFFINE_WORDS)?;
                 // the kernels index from the query's first point
                 let base = staging.ptr().wrapping_sub(point_at::<C>(0, st.lo));
-                let ones = in_range(&split.ones, st.lo, st.hi);
-                total += sum_ones::<E, C>(e, base, &split.ones[ones], stats)?;
+                let chunk_ones = st.lo..st.hi;
+                let ones = &split.ones;
+                let p = staging.ptr();
+                total += sum_ones::<E, C>(e, p, ones, chunk_ones, ones_rounds, cfg, stats)?;
                 let t = in_range(&split.tail_index, st.lo, st.hi);
                 if let Some(o) = out(t.start) {
                     gather::<E, C>(e, base, &split.tail_index[t], o, stats)?;

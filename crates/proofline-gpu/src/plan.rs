@@ -313,6 +313,64 @@ impl AffineGroup {
     }
 }
 
+/// How a sparse query's ones are summed by batch-affine rounds: in groups of at most `entries`
+/// points, each a single bucket halved round after round until at most `left` points are left
+/// for the XYZZ accumulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OnesRounds {
+    /// Points per group.
+    pub entries: usize,
+    /// Points left to the XYZZ accumulation at most.
+    pub left: usize,
+}
+
+impl Default for OnesRounds {
+    /// Groups of 2^24 points (1.2 GB of G1 round buffers), 2^16 left.
+    fn default() -> Self {
+        OnesRounds {
+            entries: 1 << 24,
+            left: 1 << 16,
+        }
+    }
+}
+
+impl OnesRounds {
+    /// The group of `count` points (at most `entries`).
+    pub fn group(&self, count: usize) -> OnesGroup {
+        let mut sizes = vec![count];
+        let left = self.left.max(1);
+        while let Some(&s) = sizes.last().filter(|&&s| s > left) {
+            sizes.push(s.div_ceil(2));
+        }
+        let cap = |r: usize| sizes.get(r).copied().unwrap_or(0);
+        let caps = [cap(1), cap(2)];
+        OnesGroup { sizes, caps }
+    }
+}
+
+/// One group of [`OnesRounds`]: every size is known in advance (a round leaves ceil(s / 2) of
+/// s points), so the rounds run without reading anything back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OnesGroup {
+    /// The bucket's size before each round, then after the last.
+    pub sizes: Vec<usize>,
+    /// Points each of the two round buffers holds at most (rounds alternate, the first writes
+    /// the first).
+    pub caps: [usize; 2],
+}
+
+impl OnesGroup {
+    /// Batch-affine rounds.
+    pub fn rounds(&self) -> usize {
+        self.sizes.len() - 1
+    }
+
+    /// Points the rounds leave.
+    pub fn left(&self) -> usize {
+        self.sizes[self.sizes.len() - 1]
+    }
+}
+
 /// Work split of the big buckets: for sizes s_j, block b handles part
 /// blk_part[b] of bucket blk_bucket[b]; bucket j's partials are
 /// [first[j], first[j] + count[j]).
@@ -524,6 +582,30 @@ pub fn coset_generator() -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ones_rounds_halve_to_what_is_left_and_fit_their_buffers() {
+        let r = OnesRounds {
+            entries: 1000,
+            left: 40,
+        };
+        for count in [1usize, 2, 39, 40, 41, 81, 999, 1000] {
+            let g = r.group(count);
+            assert_eq!(g.sizes[0], count);
+            assert!(g.left() <= 40 && g.left() >= 1, "{count}: {g:?}");
+            for w in g.sizes.windows(2) {
+                assert_eq!(w[1], w[0].div_ceil(2));
+            }
+            // round k writes buffer k % 2, which must hold its output
+            for k in 0..g.rounds() {
+                assert!(g.caps[k % 2] >= g.sizes[k + 1], "{count}: {g:?}");
+            }
+        }
+        assert_eq!(r.group(40).rounds(), 0);
+        assert_eq!(r.group(1000).sizes, vec![1000, 500, 250, 125, 63, 32]);
+        let d = OnesRounds::default().group(1 << 24);
+        assert_eq!((d.rounds(), d.left()), (8, 1 << 16));
+    }
     use blstrs::G1Projective;
     use rand_chacha::rand_core::SeedableRng;
 

@@ -8,11 +8,13 @@
 //! * [`precompiled`]: the same result from a witness and the shape's recorded matrices
 //!   (`proofline-r1cs`), and the recording of those matrices;
 //! * [`ntt`]: transforms over Fr and the H polynomial on the CPU;
-//! * [`msm`]: the 0/1/tail split of sparse queries and the CPU MSMs (blst);
+//! * [`msm`]: the 0/1/tail split of sparse queries and the CPU MSMs (blst); [`bitmap`]: the
+//!   bitmap the split keeps the ones in;
 //! * [`params`]: bellperson parameter files, resident and shared;
 //! * [`prover`]: the stages, proof assembly and verification.
 
 pub mod backend;
+pub mod bitmap;
 pub mod msm;
 pub mod ntt;
 pub mod params;
@@ -22,6 +24,7 @@ pub mod synthesis;
 
 pub use backend::{BackendError, CpuBackend, ProverBackend};
 pub use bellperson::groth16::Proof;
+pub use bitmap::IndexBitmap;
 pub use blstrs::{Bls12, Scalar};
 pub use msm::{MsmPlan, SparseScalars};
 pub use ntt::NttKind;

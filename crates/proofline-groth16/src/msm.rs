@@ -2,8 +2,8 @@
 //!
 //! The sparse queries of Groth16 (A, B in G1 and G2, L) mostly see scalars that are 0 or 1 in
 //! Filecoin circuits. [`SparseScalars`] splits a query's scalars once: zeros are dropped, the
-//! bases whose scalar is one are summed with plain additions, and only the rest (the "tail")
-//! goes through Pippenger. [`MsmPlan::build`] maps an [`Assignment`] onto the bases of each
+//! bases whose scalar is one (a bitmap of them) are summed with plain additions, and only the
+//! rest (the "tail") goes through Pippenger. [`MsmPlan::build`] maps an [`Assignment`] onto the bases of each
 //! query, following the density rules of bellperson's parameter layout:
 //!
 //! * `A`: one base per input (dense), then one per aux variable set in `a_aux_density`;
@@ -20,6 +20,7 @@ use ff::Field;
 use group::Group;
 use rayon::prelude::*;
 
+use crate::bitmap::IndexBitmap;
 use crate::synthesis::{Assignment, Density};
 
 /// A query's scalars, split into the bases with scalar one and the rest ("tail").
@@ -28,7 +29,7 @@ pub struct SparseScalars {
     /// Number of bases the query has (the indices below point into them).
     pub num_bases: usize,
     /// Bases whose scalar is exactly one: summed with plain additions.
-    pub ones: Vec<u32>,
+    pub ones: IndexBitmap,
     /// Bases whose scalar is neither zero nor one.
     pub tail_index: Vec<u32>,
     /// Scalars of `tail_index`, same order.
@@ -42,17 +43,19 @@ impl SparseScalars {
     pub fn from_dense(scalars: &[Scalar]) -> Self {
         let it = scalars.iter().enumerate().map(|(i, s)| (i as u32, s));
         let mut out = SparseScalars::default();
-        out.extend(it);
+        out.extend(it, 0);
         out.num_bases = scalars.len();
         out
     }
 
-    fn extend<'a>(&mut self, it: impl Iterator<Item = (u32, &'a Scalar)>) {
+    /// Classifies `(base, scalar)` pairs of increasing bases, all from `origin` on; the ones go
+    /// into the bitmap numbered from `origin` (see [`SparseScalars::append`]).
+    fn extend<'a>(&mut self, it: impl Iterator<Item = (u32, &'a Scalar)>, origin: u32) {
         for (i, s) in it {
             if bool::from(s.is_zero()) {
                 self.zeros += 1;
             } else if *s == Scalar::ONE {
-                self.ones.push(i);
+                self.ones.insert(i - origin);
             } else {
                 self.tail_index.push(i);
                 self.tail_scalars.push(*s);
@@ -60,8 +63,9 @@ impl SparseScalars {
         }
     }
 
-    fn append(&mut self, mut other: SparseScalars) {
-        self.ones.append(&mut other.ones);
+    /// Appends the split of the next bases, whose ones are numbered from `origin`.
+    fn append(&mut self, mut other: SparseScalars, origin: usize) {
+        self.ones.insert_shifted(&other.ones, origin);
         self.tail_index.append(&mut other.tail_index);
         self.tail_scalars.append(&mut other.tail_scalars);
         self.zeros += other.zeros;
@@ -80,7 +84,7 @@ impl SparseScalars {
     /// The scalar of every base, zeros included (used by tests and by dense backends).
     pub fn to_dense(&self) -> Vec<Scalar> {
         let mut v = vec![Scalar::ZERO; self.num_bases];
-        for &i in &self.ones {
+        for i in self.ones.iter() {
             v[i as usize] = Scalar::ONE;
         }
         for (&i, s) in self.tail_index.iter().zip(&self.tail_scalars) {
@@ -114,24 +118,27 @@ fn split_selected(values: &[Scalar], density: Option<&Density>, first_base: u32)
         offsets.push(acc);
         acc += c;
     }
-    let parts: Vec<SparseScalars> = chunks
+    let parts: Vec<(SparseScalars, usize)> = chunks
         .par_iter()
         .zip(offsets.par_iter())
         .map(|(&(s, e), &off)| {
             let mut part = SparseScalars::default();
             let mut base = off as u32;
             let selected = (s..e).filter(|&i| density.is_none_or(|d| d.get(i)));
-            part.extend(selected.map(|i| {
-                let b = base;
-                base += 1;
-                (b, &values[i])
-            }));
-            part
+            part.extend(
+                selected.map(|i| {
+                    let b = base;
+                    base += 1;
+                    (b, &values[i])
+                }),
+                off as u32,
+            );
+            (part, off)
         })
         .collect();
     let mut out = SparseScalars::default();
-    for p in parts {
-        out.append(p);
+    for (p, off) in parts {
+        out.append(p, off);
     }
     out.num_bases = acc;
     out
@@ -154,9 +161,10 @@ impl MsmPlan {
         let (a, (b, l)) = rayon::join(
             || {
                 let mut a = split_selected(&asg.input, None, 0);
-                let aux = split_selected(&asg.aux, Some(&asg.a_aux_density), a.num_bases as u32);
+                let first = a.num_bases;
+                let aux = split_selected(&asg.aux, Some(&asg.a_aux_density), first as u32);
                 a.num_bases = aux.num_bases;
-                a.append(aux);
+                a.append(aux, 0);
                 a
             },
             || {
@@ -166,7 +174,7 @@ impl MsmPlan {
                         let aux =
                             split_selected(&asg.aux, Some(&asg.b_aux_density), b.num_bases as u32);
                         b.num_bases = aux.num_bases;
-                        b.append(aux);
+                        b.append(aux, 0);
                         b
                     },
                     || split_selected(&asg.aux, None, 0),
@@ -298,16 +306,21 @@ pub fn msm_dense<C: CpuCurve>(bases: &[C::Affine], scalars: &[Scalar]) -> C::Pro
     C::pippenger(bases, scalars)
 }
 
-/// Points gathered per piece when summing the "ones".
-const SUM_CHUNK: usize = 1 << 12;
+/// Bitmap words per piece when summing the "ones" (32 bases each).
+const SUM_WORDS: usize = 1 << 7;
 
-/// `Σ bases[i]` over `indices`, in parallel pieces, each gathered and summed with batched
-/// additions.
-pub fn sum_indexed<C: CpuCurve>(bases: &[C::Affine], indices: &[u32]) -> C::Projective {
-    indices
-        .par_chunks(SUM_CHUNK)
-        .map(|idx| {
-            let pts: Vec<C::Affine> = idx.iter().map(|&i| bases[i as usize]).collect();
+/// `Σ bases[i]` over the indices in `ones`, in parallel pieces, each gathered and summed with
+/// batched additions.
+pub fn sum_selected<C: CpuCurve>(bases: &[C::Affine], ones: &IndexBitmap) -> C::Projective {
+    ones.words()
+        .par_chunks(SUM_WORDS)
+        .enumerate()
+        .map(|(k, _)| {
+            let lo = k * SUM_WORDS * 32;
+            let pts: Vec<C::Affine> = ones
+                .iter_range(lo, lo + SUM_WORDS * 32)
+                .map(|i| bases[i as usize])
+                .collect();
             C::sum(&pts)
         })
         .sum()
@@ -321,7 +334,7 @@ pub fn msm_sparse<C: CpuCurve>(
 ) -> Result<C::Projective, MsmError> {
     check_bases(query, split.num_bases, bases.len())?;
     let (ones, tail) = rayon::join(
-        || sum_indexed::<C>(bases, &split.ones),
+        || sum_selected::<C>(bases, &split.ones),
         || {
             let tail_bases: Vec<C::Affine> = split
                 .tail_index
