@@ -1,6 +1,6 @@
 // proofline cuda/msm_affine.cuh: batch-affine rounds of the bucket accumulation, as templates over
-// a curve (struct C as in msm_curve.cuh, whose field C::F has inv()), and the batched inversion
-// they share.
+// a curve (struct C as in msm_curve.cuh; G1 over Fp in msm.cu, G2 over Fp2 in msm_g2.cu), and the
+// batched inversion they share.
 //
 // One round halves every bucket: output point i of bucket g is the sum of its input points 2i and
 // 2i + 1 (or input 2i alone, the odd one out). The sums are affine additions (chord and tangent:
@@ -23,6 +23,7 @@
 // Host orchestration: crates/proofline-gpu/src/msm.rs (`batch_affine`).
 #pragma once
 #include "common.cuh"
+#include "fp2.cuh"
 #include "fp_inv.cuh"
 #include "msm_curve.cuh"
 #include "proofline_abi.cuh"
@@ -187,12 +188,13 @@ DEVI void affine_bwd(const affine_round_args& a) {
 
 // ---- batched inversion -----------------------------------------------------------------------
 // The single inversion at the root: the binary algorithm in Fp (fp_inv.cuh: one thread's
-// latency is what counts there), Fermat elsewhere.
-template <class F>
-DEVI F root_inv(const F& a) {
-    return F::inv(a);
-}
+// latency is what counts there), in Fp2 through the norm: 1 / (a0 + a1 u) = (a0 - a1 u) /
+// (a0^2 + a1^2).
 DEVI fp_t root_inv(const fp_t& a) { return fp_inv_vartime(a); }
+DEVI fp2_t root_inv(const fp2_t& a) {
+    const fp_t ni = fp_inv_vartime(fp_t::add(fp_t::sqr(a.c0), fp_t::sqr(a.c1)));
+    return fp2_t::make(fp_t::mul(a.c0, ni), fp_t::neg(fp_t::mul(a.c1, ni)));
+}
 
 // A product tree of AFF_INV_THREADS leaves in shared memory (heap order: node k's children are
 // 2k and 2k + 1, the leaves at AFF_INV_THREADS + j); every thread of the block calls these.

@@ -1,6 +1,7 @@
 // proofline cuda/msm_g2.cu: BLS12-381 G2 multi-scalar multiplication: the G2 instances of the
-// curve kernels of msm_curve.cuh. The sort by bucket (msm_digits, the scans, msm_find_big) is
-// msm.cu's: it depends on the scalars only.
+// curve kernels of msm_curve.cuh and of the batch-affine rounds of msm_affine.cuh (their batched
+// inversion in Fp2). The sort by bucket (msm_digits, the scans, msm_find_big), the rounds'
+// halving and the listing of the ones are msm.cu's: they depend on the scalars only.
 //
 // Host orchestration: crates/proofline-gpu/src/msm.rs, generic over the curve. A G2 bucket is
 // 96 words (four Fp2 coordinates), twice G1's: the tree reductions use blocks of RED_THREADS_G2
@@ -8,6 +9,7 @@
 // ACC_BLOCKS_PER_SM_G2 blocks per multiprocessor.
 #include "g2.cuh"
 #include "msm_curve.cuh"
+#include "msm_affine.cuh"
 #include "proofline_abi.cuh"
 
 struct G2 {
@@ -57,3 +59,23 @@ extern "C" __global__ void __launch_bounds__(ACC_THREADS, ACC_BLOCKS_PER_SM_G2)
     bucket_acc<G2Inline>(a);
 }
 
+
+// batch-affine rounds (msm_affine.cuh) in G2: AFF_BLOCKS_PER_SM_G2 blocks per multiprocessor
+// (up to 255 registers: two G2 points, the running inverse and the slope are live at once)
+extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM_G2)
+    msm_g2_affine_fwd(const affine_round_args a) {
+    affine_fwd<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM_G2)
+    msm_g2_affine_bwd(const affine_round_args a) {
+    affine_bwd<G2>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_INV_THREADS) fp2_batch_inv_up(const batch_inv_args a) {
+    batch_inv_up<fp2_t>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_INV_THREADS) fp2_batch_inv_top(const batch_inv_args a) {
+    batch_inv_top<fp2_t>(a);
+}
+extern "C" __global__ void __launch_bounds__(AFF_INV_THREADS) fp2_batch_inv_down(const batch_inv_args a) {
+    batch_inv_down<fp2_t>(a);
+}

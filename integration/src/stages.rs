@@ -235,7 +235,7 @@ fn synthetic_split(n: usize, zero: f64, one: f64, seed: u64) -> SparseScalars {
     for (k, mut p) in parts.into_iter().enumerate() {
         out.zeros += p.zeros;
         // each part's ones are numbered from its first index
-        out.ones.insert_shifted(&p.ones, k * CHUNK);
+        out.ones.append_shifted(&p.ones, k * CHUNK);
         out.tail_index.append(&mut p.tail_index);
         out.tail_scalars.append(&mut p.tail_scalars);
     }

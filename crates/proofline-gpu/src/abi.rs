@@ -113,6 +113,8 @@ shared_consts! {
     /// Blocks per multiprocessor in their `__launch_bounds__` (128 registers), and what a round
     /// launches: one wave.
     AFF_BLOCKS_PER_SM = 4;
+    /// The same for G2's rounds (255 registers).
+    AFF_BLOCKS_PER_SM_G2 = 2;
     /// Leaves of one product tree of the batched inversion (its threads per block): one tree
     /// per block of values, one over the blocks' products, so at most AFF_INV_THREADS^2 values.
     AFF_INV_THREADS = 256;
@@ -332,7 +334,7 @@ kernel_args! {
     /// prefix products of the denominators into the output slots and each thread's product; the
     /// backward pass reads the inverses of those products and writes the sums over the prefixes.
     /// `vals` of 0: position k of `src` is point k.
-    "msm"::"msm_affine_fwd" | "msm"::"msm_affine_bwd" => AffineRoundArgs("affine_round_args") {
+    "msm"::"msm_affine_fwd" | "msm"::"msm_affine_bwd" | "msm_g2"::"msm_g2_affine_fwd" | "msm_g2"::"msm_g2_affine_bwd" => AffineRoundArgs("affine_round_args") {
         src: DevPtr,
         vals: DevPtr,
         ends: DevPtr,
@@ -346,9 +348,9 @@ kernel_args! {
         per_thread: u32,
         threads: u32,
     }
-    /// Batched inversion of n field elements (Fp): product trees per block into `blk`, one
-    /// inversion over the `blocks` products, back down into `out`.
-    "msm"::"fp_batch_inv_up" | "msm"::"fp_batch_inv_top" | "msm"::"fp_batch_inv_down" => BatchInvArgs("batch_inv_args") {
+    /// Batched inversion of n field elements (Fp, or Fp2 for G2): product trees per block into
+    /// `blk`, one inversion over the `blocks` products, back down into `out`.
+    "msm"::"fp_batch_inv_up" | "msm"::"fp_batch_inv_top" | "msm"::"fp_batch_inv_down" | "msm_g2"::"fp2_batch_inv_up" | "msm_g2"::"fp2_batch_inv_top" | "msm_g2"::"fp2_batch_inv_down" => BatchInvArgs("batch_inv_args") {
         values: DevPtr,
         blk: DevPtrMut,
         out: DevPtrMut,

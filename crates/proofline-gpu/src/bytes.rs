@@ -13,8 +13,8 @@ use crate::config::{MsmAcc, MsmConfig, MsmSort};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, OnesRounds, Precomputation,
-    SortPlan, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, Precomputation, SortPlan,
+    WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -27,32 +27,15 @@ pub struct QueryShape {
     pub ones: usize,
     /// Scalars neither zero nor one.
     pub tail: usize,
-    /// The most ones among the query's chunks of bases when they are streamed (chunks of
-    /// [`STREAM_CHUNK`] bases, or of the chunk [`QueryShape::streamed_by`] was given).
-    pub ones_per_chunk: usize,
-}
-
-impl QueryShape {
-    /// The shape of `s` when its bases are streamed by `chunk`.
-    pub fn streamed_by(s: &SparseScalars, chunk: usize) -> Self {
-        let chunk = chunk.max(1);
-        let ones_per_chunk = (0..s.num_bases)
-            .step_by(chunk)
-            .map(|lo| s.ones.count_range(lo, lo + chunk))
-            .max()
-            .unwrap_or(0);
-        QueryShape {
-            num_bases: s.num_bases,
-            ones: s.ones.len(),
-            tail: s.tail_index.len(),
-            ones_per_chunk,
-        }
-    }
 }
 
 impl From<&SparseScalars> for QueryShape {
     fn from(s: &SparseScalars) -> Self {
-        QueryShape::streamed_by(s, STREAM_CHUNK)
+        QueryShape {
+            num_bases: s.num_bases,
+            ones: s.ones.len(),
+            tail: s.tail_index.len(),
+        }
     }
 }
 
@@ -124,12 +107,12 @@ impl Sizer {
             (MsmAcc::BatchAffine { rounds }, Some(ak)) => {
                 let set_entries = len * sets.copies as usize;
                 let grp = AffineGroup::new(
-                    AffineGroup::sets_per_group(nw, set_entries),
+                    AffineGroup::sets_per_group(nw, set_entries, ak.group_entries),
                     set_entries,
                     plan.nb as usize,
                 );
                 let (mp, fw) = (grp.buckets, ak.field_words);
-                let tmax = affine_threads(sm_count);
+                let tmax = affine_threads(sm_count, ak.blocks_per_sm);
                 let scratch = r(grp.caps[0] * C::AFFINE_WORDS)
                     + r(grp.caps[1] * C::AFFINE_WORDS)
                     + 4 * r(mp + 1)
@@ -208,16 +191,17 @@ impl Sizer {
         let r = |w| self.r(w);
         // words of the range: at most one more than its bits need
         let words = bases.div_ceil(32) + 1;
-        let blocks = words.div_ceil(ONES_THREADS as usize);
+        // a count per block and one more (the total), their scan; the list after the read-back
+        let blocks = words.div_ceil(ONES_THREADS as usize) + 1;
         let list = r(ones);
         let listing =
             r(words) + 2 * r(blocks) + list + r(blocks.div_ceil(crate::abi::SCAN_TILE as usize));
         let sum = match (self.cfg.acc, C::KERNELS.affine) {
             (MsmAcc::BatchAffine { .. }, Some(ak)) => {
-                let plan = OnesRounds::default();
+                let plan = ak.ones;
                 let groups = ones.div_ceil(plan.entries);
                 let g = plan.group(ones.min(plan.entries));
-                let tmax = affine_threads(self.sm_count);
+                let tmax = affine_threads(self.sm_count, ak.blocks_per_sm);
                 let fw = ak.field_words;
                 r(C::XYZZ_WORDS * groups)
                     + r(g.caps[0] * C::AFFINE_WORDS)
@@ -252,7 +236,7 @@ impl Sizer {
             Residency::Streamed => {
                 let chunk = chunk.min(q.num_bases).max(1);
                 let staging = gathered + r(C::AFFINE_WORDS * chunk);
-                (staging + self.ones_bytes::<C>(q.ones_per_chunk.min(chunk), chunk))
+                (staging + self.ones_bytes::<C>(q.ones.min(chunk), chunk))
                     .max(staging + gather(q.tail.min(chunk)))
             }
         };
@@ -709,8 +693,6 @@ mod tests {
                     z.sparse_stage(&shapes, Residency::Resident, STREAM_CHUNK),
                 );
                 for chunk in [777usize, 1 << 20, 1 << 24] {
-                    let by = |q: &SparseScalars| QueryShape::streamed_by(q, chunk);
-                    let shapes = [by(&plan.l), by(&plan.a), by(&plan.b)];
                     let h = |len: usize| Bases::Host {
                         points: &host[..len],
                         chunk,
@@ -800,7 +782,6 @@ mod tests {
             num_bases: lens.l,
             ones: lens.l / 2,
             tail: lens.l / 12,
-            ones_per_chunk: STREAM_CHUNK.min(lens.l / 2),
         };
         let sparse = sparse_stage_bytes(&[worst; 3], Residency::Resident, SMS);
         // 3 x 2^27 x 32 B of evaluations, and all five query bases

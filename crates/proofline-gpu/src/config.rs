@@ -41,9 +41,10 @@ pub enum MsmAcc {
     Xyzz,
     /// First `rounds` batch-affine rounds (`cuda/msm_affine.cuh`): each halves every bucket with
     /// affine additions whose divisions share one inversion per round (6 multiplications per
-    /// addition); then the XYZZ accumulation sums what is left. G1 only (G2 keeps
-    /// [`MsmAcc::Xyzz`]). Scratch: two point buffers (the first of half the entries) for the bucket
-    /// sets of `plan::AFFINE_GROUP_ENTRIES` entries at a time (`bytes.rs`). The production
+    /// addition); then the XYZZ accumulation sums what is left. Scratch: two point buffers (the
+    /// first of half the entries) for the bucket sets of `plan::AFFINE_GROUP_ENTRIES` entries
+    /// at a time (`AFFINE_GROUP_ENTRIES_G2` in G2; `bytes.rs`). The sparse MSMs' ones go through
+    /// rounds of their own where they pay (`plan::OnesRounds`). The production
     /// default with 4 rounds: dense 2^24 / 2^25 / 2^26 in 115.7 / 215.4 / 412.9 ms against
     /// 135.0 / 260.6 / 509.7 with [`MsmAcc::Xyzz`], the H MSM of a 32 GiB partition 827.2
     /// against 1,013.1 (H200; 2 rounds were as fast at 2^24 and slower above).

@@ -7,10 +7,12 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::Group;
 
 use crate::abi::{
-    ACC_BLOCKS_PER_SM, ACC_BLOCKS_PER_SM_G2, AFFINE_WORDS, G2_AFFINE_WORDS, G2_JACOBIAN_WORDS,
-    G2_XYZZ_WORDS, JACOBIAN_WORDS, RED_THREADS, RED_THREADS_G2, XYZZ_WORDS,
+    ACC_BLOCKS_PER_SM, ACC_BLOCKS_PER_SM_G2, AFFINE_WORDS, AFF_BLOCKS_PER_SM, AFF_BLOCKS_PER_SM_G2,
+    G2_AFFINE_WORDS, G2_JACOBIAN_WORDS, G2_XYZZ_WORDS, JACOBIAN_WORDS, RED_THREADS, RED_THREADS_G2,
+    XYZZ_WORDS,
 };
 use crate::layout::{affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32};
+use crate::plan::{OnesRounds, AFFINE_GROUP_ENTRIES, AFFINE_GROUP_ENTRIES_G2};
 
 /// The curve kernels of one group, by name.
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +43,12 @@ pub(crate) struct AffineKernels {
     pub(crate) inv_down: &'static str,
     /// u32 words per element of the field of the coordinates.
     pub(crate) field_words: usize,
+    /// Blocks per multiprocessor of the rounds' kernels (their `__launch_bounds__`).
+    pub(crate) blocks_per_sm: u32,
+    /// Entries per group of bucket sets (`plan::AffineGroup::sets_per_group`).
+    pub(crate) group_entries: usize,
+    /// How a sparse query's ones are summed by the rounds.
+    pub(crate) ones: OnesRounds,
 }
 
 /// A group the MSM kernels support.
@@ -104,6 +112,13 @@ impl MsmCurve for G1 {
             inv_top: "fp_batch_inv_top",
             inv_down: "fp_batch_inv_down",
             field_words: AFFINE_WORDS as usize / 2,
+            blocks_per_sm: AFF_BLOCKS_PER_SM,
+            group_entries: AFFINE_GROUP_ENTRIES,
+            // groups of 2^25 points: 2.4 GB of round buffers
+            ones: OnesRounds {
+                entries: 1 << 25,
+                left: 1 << 22,
+            },
         }),
     };
     fn affines_as_u32(points: &[G1Affine]) -> &[u32] {
@@ -134,7 +149,22 @@ impl MsmCurve for G2 {
         xyzz_reduce: "g2_xyzz_reduce",
         sum_ones: "msm_g2_sum_ones",
         gather: "g2_gather",
-        affine: None,
+        affine: Some(AffineKernels {
+            fwd: "msm_g2_affine_fwd",
+            bwd: "msm_g2_affine_bwd",
+            inv_up: "fp2_batch_inv_up",
+            inv_top: "fp2_batch_inv_top",
+            inv_down: "fp2_batch_inv_down",
+            field_words: G2_AFFINE_WORDS as usize / 2,
+            blocks_per_sm: AFF_BLOCKS_PER_SM_G2,
+            group_entries: AFFINE_GROUP_ENTRIES_G2,
+            // groups of 2^24 points: 2.4 GB of round buffers; a G2 XYZZ addition costs three
+            // times G1's, so rounds pay down to fewer points
+            ones: OnesRounds {
+                entries: 1 << 24,
+                left: 1 << 20,
+            },
+        }),
     };
     fn affines_as_u32(points: &[G2Affine]) -> &[u32] {
         g2_affines_as_u32(points)

@@ -474,7 +474,7 @@ fn batch_affine<E: Exec, C: MsmCurve>(
     let nb = sets.plan.nb as usize;
     let nsets = sets.sets as usize;
     let set_entries = n * sets.copies as usize;
-    let per_group = AffineGroup::sets_per_group(nsets, set_entries);
+    let per_group = AffineGroup::sets_per_group(nsets, set_entries, ak.group_entries);
     let mut first = 0;
     while first < nsets {
         let grp = AffineGroup::new(per_group.min(nsets - first), set_entries, nb);
@@ -570,7 +570,7 @@ struct InvScratch<B> {
 
 impl<B: DevBuf> InvScratch<B> {
     fn new<E: Exec<Buf = B>>(e: &E, ak: AffineKernels) -> Result<Self, GpuError> {
-        let threads = affine_threads(e.sm_count());
+        let threads = affine_threads(e.sm_count(), ak.blocks_per_sm);
         let fw = ak.field_words;
         Ok(InvScratch {
             totals: e.alloc(threads * fw)?,
@@ -745,21 +745,20 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
 
 /// `sum bases[i - lo]` over the ones `i` of `[lo, hi)`: point `lo` is the first at `bases`.
 /// The bitmap's words go up, the device lists the ones (`ones_list`), and their bases are summed
-/// by batch-affine rounds ([`MsmAcc::BatchAffine`], G1; groups and rounds of `rounds`) or by the
-/// grid-wide XYZZ sum.
+/// by batch-affine rounds ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's
+/// in [`sparse`]) or by the grid-wide XYZZ sum.
 pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     ones: &IndexBitmap,
     range: std::ops::Range<usize>,
-    rounds: OnesRounds,
+    rounds: Option<OnesRounds>,
     cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
     let lo = range.start;
     let hi = range.end.min(ones.words().len() * 32);
-    let count = ones.count_range(lo, hi);
-    if count == 0 {
+    if lo >= hi || ones.is_empty() {
         return Ok(C::Projective::identity());
     }
     let t = Instant::now();
@@ -768,13 +767,19 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     stats.upload_ms += ms_since(t);
     let t = Instant::now();
     let bit_lo = (lo % 32) as u32;
-    let list = ones_list(e, &bits, bit_lo, bit_lo + (hi - lo) as u32, count)?;
+    let bit_hi = bit_lo + (hi - lo) as u32;
+    let Some((list, count)) = ones_list(e, &bits, bit_lo, bit_hi, ones.len().min(hi - lo))? else {
+        drop(bits);
+        e.sync()?;
+        stats.ones_ms += ms_since(t);
+        return Ok(C::Projective::identity());
+    };
     drop(bits);
     // the bitmap and the listing's scratch go back before the sums allocate
     e.sync()?;
     let out = e.alloc(C::JACOBIAN_WORDS)?;
-    let (partial, parts) = match (cfg.acc, C::KERNELS.affine) {
-        (MsmAcc::BatchAffine { .. }, Some(ak)) => {
+    let (partial, parts) = match (cfg.acc, C::KERNELS.affine, rounds) {
+        (MsmAcc::BatchAffine { .. }, Some(ak), Some(rounds)) => {
             ones_affine::<E, C>(e, ak, bases, &list, count, rounds, cfg)?
         }
         _ => {
@@ -812,20 +817,21 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     Ok(C::from_jacobian(&h))
 }
 
-/// The positions (less `bit_lo`) of the `count` set bits `[bit_lo, bit_hi)` of `bits`, ascending,
-/// as a device list: a count per block of words, their exclusive scan, the positions.
+/// The positions (less `bit_lo`) of the set bits `[bit_lo, bit_hi)` of `bits` (at most `max`),
+/// ascending, as a device list, and their count (none when there are none): a count per block of
+/// words, their exclusive scan (one element more: its last is the total, read back), the
+/// positions.
 fn ones_list<E: Exec>(
     e: &E,
     bits: &E::Buf,
     bit_lo: u32,
     bit_hi: u32,
-    count: usize,
-) -> Result<E::Buf, GpuError> {
+    max: usize,
+) -> Result<Option<(E::Buf, usize)>, GpuError> {
     let words = (bit_hi as usize).div_ceil(32);
     let blocks = words.div_ceil(ONES_THREADS as usize);
-    let counts = e.alloc(blocks)?;
-    let offsets = e.alloc(blocks)?;
-    let list = e.alloc(count)?;
+    let counts = e.zeros(blocks + 1)?;
+    let offsets = e.alloc(blocks + 1)?;
     e.launch(
         blocks as u32,
         ONES_THREADS,
@@ -836,7 +842,20 @@ fn ones_list<E: Exec>(
             bit_hi,
         },
     )?;
-    exclusive_scan(e, counts.ptr(), offsets.ptr(), blocks)?;
+    exclusive_scan(e, counts.ptr(), offsets.ptr(), blocks + 1)?;
+    let mut total = [0u32; 1];
+    e.read(
+        Readback::Entries { max: max as u32 },
+        &offsets,
+        blocks,
+        &mut total,
+    )?;
+    let count = total[0] as usize;
+    if count == 0 {
+        drop((counts, offsets));
+        return Ok(None);
+    }
+    let list = e.alloc(count)?;
     e.launch(
         blocks as u32,
         ONES_THREADS,
@@ -849,7 +868,7 @@ fn ones_list<E: Exec>(
         },
     )?;
     drop((counts, offsets));
-    Ok(list)
+    Ok(Some((list, count)))
 }
 
 /// The sum of the bases at the `count` positions of `list` by batch-affine rounds: groups of
@@ -984,7 +1003,7 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
         }
     }
     stats.points += split.num_bases;
-    let ones_rounds = OnesRounds::default();
+    let ones_rounds = C::KERNELS.affine.map(|ak| ak.ones);
     let mut total = C::Projective::identity();
     let gathered = if tail > 0 {
         Some(e.alloc(tail * C::AFFINE_WORDS)?)

@@ -262,16 +262,18 @@ impl AccSplit {
 }
 
 /// Entries (points times windows) one group of bucket sets covers in the batch-affine rounds
-/// (`MsmAcc::BatchAffine`): a chunk's sets go through the rounds in groups of at most this many
-/// entries (at least one set), which bounds the rounds' scratch (about 72 bytes per entry of G1) and
-/// amortises their inversions (one per round per group).
+/// (`MsmAcc::BatchAffine`) of G1: a chunk's sets go through the rounds in groups of at most this
+/// many entries (at least one set), which bounds the rounds' scratch (about 72 bytes per entry of
+/// G1) and amortises their inversions (one per round per group).
 pub const AFFINE_GROUP_ENTRIES: usize = 1 << 27;
+/// The same for G2, whose points are twice as large: the same scratch.
+pub const AFFINE_GROUP_ENTRIES_G2: usize = 1 << 26;
 
-/// Threads of one batch-affine round: one wave (AFF_BLOCKS_PER_SM blocks of AFF_THREADS per
-/// multiprocessor), at most AFF_INV_THREADS^2 (what the two levels of the batched inversion
-/// invert), in whole warps.
-pub fn affine_threads(sm_count: u32) -> usize {
-    let wave = sm_count.max(1) * AFF_BLOCKS_PER_SM * AFF_THREADS;
+/// Threads of one batch-affine round: one wave (`blocks_per_sm` blocks of AFF_THREADS per
+/// multiprocessor, as the rounds' kernels are bounded), at most AFF_INV_THREADS^2 (what the two
+/// levels of the batched inversion invert), in whole warps.
+pub fn affine_threads(sm_count: u32, blocks_per_sm: u32) -> usize {
+    let wave = sm_count.max(1) * blocks_per_sm.max(1) * AFF_THREADS;
     (wave.min(AFF_INV_THREADS * AFF_INV_THREADS) / 32 * 32) as usize
 }
 
@@ -288,9 +290,10 @@ pub struct AffineGroup {
 }
 
 impl AffineGroup {
-    /// Sets per group for `sets` bucket sets of at most `set_entries` entries each.
-    pub fn sets_per_group(sets: usize, set_entries: usize) -> usize {
-        (AFFINE_GROUP_ENTRIES / set_entries.max(1)).clamp(1, sets.max(1))
+    /// Sets per group for `sets` bucket sets of at most `set_entries` entries each, in groups of
+    /// at most `group_entries` entries.
+    pub fn sets_per_group(sets: usize, set_entries: usize, group_entries: usize) -> usize {
+        (group_entries / set_entries.max(1)).clamp(1, sets.max(1))
     }
 
     /// A group of `sets` sets of `nb` buckets and at most `set_entries` entries each. A round
@@ -315,23 +318,16 @@ impl AffineGroup {
 
 /// How a sparse query's ones are summed by batch-affine rounds: in groups of at most `entries`
 /// points, each a single bucket halved round after round until at most `left` points are left
-/// for the XYZZ accumulation.
+/// for the XYZZ accumulation. A round has a fixed cost (its batched inversion's single-thread
+/// root, seven launches: ~0.24 ms on an H200) and saves a fraction of an XYZZ addition per
+/// point, so rounds pay only over millions of points; each curve sets its own
+/// (`curve::AffineKernels::ones`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OnesRounds {
     /// Points per group.
     pub entries: usize,
     /// Points left to the XYZZ accumulation at most.
     pub left: usize,
-}
-
-impl Default for OnesRounds {
-    /// Groups of 2^24 points (1.2 GB of G1 round buffers), 2^16 left.
-    fn default() -> Self {
-        OnesRounds {
-            entries: 1 << 24,
-            left: 1 << 16,
-        }
-    }
 }
 
 impl OnesRounds {
@@ -603,8 +599,12 @@ mod tests {
         }
         assert_eq!(r.group(40).rounds(), 0);
         assert_eq!(r.group(1000).sizes, vec![1000, 500, 250, 125, 63, 32]);
-        let d = OnesRounds::default().group(1 << 24);
-        assert_eq!((d.rounds(), d.left()), (8, 1 << 16));
+        let d = OnesRounds {
+            entries: 1 << 25,
+            left: 1 << 22,
+        }
+        .group(60_000_000 / 2);
+        assert_eq!((d.rounds(), d.left()), (3, 3_750_000));
     }
     use blstrs::G1Projective;
     use rand_chacha::rand_core::SeedableRng;
@@ -620,7 +620,7 @@ mod tests {
             (4, 37, 128),
             (1, 1, 1),
         ] {
-            let per = AffineGroup::sets_per_group(sets, set_entries);
+            let per = AffineGroup::sets_per_group(sets, set_entries, AFFINE_GROUP_ENTRIES);
             assert!(per >= 1 && per <= sets);
             assert!(per == 1 || per * set_entries <= AFFINE_GROUP_ENTRIES);
             let grp = AffineGroup::new(per, set_entries, nb);
@@ -657,9 +657,11 @@ mod tests {
                 }
             }
         }
-        assert!(affine_threads(132) <= (AFF_INV_THREADS * AFF_INV_THREADS) as usize);
+        assert!(
+            affine_threads(132, AFF_BLOCKS_PER_SM) <= (AFF_INV_THREADS * AFF_INV_THREADS) as usize
+        );
         assert_eq!(
-            affine_threads(2),
+            affine_threads(2, AFF_BLOCKS_PER_SM),
             (2 * AFF_BLOCKS_PER_SM * AFF_THREADS) as usize
         );
     }

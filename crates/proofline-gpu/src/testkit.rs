@@ -452,7 +452,7 @@ impl TestGpu {
         cfg: &MsmConfig,
     ) -> Result<C::Projective, GpuError> {
         let sm = self.slot.sm_count();
-        let q = QueryShape::streamed_by(split, stream_chunk);
+        let q: QueryShape = split.into();
         // the stage formula covers the query in both groups (B's shape is the last one)
         let stage = sparse_stage_bytes_with_chunk(&[q, q, q], residency, stream_chunk, cfg, sm);
         match residency {

@@ -65,7 +65,7 @@ impl SparseScalars {
 
     /// Appends the split of the next bases, whose ones are numbered from `origin`.
     fn append(&mut self, mut other: SparseScalars, origin: usize) {
-        self.ones.insert_shifted(&other.ones, origin);
+        self.ones.append_shifted(&other.ones, origin);
         self.tail_index.append(&mut other.tail_index);
         self.tail_scalars.append(&mut other.tail_scalars);
         self.zeros += other.zeros;
