@@ -7,8 +7,8 @@
 //! Sparse queries arrive split by the CPU (`proofline_groth16::msm::SparseScalars`: zeros
 //! dropped, a bitmap of the ones, the tail's indices and scalars); this is the only split, and
 //! the GPU takes it as it is: the ones are listed from their bitmap on the device and their bases
-//! summed (batch-affine rounds in G1, one bucket per group), the tail's bases are gathered side
-//! by side and go through Pippenger with the tail's scalars.
+//! summed (batch-affine rounds, one bucket per group), the tail's bases are gathered side by
+//! side and go through Pippenger with the tail's scalars.
 //! Bases are either resident on the device ([`Bases::Device`]), resident with precomputed
 //! copies for fixed-base MSMs ([`Bases::Precomputed`], `plan::Precomputation`), or streamed
 //! from host memory in chunks of [`STREAM_CHUNK`] points ([`Bases::Host`]).
@@ -1025,7 +1025,7 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
             let mut staging = e.alloc(chunk * C::AFFINE_WORDS)?;
             stream_chunks::<E, C>(e, &h[..split.num_bases], chunk, |st| {
                 e.upload_host(&mut staging, &st.buf, (st.hi - st.lo) * C::AFFINE_WORDS)?;
-                // the kernels index from the query's first point
+                // the gather indexes from the query's first point, the ones' sum from the chunk's
                 let base = staging.ptr().wrapping_sub(point_at::<C>(0, st.lo));
                 let chunk_ones = st.lo..st.hi;
                 let ones = &split.ones;
