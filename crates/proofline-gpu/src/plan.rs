@@ -319,7 +319,7 @@ impl AffineGroup {
 /// How a sparse query's ones are summed by batch-affine rounds: in groups of at most `entries`
 /// points, each a single bucket halved round after round until at most `left` points are left
 /// for the XYZZ accumulation. A round has a fixed cost (its batched inversion's single-thread
-/// root, seven launches: ~0.24 ms on an H200) and saves a fraction of an XYZZ addition per
+/// root, five launches: ~0.24 ms on an H200) and saves a fraction of an XYZZ addition per
 /// point, so rounds pay only over millions of points; each curve sets its own
 /// (`curve::AffineKernels::ones`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
