@@ -191,7 +191,8 @@ impl Sizer {
         let r = |w| self.r(w);
         // words of the range: at most one more than its bits need
         let words = bases.div_ceil(32) + 1;
-        // a count per block and one more (the total), their scan; the list after the read-back
+        // a count per block and one more (the total), their scan's tile sums (still charged when
+        // the list is allocated after the read-back of the total), the list
         let blocks = words.div_ceil(ONES_THREADS as usize) + 1;
         let list = r(ones);
         let listing =

@@ -32,8 +32,8 @@ pub(crate) fn check_kernel<A: KernelArgs>(kernel: &'static str) -> Result<(), Gp
 /// with the worst case (the real device ignores the bounds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Readback {
-    /// The number of sorted bucket entries of a Pippenger chunk, or of the points a
-    /// batch-affine round leaves (at most `max`).
+    /// The number of sorted bucket entries of a Pippenger chunk, of the points a batch-affine
+    /// round leaves, or of a sparse query's ones in a range (at most `max`).
     Entries {
         /// Upper bound: points times windows.
         max: u32,
