@@ -6,9 +6,10 @@
 // crates/proofline-gpu/src/abi.rs.
 //
 // Data are Fr elements in Montgomery form, 8 x u32 each (blstrs::Scalar).
-//  * ntt_pass (tiles of NTT_TILE elements), ntt_pass_large (NTT_TILE_LARGE): a group of t
-//    radix-2 stages fused in shared memory, done two at a time in registers (radix-4 step)
-//    with a last single stage when t is odd. Stage s pairs indices that differ in bit s. A block loads a tile of 2^t elements
+//  * ntt_pass: a group of t radix-2 stages fused in shared memory, done two
+//    at a time in registers (radix-4 step) with a last single stage when t is
+//    odd. Stage s
+//    pairs indices that differ in bit s. A block loads a tile of 2^t elements
 //    along bits [s_lo, s_lo + t) times 2^lg_l consecutive low indices (so loads
 //    are coalesced runs of 32 * 2^lg_l bytes), runs the t stages, and writes
 //    the tile back. dif = 1: Gentleman-Sande (natural in, bit-reversed out,
@@ -50,20 +51,16 @@ extern "C" __global__ void fr_build_stage_tables(const stage_tables_args a) {
     pow_from_tables(a.lo, a.hi, j << (a.log_n - 1 - s), a.lo_bits).store(a.out + 8 * (size_t)idx);
 }
 
-// A tile in shared memory is two planes of TILE uint4 (the low and the high 16 bytes of each
-// element): conflict-free 16-byte accesses.
-template <u32 TILE>
 DEVI fr_t load_sm(const uint4* sm, u32 e) {
-    uint4 a = sm[e], b = sm[TILE + e];
+    uint4 a = sm[e], b = sm[NTT_TILE + e];
     fr_t r;
     r.v[0] = a.x; r.v[1] = a.y; r.v[2] = a.z; r.v[3] = a.w;
     r.v[4] = b.x; r.v[5] = b.y; r.v[6] = b.z; r.v[7] = b.w;
     return r;
 }
-template <u32 TILE>
 DEVI void store_sm(uint4* sm, u32 e, const fr_t& x) {
     sm[e] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);
-    sm[TILE + e] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
+    sm[NTT_TILE + e] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
 }
 
 // Optional scaling factor c * G(idx) (either part may be absent: null pointers).
@@ -116,10 +113,9 @@ struct tile_t {
 
 // Loads the tile of `in` into sm, each element multiplied by ls at its index (bit-reversed
 // with lrev); ends with a barrier.
-template <u32 TILE>
 DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const scale_t& ls, u32 lrev) {
 #pragma unroll
-    for (u32 jj = 0; jj < TILE / NTT_THREADS; jj++) {
+    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
         u32 e = threadIdx.x + jj * NTT_THREADS;
         if (e >= tl.E) break;
         size_t g = tl.gidx(e);
@@ -127,10 +123,10 @@ DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const scale_t& l
         if (ls.on()) {
             fr_t x = fr_t::load(in + 8 * g);
             x = fr_t::mul(x, ls.factor(lrev ? bitrev((u32)g, tl.log_n) : (u32)g));
-            store_sm<TILE>(sm, e, x);
+            store_sm(sm, e, x);
         } else {
             sm[e] = src[0];
-            sm[TILE + e] = src[1];
+            sm[NTT_TILE + e] = src[1];
         }
     }
     __syncthreads();
@@ -138,7 +134,6 @@ DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const scale_t& l
 
 // The t stages of the tile in shared memory, with the twiddles of `tw`; each step ends with a
 // barrier.
-template <u32 TILE>
 DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
     const u32 log_n = tl.log_n, s_lo = tl.s_lo, t = tl.t, lg_l = tl.lg_l;
     const u32 L = tl.L, E = tl.E, lowblock = tl.lowblock;
@@ -154,7 +149,7 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
             const u32 h = 1u << r;
             const u32 s = s_lo + r;
 #pragma unroll
-            for (u32 jj = 0; jj < TILE / 4 / NTT_THREADS; jj++) {
+            for (u32 jj = 0; jj < NTT_TILE / 4 / NTT_THREADS; jj++) {
                 u32 b = threadIdx.x + jj * NTT_THREADS;
                 if (b >= (E >> 2)) break;
                 u32 lowpart = b & (L - 1);
@@ -167,8 +162,8 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 // twiddles: stage s + 1 pairs (x0, x2) with w^ma, (x1, x3) with
                 // w^(ma + n/4); stage s pairs (x0, x1), (x2, x3) with w^(2 ma)
                 size_t ma = g0 << (log_n - s - 2);
-                fr_t x0 = load_sm<TILE>(sm, e0), x1 = load_sm<TILE>(sm, e0 + eh);
-                fr_t x2 = load_sm<TILE>(sm, e0 + 2 * eh), x3 = load_sm<TILE>(sm, e0 + 3 * eh);
+                fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e0 + eh);
+                fr_t x2 = load_sm(sm, e0 + 2 * eh), x3 = load_sm(sm, e0 + 3 * eh);
                 fr_t wb = twiddle(tw, s + 1, g0 + ((size_t)1 << s));
                 if (dif) {
                     fr_t y0 = fr_t::add(x0, x2), y2 = fr_t::sub(x0, x2);
@@ -199,17 +194,17 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                     x1 = fr_t::add(y1, y3);
                     x3 = fr_t::sub(y1, y3);
                 }
-                store_sm<TILE>(sm, e0, x0);
-                store_sm<TILE>(sm, e0 + eh, x1);
-                store_sm<TILE>(sm, e0 + 2 * eh, x2);
-                store_sm<TILE>(sm, e0 + 3 * eh, x3);
+                store_sm(sm, e0, x0);
+                store_sm(sm, e0 + eh, x1);
+                store_sm(sm, e0 + 2 * eh, x2);
+                store_sm(sm, e0 + 3 * eh, x3);
             }
         } else {
             const u32 r = dif ? (t - 1 - k) : k;
             const u32 h = 1u << r;
             const u32 s = s_lo + r;
 #pragma unroll
-            for (u32 jj = 0; jj < TILE / 2 / NTT_THREADS; jj++) {
+            for (u32 jj = 0; jj < NTT_TILE / 2 / NTT_THREADS; jj++) {
                 u32 b = threadIdx.x + jj * NTT_THREADS;
                 if (b >= (E >> 1)) break;
                 u32 lowpart = b & (L - 1);
@@ -218,7 +213,7 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 u32 e0 = (i << lg_l) | lowpart;
                 u32 e1 = e0 + (h << lg_l);
                 size_t m = (((size_t)(q & (h - 1))) << s_lo) | ((size_t)lowblock << lg_l) | lowpart;
-                fr_t x0 = load_sm<TILE>(sm, e0), x1 = load_sm<TILE>(sm, e1);
+                fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e1);
                 fr_t y0, y1;
                 if (dif) {
                     y0 = fr_t::add(x0, x1);
@@ -229,8 +224,8 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                     y0 = fr_t::add(x0, v);
                     y1 = fr_t::sub(x0, v);
                 }
-                store_sm<TILE>(sm, e0, y0);
-                store_sm<TILE>(sm, e1, y1);
+                store_sm(sm, e0, y0);
+                store_sm(sm, e1, y1);
             }
         }
         __syncthreads();
@@ -240,12 +235,11 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
 
 // Stores the tile: position e goes to out[bitrev_out ? rev(g) : g] (g its global index),
 // multiplied by ss at the destination index.
-template <u32 TILE>
 DEVI void tile_store(const uint4* sm, const tile_t& tl, u32* out, const scale_t& ss,
                      u32 bitrev_out) {
     const u32 t = tl.t, hb = tl.hb;
 #pragma unroll
-    for (u32 jj = 0; jj < TILE / NTT_THREADS; jj++) {
+    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
         u32 x = threadIdx.x + jj * NTT_THREADS;
         if (x >= tl.E) break;
         // with top batch bits, consecutive threads take consecutive top bits
@@ -253,47 +247,40 @@ DEVI void tile_store(const uint4* sm, const tile_t& tl, u32* out, const scale_t&
         size_t g = tl.gidx(e);
         size_t d = bitrev_out ? (size_t)bitrev((u32)g, tl.log_n) : g;
         if (ss.on()) {
-            fr_t v = load_sm<TILE>(sm, e);
+            fr_t v = load_sm(sm, e);
             fr_t::mul(v, ss.factor((u32)d)).store(out + 8 * d);
         } else {
             uint4* dst = reinterpret_cast<uint4*>(out + 8 * d);
             dst[0] = sm[e];
-            dst[1] = sm[TILE + e];
+            dst[1] = sm[NTT_TILE + e];
         }
     }
 }
 
-// One pass of t fused stages over a tile of TILE elements at `sm`. in/out may alias unless
-// bitrev_out is set. Load: x[g] *= L(rev ? rev(g) : g). Store: position g goes to
-// out[bitrev_out ? rev(g) : g], multiplied by S(destination index).
-template <u32 TILE>
-DEVI void ntt_pass_body(uint4* sm, const ntt_pass_args a) {
-    const scale_t ls{a.load_c, a.load_lo, a.load_hi, a.lo_bits};
-    const scale_t ss{a.store_c, a.store_lo, a.store_hi, a.lo_bits};
-    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
-    tile_load<TILE>(sm, tl, a.input, ls, a.load_rev);
-    tile_stages<TILE>(sm, tl, a.tw, a.dif);
-    tile_store<TILE>(sm, tl, a.output, ss, a.bitrev_out);
+// One pass of t fused stages. in/out may alias unless bitrev_out is set.
+// Load: x[g] *= L(rev ? rev(g) : g). Store: position g goes to out[bitrev_out ?
+// rev(g) : g], multiplied by S(destination index).
+DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t,
+                        u32 lg_l, u32 dif, const u32* lc, const u32* lplo, const u32* lphi,
+                        u32 lrev, const u32* sc, const u32* splo, const u32* sphi,
+                        u32 bitrev_out, u32 lo_bits, u32 hb) {
+    // two planes (low and high 16 bytes of each element): conflict-free 16-byte accesses
+    __shared__ uint4 sm[NTT_TILE * 2];
+    const scale_t ls{lc, lplo, lphi, lo_bits}, ss{sc, splo, sphi, lo_bits};
+    const tile_t tl(log_n, s_lo, t, lg_l, hb);
+    tile_load(sm, tl, in, ls, lrev);
+    tile_stages(sm, tl, tw, dif);
+    tile_store(sm, tl, out, ss, bitrev_out);
 }
 
-// Two tile sizes, each kernel in both (the host's plan picks, src/ntt.rs): NTT_TILE elements
-// in 32 KB of static shared memory, and NTT_TILE_LARGE elements in 64 KB of dynamic shared
-// memory (over the 48 KB a static array may take; the launch sets the size), which fuses one
-// stage more per pass, so that 2^27 takes three passes instead of four.
-//
 // Radix-4 steps, register cap for NTT_MIN_BLOCKS (3) blocks of 256 threads per SM (80
 // registers). Measured on the H200 (docs/gpu-kernels.md) against: no cap (102 registers, 2
 // blocks), blocks of 128, and plain radix-2 stages (64 registers, 4 blocks), all slower.
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_pass(const ntt_pass_args a) {
-    __shared__ uint4 sm[NTT_TILE * 2];
-    ntt_pass_body<NTT_TILE>(sm, a);
-}
-
-extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-    ntt_pass_large(const ntt_pass_args a) {
-    DYNAMIC_SHARED(uint4, sm);
-    ntt_pass_body<NTT_TILE_LARGE>(sm, a);
+    ntt_pass_body(a.input, a.output, a.tw, a.log_n, a.s_lo, a.t, a.lg_l, a.dif, a.load_c,
+                  a.load_lo, a.load_hi, a.load_rev, a.store_c, a.store_lo, a.store_hi,
+                  a.bitrev_out, a.lo_bits, a.hb);
 }
 
 extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {
@@ -313,66 +300,44 @@ extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {
 // (a b - c) / Z with a and b read at the same indices, and the inverse's first pass on one
 // tile load, and writes into a. The H sequence thus reads and writes each array 5 times
 // fewer than with separate passes and the pointwise kernel.
-template <u32 TILE>
-DEVI void fused_mid_body(uint4* sm, const ntt_fused_args a) {
-    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
-    const scale_t none{nullptr, nullptr, nullptr, 0};
-    const scale_t mid{nullptr, a.scale_lo, a.scale_hi, a.lo_bits};
-    tile_load<TILE>(sm, tl, a.data, none, 0);
-    tile_stages<TILE>(sm, tl, a.tw_first, 1);
-    // position e holds coefficient rev(g) (times n): scale by n^-1 g^rev(g)
-#pragma unroll
-    for (u32 jj = 0; jj < TILE / NTT_THREADS; jj++) {
-        u32 e = threadIdx.x + jj * NTT_THREADS;
-        if (e >= tl.E) break;
-        const u32 g = (u32)tl.gidx(e);
-        store_sm<TILE>(sm, e, fr_t::mul(load_sm<TILE>(sm, e), mid.factor(bitrev(g, tl.log_n))));
-    }
-    __syncthreads();
-    tile_stages<TILE>(sm, tl, a.tw_second, 0);
-    tile_store<TILE>(sm, tl, a.data, none, 0);
-}
-
-template <u32 TILE>
-DEVI void fused_top_body(uint4* sm, const ntt_fused_args a) {
-    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
-    const scale_t none{nullptr, nullptr, nullptr, 0};
-    tile_load<TILE>(sm, tl, a.data, none, 0);
-    tile_stages<TILE>(sm, tl, a.tw_first, 0);
-    const fr_t zinv = fr_t::load(a.zinv);
-#pragma unroll
-    for (u32 jj = 0; jj < TILE / NTT_THREADS; jj++) {
-        u32 e = threadIdx.x + jj * NTT_THREADS;
-        if (e >= tl.E) break;
-        const size_t g = tl.gidx(e);
-        fr_t v = fr_t::mul(fr_t::load(a.pa + 8 * g), fr_t::load(a.pb + 8 * g));
-        store_sm<TILE>(sm, e, fr_t::mul(fr_t::sub(v, load_sm<TILE>(sm, e)), zinv));
-    }
-    __syncthreads();
-    tile_stages<TILE>(sm, tl, a.tw_second, 1);
-    tile_store<TILE>(sm, tl, a.out, none, 0);
-}
-
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_fused_mid(const ntt_fused_args a) {
     __shared__ uint4 sm[NTT_TILE * 2];
-    fused_mid_body<NTT_TILE>(sm, a);
-}
-
-extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-    ntt_fused_mid_large(const ntt_fused_args a) {
-    DYNAMIC_SHARED(uint4, sm);
-    fused_mid_body<NTT_TILE_LARGE>(sm, a);
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
+    const scale_t none{nullptr, nullptr, nullptr, 0};
+    const scale_t mid{nullptr, a.scale_lo, a.scale_hi, a.lo_bits};
+    tile_load(sm, tl, a.data, none, 0);
+    tile_stages(sm, tl, a.tw_first, 1);
+    // position e holds coefficient rev(g) (times n): scale by n^-1 g^rev(g)
+#pragma unroll
+    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
+        u32 e = threadIdx.x + jj * NTT_THREADS;
+        if (e >= tl.E) break;
+        const u32 g = (u32)tl.gidx(e);
+        store_sm(sm, e, fr_t::mul(load_sm(sm, e), mid.factor(bitrev(g, tl.log_n))));
+    }
+    __syncthreads();
+    tile_stages(sm, tl, a.tw_second, 0);
+    tile_store(sm, tl, a.data, none, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_fused_top(const ntt_fused_args a) {
     __shared__ uint4 sm[NTT_TILE * 2];
-    fused_top_body<NTT_TILE>(sm, a);
-}
-
-extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-    ntt_fused_top_large(const ntt_fused_args a) {
-    DYNAMIC_SHARED(uint4, sm);
-    fused_top_body<NTT_TILE_LARGE>(sm, a);
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
+    const scale_t none{nullptr, nullptr, nullptr, 0};
+    tile_load(sm, tl, a.data, none, 0);
+    tile_stages(sm, tl, a.tw_first, 0);
+    const fr_t zinv = fr_t::load(a.zinv);
+#pragma unroll
+    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
+        u32 e = threadIdx.x + jj * NTT_THREADS;
+        if (e >= tl.E) break;
+        const size_t g = tl.gidx(e);
+        fr_t v = fr_t::mul(fr_t::load(a.pa + 8 * g), fr_t::load(a.pb + 8 * g));
+        store_sm(sm, e, fr_t::mul(fr_t::sub(v, load_sm(sm, e)), zinv));
+    }
+    __syncthreads();
+    tile_stages(sm, tl, a.tw_second, 1);
+    tile_store(sm, tl, a.out, none, 0);
 }

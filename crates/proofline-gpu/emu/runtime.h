@@ -34,12 +34,6 @@
 #define __shared__ static
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
-// EMU_DYNAMIC_SHARED_BYTES (set by src/emu.rs, which checks every launch against it) sizes the
-// dynamic shared memory.
-#ifndef EMU_DYNAMIC_SHARED_BYTES
-#error "EMU_DYNAMIC_SHARED_BYTES: build through src/emu.rs"
-#endif
-#define DYNAMIC_SHARED(type, name) type* name = reinterpret_cast<type*>(emu::dynamic_shared)
 
 struct uint4 {
     unsigned x, y, z, w;
@@ -138,9 +132,6 @@ struct Runner {
 };
 
 static Runner g_run;
-// A kernel's dynamic shared memory (DYNAMIC_SHARED below): one buffer, as large as a block of
-// the device may take, used by one block at a time like the `__shared__` statics.
-alignas(16) static unsigned char dynamic_shared[EMU_DYNAMIC_SHARED_BYTES];
 static dim3 threadIdx{0, 0, 0}, blockIdx{0, 0, 0}, blockDim{1, 1, 1}, gridDim{1, 1, 1};
 
 static void fiber_entry() {

@@ -74,10 +74,6 @@ shared_consts! {
     NTT_TILE_LOG = 10;
     /// Elements of the shared-memory tile of `ntt_pass`.
     NTT_TILE = 1 << 10;
-    /// log2 of the tile of `ntt_pass_large` (dynamic shared memory: 64 KB).
-    NTT_TILE_LOG_LARGE = 11;
-    /// Elements of the tile of `ntt_pass_large`.
-    NTT_TILE_LARGE = 1 << 11;
     /// Threads per block of `ntt_pass`.
     NTT_THREADS = 256;
     /// Blocks per multiprocessor in `ntt_pass`'s `__launch_bounds__` (80 registers).
@@ -132,23 +128,6 @@ shared_consts! {
     REDUCE_SEGMENT = 16;
     /// Threads per block of the element-wise test kernels on G1 points.
     G1_TEST_THREADS = 128;
-}
-
-/// The kernels that take dynamic shared memory (`DYNAMIC_SHARED` in cuda/) and its size in bytes:
-/// every launch of one passes it, and the loader raises the kernel's limit to it (a kernel may
-/// take at most 48 KB without asking).
-pub const DYNAMIC_SHARED_BYTES: &[(&str, u32)] = &[
-    ("ntt_pass_large", NTT_TILE_LARGE * FR_WORDS * 4),
-    ("ntt_fused_mid_large", NTT_TILE_LARGE * FR_WORDS * 4),
-    ("ntt_fused_top_large", NTT_TILE_LARGE * FR_WORDS * 4),
-];
-
-/// The dynamic shared memory of `kernel` in bytes (0: none).
-pub fn dynamic_shared_bytes(kernel: &str) -> u32 {
-    DYNAMIC_SHARED_BYTES
-        .iter()
-        .find(|(k, _)| *k == kernel)
-        .map_or(0, |(_, b)| *b)
 }
 
 /// Marker of the "no bucket" / "no entry" value written by the MSM kernels.
@@ -210,10 +189,9 @@ macro_rules! kernel_args {
 }
 
 kernel_args! {
-    /// One pass of fused NTT stages (see cuda/ntt.cu), over tiles of `NTT_TILE` or
-    /// `NTT_TILE_LARGE` elements. `input` and `output` may alias unless `bitrev_out` is set; a
-    /// scaling pointer of 0 means "no factor".
-    "ntt"::"ntt_pass" | "ntt"::"ntt_pass_large" => NttPassArgs("ntt_pass_args") {
+    /// One pass of fused NTT stages (see cuda/ntt.cu). `input` and `output` may alias unless
+    /// `bitrev_out` is set; a scaling pointer of 0 means "no factor".
+    "ntt"::"ntt_pass" => NttPassArgs("ntt_pass_args") {
         input: DevPtr,
         output: DevPtrMut,
         tw: DevPtr,
@@ -237,10 +215,8 @@ kernel_args! {
     /// `data`, the DIF stages with `tw_first`, the n^-1 g^rev(i) scaling (split tables
     /// `scale_lo`, `scale_hi`) and the DIT stages with `tw_second`, in place; `ntt_fused_top`
     /// runs c's last DIT stages (`tw_first`), the pointwise (pa pb - c) zinv and the inverse's
-    /// first DIF stages (`tw_second`), reading c from `data` and writing `out`. The `_large`
-    /// twins take tiles of `NTT_TILE_LARGE` elements.
-    "ntt"::"ntt_fused_mid" | "ntt"::"ntt_fused_top" | "ntt"::"ntt_fused_mid_large"
-        | "ntt"::"ntt_fused_top_large" => NttFusedArgs("ntt_fused_args") {
+    /// first DIF stages (`tw_second`), reading c from `data` and writing `out`.
+    "ntt"::"ntt_fused_mid" | "ntt"::"ntt_fused_top" => NttFusedArgs("ntt_fused_args") {
         data: DevPtrMut,
         out: DevPtrMut,
         pa: DevPtr,

@@ -2,8 +2,6 @@
 //! device call, and what production runs ([`MsmConfig::default`], the best measured variant).
 //! No environment knobs: a variant is chosen by passing a config.
 
-use crate::plan::{ntt_passes, ntt_passes_bitrev, NttTileSize};
-
 /// How a Pippenger chunk sorts its (point, window) entries by bucket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub enum MsmSort {
@@ -153,57 +151,29 @@ pub enum HSequence {
     Fused,
 }
 
-/// Which shared-memory tile the NTT passes take (`plan::NttTileSize`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum NttTile {
-    /// 1024 elements at every size.
-    #[default]
-    Small,
-    /// 2048 elements at every size (one stage more per pass).
-    Large,
-    /// 2048 where that plans fewer passes (the plain and the bit-reversing plan together, so
-    /// over the H sequence), 1024 elsewhere: 2^27 in three passes instead of four, 2^24 in
-    /// three either way.
-    FewestPasses,
-}
-
-impl NttTile {
-    /// The tile for transforms of 2^`log_n` elements.
-    pub fn for_size(self, log_n: u32) -> NttTileSize {
-        match self {
-            NttTile::Small => NttTileSize::Small,
-            NttTile::Large => NttTileSize::Large,
-            NttTile::FewestPasses => {
-                let passes = |t| ntt_passes(log_n, t).len() + ntt_passes_bitrev(log_n, t).len();
-                if passes(NttTileSize::Large) < passes(NttTileSize::Small) {
-                    NttTileSize::Large
-                } else {
-                    NttTileSize::Small
-                }
-            }
-        }
-    }
-}
-
 /// The NTT variants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NttConfig {
     /// The H sequence.
     pub h: HSequence,
-    /// The passes' tile.
-    pub tile: NttTile,
 }
 
 impl NttConfig {
-    /// Every variant, for the benchmark's side-by-side table (each names all its fields, so
-    /// that a name keeps its meaning when the default changes).
+    /// Every variant, for the benchmark's side-by-side table.
     pub fn variants() -> Vec<(&'static str, NttConfig)> {
-        let v = |h, tile| NttConfig { h, tile };
         vec![
-            ("h=separate", v(HSequence::Separate, NttTile::Small)),
-            ("h=fused", v(HSequence::Fused, NttTile::Small)),
-            ("tile=large", v(HSequence::Fused, NttTile::Large)),
-            ("tile=fewest", v(HSequence::Fused, NttTile::FewestPasses)),
+            (
+                "h=separate",
+                NttConfig {
+                    h: HSequence::Separate,
+                },
+            ),
+            (
+                "h=fused",
+                NttConfig {
+                    h: HSequence::Fused,
+                },
+            ),
         ]
     }
 }

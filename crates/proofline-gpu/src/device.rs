@@ -9,11 +9,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUfunction_attribute, CUmemPool_attribute as PoolAttr};
+use cudarc::driver::sys::{self, CUmemPool_attribute as PoolAttr};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
-use crate::abi::{dynamic_shared_bytes, ARGS_LAYOUTS};
+use crate::abi::ARGS_LAYOUTS;
 use crate::error::GpuError;
 use crate::kernels;
 use crate::oplog::{DeviceLog, DeviceOp, Recording};
@@ -115,18 +115,9 @@ pub(crate) fn select_image(
     })
 }
 
-/// A loaded kernel and the dynamic shared memory every launch of it passes.
-pub(crate) struct Kernel {
-    pub(crate) function: CudaFunction,
-    pub(crate) shared_bytes: u32,
-}
-
-/// Shared memory a kernel may take without raising its limit.
-const DEFAULT_SHARED_LIMIT: u32 = 48 * 1024;
-
 /// The kernels of some modules, by name, loaded once per device and shared by its slots.
 pub(crate) struct KernelTable {
-    functions: HashMap<&'static str, Kernel>,
+    functions: HashMap<&'static str, CudaFunction>,
     _modules: Vec<Arc<CudaModule>>,
 }
 
@@ -149,21 +140,7 @@ impl KernelTable {
                 .flat_map(|a| a.kernels.iter())
                 .filter(|(module, _)| module == m)
             {
-                let function = module.load_function(kernel)?;
-                let shared_bytes = dynamic_shared_bytes(kernel);
-                if shared_bytes > DEFAULT_SHARED_LIMIT {
-                    function.set_attribute(
-                        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        shared_bytes as i32,
-                    )?;
-                }
-                functions.insert(
-                    *kernel,
-                    Kernel {
-                        function,
-                        shared_bytes,
-                    },
-                );
+                functions.insert(*kernel, module.load_function(kernel)?);
             }
             loaded.push(module);
         }
@@ -173,7 +150,7 @@ impl KernelTable {
         })
     }
 
-    pub(crate) fn get(&self, kernel: &'static str) -> Result<&Kernel, GpuError> {
+    pub(crate) fn get(&self, kernel: &'static str) -> Result<&CudaFunction, GpuError> {
         self.functions.get(kernel).ok_or_else(|| {
             GpuError::InvalidInput(format!("kernel {kernel} is not loaded on this device"))
         })

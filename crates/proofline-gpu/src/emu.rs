@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::abi::{dynamic_shared_bytes, ARGS_LAYOUTS};
+use crate::abi::ARGS_LAYOUTS;
 use crate::arena::{Account, Charge};
 use crate::error::GpuError;
 use crate::exec::{check_copy, check_kernel, CopyDir, DevBuf, Exec, KernelArgs, Readback};
@@ -58,15 +58,6 @@ const FLAGS: &[&str] = &[
     "-w",
 ];
 
-/// The emulation's dynamic shared memory, in bytes (the device's most per block); every launch's
-/// `abi::dynamic_shared_bytes` must fit.
-const DYNAMIC_SHARED_MAX: u32 = 227 * 1024;
-
-/// The `-D` flag that sizes the emulation's dynamic shared memory (emu/runtime.h).
-fn dynamic_shared_flag() -> String {
-    format!("-DEMU_DYNAMIC_SHARED_BYTES={DYNAMIC_SHARED_MAX}")
-}
-
 /// Builds (or finds in the cache) the host library of `module`.
 fn build(module: &str) -> Result<PathBuf, String> {
     let (cuda, emu, include) = dirs();
@@ -94,10 +85,7 @@ fn build(module: &str) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("no C++ compiler ({cxx}): {e}"))?;
     fnv1a(&mut h, &version.stdout);
-    fnv1a(
-        &mut h,
-        format!("{FLAGS:?} {}", dynamic_shared_flag()).as_bytes(),
-    );
+    fnv1a(&mut h, format!("{FLAGS:?}").as_bytes());
     let dir = Path::new(env!("OUT_DIR")).join("emu");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let out = dir.join(format!("{module}-{h:016x}.so"));
@@ -107,7 +95,6 @@ fn build(module: &str) -> Result<PathBuf, String> {
     let tmp = out.with_extension(format!("tmp{}", std::process::id()));
     let status = Command::new(&cxx)
         .args(FLAGS)
-        .arg(dynamic_shared_flag())
         .arg("-I")
         .arg(&cuda)
         .arg("-I")
@@ -320,13 +307,6 @@ impl Exec for EmuExec {
         if grid == 0 {
             return Ok(());
         }
-        let shared = dynamic_shared_bytes(kernel);
-        if shared > DYNAMIC_SHARED_MAX {
-            return Err(GpuError::InvalidInput(format!(
-                "{kernel}: {shared} bytes of dynamic shared memory, over the {DYNAMIC_SHARED_MAX} \
-                 a block may take"
-            )));
-        }
         let f = launcher(module_of(kernel)?)?;
         let name = CString::new(kernel).map_err(|e| GpuError::InvalidInput(e.to_string()))?;
         // SAFETY: `args` is the kernel's own #[repr(C)] argument struct (checked above), whose
@@ -370,7 +350,7 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::{MsmConfig, NttConfig, NttTile};
+    use crate::config::{MsmConfig, NttConfig};
     use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -565,20 +545,14 @@ mod tests {
                 NttKind::CosetForward,
                 NttKind::CosetInverse,
             ] {
+                let mut d = e.upload(scalars_as_u32(&x)).unwrap();
+                ntt::ntt(&e, &mut d, &t, kind).unwrap();
+                let mut got = vec![Scalar::ZERO; n];
+                e.read(Readback::Values, &d, 0, scalars_as_u32_mut(&mut got))
+                    .unwrap();
                 let mut want = x.clone();
                 cpu_ntt(&mut want, kind);
-                for tile in [NttTile::Small, NttTile::Large] {
-                    let cfg = NttConfig {
-                        tile,
-                        ..NttConfig::default()
-                    };
-                    let mut d = e.upload(scalars_as_u32(&x)).unwrap();
-                    ntt::ntt(&e, &mut d, &t, kind, &cfg).unwrap();
-                    let mut got = vec![Scalar::ZERO; n];
-                    e.read(Readback::Values, &d, 0, scalars_as_u32_mut(&mut got))
-                        .unwrap();
-                    assert!(got == want, "{kind:?} 2^{lg}, {tile:?}");
-                }
+                assert!(got == want, "{kind:?} 2^{lg}");
             }
             let (a, b, c) = (x.clone(), random_scalars(n, 7), random_scalars(n, 8));
             let mut want = a.clone();
@@ -596,7 +570,7 @@ mod tests {
         }
     }
 
-    /// The fused H sequence over plans of three passes (for a, b and c) with either tile.
+    /// The fused H sequence over plans of three passes (for a, b and c).
     #[test]
     fn h_poly_large_matches_cpu() {
         let e = EmuExec::new(SMS);
@@ -611,20 +585,15 @@ mod tests {
         );
         let mut want = a.clone();
         cpu_h_poly(&mut want, &b, &c);
-        for tile in [NttTile::Small, NttTile::Large] {
-            let cfg = NttConfig {
-                tile,
-                ..NttConfig::default()
-            };
-            let mut da = e.upload(scalars_as_u32(&a)).unwrap();
-            let mut db = e.upload(scalars_as_u32(&b)).unwrap();
-            let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-            ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
-            let mut got = vec![Scalar::ZERO; n];
-            e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
-                .unwrap();
-            assert!(got == want, "h_poly 2^{lg}, {tile:?}");
-        }
+        let cfg = NttConfig::default();
+        let mut da = e.upload(scalars_as_u32(&a)).unwrap();
+        let mut db = e.upload(scalars_as_u32(&b)).unwrap();
+        let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
+        ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
+        let mut got = vec![Scalar::ZERO; n];
+        e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
+            .unwrap();
+        assert!(got == want, "h_poly 2^{lg}");
     }
 
     fn dense_msm(

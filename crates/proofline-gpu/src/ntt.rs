@@ -15,14 +15,14 @@ use ff::Field;
 
 use crate::abi::{
     DevPtr, DevPtrMut, HPointwiseArgs, NttFusedArgs, NttPassArgs, StageTablesArgs, ELEMENT_THREADS,
-    FR_WORDS, NTT_THREADS,
+    FR_WORDS, NTT_THREADS, NTT_TILE_LOG,
 };
 use crate::config::{HSequence, NttConfig};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
 use crate::plan::{
-    coset_generator, ntt_passes, ntt_passes_bitrev, pow_tables, root_of_unity, NttPass, NttTileSize,
+    coset_generator, ntt_passes, ntt_passes_bitrev, pow_tables, root_of_unity, NttPass,
 };
 
 /// Which transform an NTT computes (natural order in and out).
@@ -63,28 +63,6 @@ enum FactorIndex {
     Natural,
     /// The bit-reversed index.
     BitReversed,
-}
-
-/// The kernels of cuda/ntt.cu at a tile size.
-struct TileKernels {
-    pass: &'static str,
-    fused_mid: &'static str,
-    fused_top: &'static str,
-}
-
-fn kernels(tile: NttTileSize) -> TileKernels {
-    match tile {
-        NttTileSize::Small => TileKernels {
-            pass: "ntt_pass",
-            fused_mid: "ntt_fused_mid",
-            fused_top: "ntt_fused_top",
-        },
-        NttTileSize::Large => TileKernels {
-            pass: "ntt_pass_large",
-            fused_mid: "ntt_fused_mid_large",
-            fused_top: "ntt_fused_top_large",
-        },
-    }
 }
 
 /// The twiddle and coset tables of one domain size on the device.
@@ -245,12 +223,10 @@ pub(crate) fn build_tables<E: Exec>(e: &E, log_n: u32) -> Result<NttTables<E::Bu
 }
 
 /// One pass (`p`) of a plan over the 2^log_n scalars at `src`, writing `dst` (the same address
-/// in place, unless `bitrev_out`), with tiles of `tile`; `load` scales its input, `store` its
-/// output.
+/// in place, unless `bitrev_out`); `load` scales its input, `store` its output.
 #[allow(clippy::too_many_arguments)]
 fn launch_pass<E: Exec>(
     e: &E,
-    tile: NttTileSize,
     src: u64,
     dst: u64,
     tw: u64,
@@ -261,12 +237,11 @@ fn launch_pass<E: Exec>(
     store: Option<Scale>,
     bitrev_out: bool,
 ) -> Result<(), GpuError> {
-    let elements = 1usize << (p.t + p.lg_l + p.hb);
-    let blocks = (1usize << t.log_n) / elements;
+    let tile = 1usize << (p.t + p.lg_l + p.hb);
+    let blocks = (1usize << t.log_n) / tile;
     let (ls, lidx) = load.unwrap_or((Scale::default(), FactorIndex::Natural));
     let ss = store.unwrap_or_default();
-    e.launch_as(
-        kernels(tile).pass,
+    e.launch(
         blocks as u32,
         NTT_THREADS,
         &NttPassArgs {
@@ -292,13 +267,12 @@ fn launch_pass<E: Exec>(
     )
 }
 
-/// Radix-2 passes over `data` (2^log_n elements, log_n >= 1) with tiles of `tile`, in place
-/// except where `output` says the last pass writes bit-reversed elsewhere. `load` scales the
-/// input of the first pass, `store` the output of the last.
+/// Radix-2 passes over `data` (2^log_n elements, log_n >= 1), in place except where `output`
+/// says the last pass writes bit-reversed elsewhere. `load` scales the input of the first
+/// pass, `store` the output of the last.
 #[allow(clippy::too_many_arguments)]
 fn run_passes<E: Exec>(
     e: &E,
-    tile: NttTileSize,
     data: u64,
     tw: u64,
     t: &TablePtrs,
@@ -310,9 +284,9 @@ fn run_passes<E: Exec>(
     let log_n = t.log_n;
     let bitrev = matches!(output, Output::BitReversedInto(_));
     let mut passes = if order == Order::Dif && bitrev {
-        ntt_passes_bitrev(log_n, tile)
+        ntt_passes_bitrev(log_n)
     } else {
-        ntt_passes(log_n, tile)
+        ntt_passes(log_n)
     };
     if order == Order::Dif {
         passes.reverse();
@@ -327,7 +301,6 @@ fn run_passes<E: Exec>(
         };
         launch_pass(
             e,
-            tile,
             data,
             dst,
             tw,
@@ -343,15 +316,13 @@ fn run_passes<E: Exec>(
 }
 
 #[cfg(any(test, feature = "testkit"))]
-/// NTT of the `1 << t.log_n` scalars in `data`, natural order in and out, with the passes of
-/// `cfg`. The result lands in a second buffer that replaces `data` (the old one is freed on the
-/// stream).
+/// NTT of the `1 << t.log_n` scalars in `data`, natural order in and out. The result lands in
+/// a second buffer that replaces `data` (the old one is freed on the stream).
 pub(crate) fn ntt<E: Exec>(
     e: &E,
     data: &mut E::Buf,
     t: &TablePtrs,
     kind: NttKind,
-    cfg: &NttConfig,
 ) -> Result<(), GpuError> {
     let n = 1usize << t.log_n;
     if data.words() < n * FR_WORDS as usize {
@@ -365,23 +336,21 @@ pub(crate) fn ntt<E: Exec>(
         return Ok(()); // every transform of one element is the identity
     }
     let tmp = e.alloc(n * FR_WORDS as usize)?;
-    ntt_into(e, data.ptr(), tmp.ptr(), t, kind, cfg)?;
+    ntt_into(e, data.ptr(), tmp.ptr(), t, kind)?;
     *data = tmp;
     Ok(())
 }
 
 #[cfg(any(test, feature = "testkit"))]
 /// NTT of the 2^`t.log_n` (>= 2) scalars at `src` into `dst` (natural order in and out; `src`
-/// is overwritten with scratch), with the passes of `cfg`.
+/// is overwritten with scratch).
 pub(crate) fn ntt_into<E: Exec>(
     e: &E,
     src: u64,
     dst: u64,
     t: &TablePtrs,
     kind: NttKind,
-    cfg: &NttConfig,
 ) -> Result<(), GpuError> {
-    let tile = cfg.tile.for_size(t.log_n);
     let out = Output::BitReversedInto(dst);
     let g = Scale {
         c: 0,
@@ -400,10 +369,9 @@ pub(crate) fn ntt_into<E: Exec>(
     };
     let p = src;
     match kind {
-        NttKind::Forward => run_passes(e, tile, p, t.tw_fwd, t, Order::Dif, None, None, out)?,
+        NttKind::Forward => run_passes(e, p, t.tw_fwd, t, Order::Dif, None, None, out)?,
         NttKind::CosetForward => run_passes(
             e,
-            tile,
             p,
             t.tw_fwd,
             t,
@@ -412,18 +380,10 @@ pub(crate) fn ntt_into<E: Exec>(
             None,
             out,
         )?,
-        NttKind::Inverse => run_passes(e, tile, p, t.tw_inv, t, Order::Dif, None, Some(ninv), out)?,
-        NttKind::CosetInverse => run_passes(
-            e,
-            tile,
-            p,
-            t.tw_inv,
-            t,
-            Order::Dif,
-            None,
-            Some(ninv_ginv),
-            out,
-        )?,
+        NttKind::Inverse => run_passes(e, p, t.tw_inv, t, Order::Dif, None, Some(ninv), out)?,
+        NttKind::CosetInverse => {
+            run_passes(e, p, t.tw_inv, t, Order::Dif, None, Some(ninv_ginv), out)?
+        }
     }
     Ok(())
 }
@@ -474,23 +434,15 @@ pub(crate) fn h_poly_at<E: Exec>(
     t: &TablePtrs,
     cfg: &NttConfig,
 ) -> Result<HIn, GpuError> {
-    let tile = cfg.tile.for_size(t.log_n);
     match cfg.h {
         // the fused passes need a plan of at least two passes (above one tile)
-        HSequence::Fused if t.log_n > tile.log() => h_poly_fused(e, tile, a, b, c, t),
-        _ => h_poly_separate(e, tile, a, b, c, t),
+        HSequence::Fused if t.log_n > NTT_TILE_LOG => h_poly_fused(e, a, b, c, t),
+        _ => h_poly_separate(e, a, b, c, t),
     }
 }
 
 /// The H sequence with separate passes and a pointwise kernel (7 transforms).
-fn h_poly_separate<E: Exec>(
-    e: &E,
-    tile: NttTileSize,
-    a: u64,
-    b: u64,
-    c: u64,
-    t: &TablePtrs,
-) -> Result<HIn, GpuError> {
+fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     let n = 1usize << t.log_n;
     let ninv_g = Scale {
         c: t.n_inv,
@@ -505,21 +457,10 @@ fn h_poly_separate<E: Exec>(
     if t.log_n > 0 {
         for x in [a, b, c] {
             // evaluations -> bit-reversed coefficients (times n)
-            run_passes(
-                e,
-                tile,
-                x,
-                t.tw_inv,
-                t,
-                Order::Dif,
-                None,
-                None,
-                Output::InPlace,
-            )?;
+            run_passes(e, x, t.tw_inv, t, Order::Dif, None, None, Output::InPlace)?;
             // * n^-1 g^i on load, then -> natural-order coset evaluations
             run_passes(
                 e,
-                tile,
                 x,
                 t.tw_fwd,
                 t,
@@ -548,7 +489,6 @@ fn h_poly_separate<E: Exec>(
     // free) buffer
     run_passes(
         e,
-        tile,
         a,
         t.tw_inv,
         t,
@@ -560,34 +500,26 @@ fn h_poly_separate<E: Exec>(
     Ok(HIn::B)
 }
 
-/// The H sequence with fused passes (log_n above one tile): see `ntt_fused_mid` and
+/// The H sequence with fused passes (log_n > NTT_TILE_LOG): see `ntt_fused_mid` and
 /// `ntt_fused_top` in cuda/ntt.cu. a and b: the inverse's passes down to the lowest, then one
 /// fused pass (the inverse's lowest, the coset scaling, the coset transform's lowest), then the
 /// coset transform's other passes. c: the same with the plan of the bit-reversing inverse, whose
 /// top pass then also runs the pointwise step and the final inverse's first pass into a; the
 /// final inverse continues on a and stores bit-reversed, scaled by n^-1 g^-j, into b.
-fn h_poly_fused<E: Exec>(
-    e: &E,
-    tile: NttTileSize,
-    a: u64,
-    b: u64,
-    c: u64,
-    t: &TablePtrs,
-) -> Result<HIn, GpuError> {
-    let k = kernels(tile);
+fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     let mid = |x: u64, p: &NttPass| {
         e.launch_as(
-            k.fused_mid,
+            "ntt_fused_mid",
             fused_blocks(t, p),
             NTT_THREADS,
             &fused_args(t, p, x, 0, 0, 0),
         )
     };
     let pass = |x: u64, p: &NttPass, tw: u64, order: Order| {
-        launch_pass(e, tile, x, x, tw, t, p, order, None, None, false)
+        launch_pass(e, x, x, tw, t, p, order, None, None, false)
     };
     for x in [a, b] {
-        let plan = ntt_passes(t.log_n, tile);
+        let plan = ntt_passes(t.log_n);
         for p in plan[1..].iter().rev() {
             pass(x, p, t.tw_inv, Order::Dif)?;
         }
@@ -596,23 +528,23 @@ fn h_poly_fused<E: Exec>(
             pass(x, p, t.tw_fwd, Order::Dit)?;
         }
     }
-    let plan = ntt_passes_bitrev(t.log_n, tile);
-    let count = plan.len();
+    let plan = ntt_passes_bitrev(t.log_n);
+    let k = plan.len();
     for p in plan[1..].iter().rev() {
         pass(c, p, t.tw_inv, Order::Dif)?;
     }
     mid(c, &plan[0])?;
-    for p in &plan[1..count - 1] {
+    for p in &plan[1..k - 1] {
         pass(c, p, t.tw_fwd, Order::Dit)?;
     }
-    let top = &plan[count - 1];
+    let top = &plan[k - 1];
     e.launch_as(
-        k.fused_top,
+        "ntt_fused_top",
         fused_blocks(t, top),
         NTT_THREADS,
         &fused_args(t, top, c, a, a, b),
     )?;
-    for p in plan[1..count - 1].iter().rev() {
+    for p in plan[1..k - 1].iter().rev() {
         pass(a, p, t.tw_inv, Order::Dif)?;
     }
     let ninv_ginv = Scale {
@@ -622,7 +554,6 @@ fn h_poly_fused<E: Exec>(
     };
     launch_pass(
         e,
-        tile,
         a,
         b,
         t.tw_inv,

@@ -10,7 +10,7 @@ use group::Group;
 
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK,
-    NTT_TILE_LOG, NTT_TILE_LOG_LARGE, REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
+    NTT_TILE_LOG, REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -463,56 +463,36 @@ pub struct NttPass {
     pub hb: u32,
 }
 
-/// The shared-memory tile of an NTT pass: cuda/ntt.cu has every pass kernel at both sizes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NttTileSize {
-    /// [`NTT_TILE`](crate::abi::NTT_TILE) elements, 32 KB of static shared memory per block.
-    Small,
-    /// [`NTT_TILE_LARGE`](crate::abi::NTT_TILE_LARGE) elements, 64 KB of dynamic shared memory
-    /// per block: one stage more per pass.
-    Large,
-}
-
-impl NttTileSize {
-    /// log2 of the tile's elements.
-    pub fn log(self) -> u32 {
-        match self {
-            NttTileSize::Small => NTT_TILE_LOG,
-            NttTileSize::Large => NTT_TILE_LOG_LARGE,
-        }
-    }
-}
-
-/// log2 of the consecutive low indices every tile after the first pass keeps (runs of 4
-/// elements: 128-byte loads and stores).
-pub const NTT_MIN_RUN_LOG: u32 = 2;
+/// Largest number of stages fused in a pass after the first one (tiles keep
+/// at least 4 consecutive low indices, i.e. 128-byte runs).
+pub const NTT_MAX_LATER_STAGES: u32 = 8;
 
 /// Top index bits of the bit-reversing pass's tiles (runs of 4 consecutive
 /// outputs, 128 bytes, per warp store instead of scattered 32-byte writes).
 pub const NTT_BITREV_TOP_BITS: u32 = 2;
 
-/// Passes (in increasing stage order) that cover all log_n stages with tiles of `tile`: the
-/// first pass takes up to `tile.log()` stages on contiguous tiles; the rest are split into the
-/// fewest passes of at most `tile.log()` - [`NTT_MIN_RUN_LOG`] stages, balanced, and each tile
-/// is filled with consecutive low indices.
-pub fn ntt_passes(log_n: u32, tile: NttTileSize) -> Vec<NttPass> {
-    ntt_passes_with(log_n, tile.log(), 0)
+/// Passes (in increasing stage order) that cover all log_n stages: the first
+/// pass takes up to 10 stages on contiguous tiles; the rest are split into
+/// the fewest passes of at most [`NTT_MAX_LATER_STAGES`] stages, balanced, and
+/// each tile is filled to 2^10 elements with consecutive low indices.
+pub fn ntt_passes(log_n: u32) -> Vec<NttPass> {
+    ntt_passes_with(log_n, 0)
 }
 
 /// The plan of a DIF whose last pass (stages 0..) writes bit-reversed: above
-/// one tile, that pass takes [`NTT_BITREV_TOP_BITS`] stages fewer and spans the
+/// one tile, that pass takes 10 - [`NTT_BITREV_TOP_BITS`] stages and spans the
 /// top [`NTT_BITREV_TOP_BITS`] index bits too (see `hb` in cuda/ntt.cu).
-pub fn ntt_passes_bitrev(log_n: u32, tile: NttTileSize) -> Vec<NttPass> {
-    if log_n <= tile.log() {
-        ntt_passes(log_n, tile)
+pub fn ntt_passes_bitrev(log_n: u32) -> Vec<NttPass> {
+    if log_n <= NTT_TILE_LOG {
+        ntt_passes(log_n)
     } else {
-        ntt_passes_with(log_n, tile.log(), NTT_BITREV_TOP_BITS)
+        ntt_passes_with(log_n, NTT_BITREV_TOP_BITS)
     }
 }
 
-fn ntt_passes_with(log_n: u32, tile_log: u32, hb: u32) -> Vec<NttPass> {
+fn ntt_passes_with(log_n: u32, hb: u32) -> Vec<NttPass> {
     let mut v = Vec::new();
-    let first = (tile_log - hb).min(log_n);
+    let first = (NTT_TILE_LOG - hb).min(log_n);
     if first == 0 {
         return v;
     }
@@ -526,11 +506,11 @@ fn ntt_passes_with(log_n: u32, tile_log: u32, hb: u32) -> Vec<NttPass> {
     if rest == 0 {
         return v;
     }
-    let k = rest.div_ceil(tile_log - NTT_MIN_RUN_LOG);
+    let k = rest.div_ceil(NTT_MAX_LATER_STAGES);
     let mut s = first;
     for i in 0..k {
         let t = rest / k + u32::from(i < rest % k);
-        let lg_l = s.min(tile_log - t);
+        let lg_l = s.min(NTT_TILE_LOG - t);
         v.push(NttPass {
             s_lo: s,
             t,
@@ -843,52 +823,33 @@ mod tests {
 
     #[test]
     fn ntt_pass_plan_covers_all_stages() {
-        use NttTileSize::{Large, Small};
-        for tile in [Small, Large] {
-            for log_n in 1..=28 {
-                for (p, bitrev) in [
-                    (ntt_passes(log_n, tile), false),
-                    (ntt_passes_bitrev(log_n, tile), true),
-                ] {
-                    let mut s = 0;
-                    for (i, pass) in p.iter().enumerate() {
-                        assert_eq!(pass.s_lo, s);
-                        assert!(pass.lg_l <= pass.s_lo);
-                        assert!(pass.t + pass.lg_l + pass.hb <= tile.log());
-                        assert!(pass.t >= 1);
-                        // later passes keep runs of consecutive low indices
-                        if i > 0 {
-                            assert!(pass.lg_l >= NTT_MIN_RUN_LOG.min(pass.s_lo));
-                        }
-                        // top batch bits: first pass of a bit-reversing plan only,
-                        // untouched by that pass's stages
-                        if pass.hb > 0 {
-                            assert!(bitrev && i == 0 && pass.lg_l == 0);
-                            assert!(pass.t + pass.hb <= log_n);
-                        }
-                        s += pass.t;
+        for log_n in 1..=28 {
+            for (p, bitrev) in [(ntt_passes(log_n), false), (ntt_passes_bitrev(log_n), true)] {
+                let mut s = 0;
+                for (i, pass) in p.iter().enumerate() {
+                    assert_eq!(pass.s_lo, s);
+                    assert!(pass.lg_l <= pass.s_lo);
+                    assert!(pass.t + pass.lg_l + pass.hb <= NTT_TILE_LOG);
+                    assert!(pass.t >= 1);
+                    // top batch bits: first pass of a bit-reversing plan only,
+                    // untouched by that pass's stages
+                    if pass.hb > 0 {
+                        assert!(bitrev && i == 0 && pass.lg_l == 0);
+                        assert!(pass.t + pass.hb <= log_n);
                     }
-                    assert_eq!(s, log_n);
+                    s += pass.t;
                 }
+                assert_eq!(s, log_n);
             }
         }
-        assert_eq!(ntt_passes_bitrev(24, Small).len(), 3);
-        assert_eq!(ntt_passes_bitrev(24, Small)[0].hb, NTT_BITREV_TOP_BITS);
-        assert!(ntt_passes_bitrev(24, Small)
+        assert_eq!(ntt_passes_bitrev(24).len(), 3);
+        assert_eq!(ntt_passes_bitrev(24)[0].hb, NTT_BITREV_TOP_BITS);
+        assert!(ntt_passes_bitrev(24)
             .iter()
             .all(|p| p.t + p.lg_l + p.hb == NTT_TILE_LOG));
-        assert_eq!(ntt_passes(24, Small).len(), 3);
-        assert_eq!(ntt_passes(27, Small).len(), 4);
-        assert!(ntt_passes(27, Small)
-            .iter()
-            .all(|p| p.t + p.lg_l == NTT_TILE_LOG));
-        // the large tile: 2^27 in three passes, every tile full
-        assert_eq!(ntt_passes(27, Large).len(), 3);
-        assert_eq!(ntt_passes_bitrev(27, Large).len(), 3);
-        assert!(ntt_passes_bitrev(27, Large)
-            .iter()
-            .all(|p| p.t + p.lg_l + p.hb == NTT_TILE_LOG_LARGE));
-        assert_eq!(ntt_passes(24, Large).len(), 3);
+        assert_eq!(ntt_passes(24).len(), 3);
+        assert_eq!(ntt_passes(27).len(), 4);
+        assert!(ntt_passes(27).iter().all(|p| p.t + p.lg_l == NTT_TILE_LOG));
     }
 
     #[test]

@@ -492,14 +492,14 @@ impl Exec for SlotExec<'_> {
         if grid == 0 {
             return Ok(());
         }
-        let k = self.kernels.get(kernel)?;
+        let f = self.kernels.get(kernel)?;
         self.tracker.begin()?;
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (block, 1, 1),
-            shared_mem_bytes: k.shared_bytes,
+            shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(&k.function);
+        let mut b = self.stream.launch_builder(f);
         b.arg(args);
         // SAFETY: `A` is the kernel's own argument struct; its C twin in proofline_abi.cuh has
         // the same layout (asserted when the kernels are compiled).

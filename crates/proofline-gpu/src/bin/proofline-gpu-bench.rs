@@ -29,9 +29,7 @@ use std::time::Instant;
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
 };
-use proofline_gpu::{
-    probe, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, NttTile, Precomputation,
-};
+use proofline_gpu::{probe, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
@@ -164,23 +162,6 @@ impl Opts {
             vec![("default", MsmConfig::default())]
         }
     }
-    /// The NTT tiles (all the plain transforms vary), each in the default configuration
-    /// otherwise.
-    fn ntt_tiles(&self) -> Vec<(&'static str, NttConfig)> {
-        if self.variants {
-            let with = |tile| NttConfig {
-                tile,
-                ..NttConfig::default()
-            };
-            vec![
-                ("tile=small", with(NttTile::Small)),
-                ("tile=large", with(NttTile::Large)),
-                ("tile=fewest", with(NttTile::FewestPasses)),
-            ]
-        } else {
-            vec![("default", NttConfig::default())]
-        }
-    }
     fn ntt_variants(&self) -> Vec<(&'static str, NttConfig)> {
         if self.variants {
             NttConfig::variants()
@@ -287,35 +268,25 @@ fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         let mut d = g.scalars(&host[..n])?;
         let tables = g.ntt_tables(lg)?;
         let reps = if lg >= 26 { 3 } else { o.reps };
-        // the plain transforms depend on the tile only
-        let tiles = o.ntt_tiles();
-        for (name, cfg) in &tiles {
+        let v = time(reps, || g.ntt_resident(&mut d, &tables, NttKind::Forward))?;
+        let m = median(v.clone());
+        r.row("NTT forward", format!("2^{lg}"), "-", m, String::new());
+        r.results
+            .push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
+        if lg == 24 || lg == o.ntt_max {
             let v = time(reps, || {
-                g.ntt_resident(&mut d, &tables, NttKind::Forward, cfg)
+                g.ntt_resident(&mut d, &tables, NttKind::CosetInverse)
             })?;
             let m = median(v.clone());
-            r.row("NTT forward", format!("2^{lg}"), name, m, String::new());
+            r.row(
+                "NTT coset inverse",
+                format!("2^{lg}"),
+                "-",
+                m,
+                String::new(),
+            );
             r.results
-                .push(json!({"bench": "ntt_forward", "log_n": lg, "variant": name,
-                "ntt_config": cfg, "ms_median": m, "ms": v}));
-        }
-        if lg == 24 || lg == o.ntt_max {
-            for (name, cfg) in &tiles {
-                let v = time(reps, || {
-                    g.ntt_resident(&mut d, &tables, NttKind::CosetInverse, cfg)
-                })?;
-                let m = median(v.clone());
-                r.row(
-                    "NTT coset inverse",
-                    format!("2^{lg}"),
-                    name,
-                    m,
-                    String::new(),
-                );
-                r.results
-                    .push(json!({"bench": "ntt_coset_inverse", "log_n": lg,
-                    "variant": name, "ntt_config": cfg, "ms_median": m, "ms": v}));
-            }
+                .push(json!({"bench": "ntt_coset_inverse", "log_n": lg, "ms_median": m, "ms": v}));
             let mut b = g.scalars(&host[..n])?;
             let mut c = g.scalars(&host[..n])?;
             for (name, cfg) in o.ntt_variants() {
