@@ -68,6 +68,28 @@ DEVI AffKind aff_operands(const affine_round_args& a, u32 g, u32 o, u32 ostart, 
     return AFF_INF;
 }
 
+// The denominator of output position o as aff_operands gives it, reading only the x coordinates
+// when they settle it (non-zero and distinct: an addition), the whole points otherwise.
+template <class C>
+DEVI typename C::F aff_denominator(const affine_round_args& a, u32 g, u32 o, u32 ostart) {
+    typedef typename C::A A;
+    typedef typename C::F F;
+    const u32 cnt = a.counts[g];
+    const u32 i = o - ostart;
+    if (2 * i + 1 == cnt) return F::one();
+    const u32 first = a.ends[g] - cnt + 2 * i;
+    const u32 vp = entry_at(a.vals, first);
+    const u32 vq = entry_at(a.vals, first + 1);
+    const F px = F::load(a.src + A::WORDS * (size_t)(vp & 0x7fffffffu));
+    const F qx = F::load(a.src + A::WORDS * (size_t)(vq & 0x7fffffffu));
+    F dx = F::sub(qx, px);
+    if (!px.is_zero() && !qx.is_zero() && !dx.is_zero()) return dx;
+    A p, q;
+    F d;
+    aff_operands<C>(a, g, o, ostart, p, q, d);
+    return d;
+}
+
 DEVI u32 aff_half(u32 cnt) { return (cnt + 1) >> 1; }
 
 // half[g] = ceil(counts[g] / 2) for g < m, half[m] = 0 (its exclusive scan ends with the total)
@@ -92,35 +114,12 @@ DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
     return (u32)((wend - f + 31) / 32);
 }
 
-// The denominator of output position o from the whole points (infinity or equal x: rare, and
-// out of line so that the forward pass's registers stay with its common case).
-template <class C>
-__device__ __noinline__ typename C::F aff_denominator_slow(const affine_round_args& a, u32 g,
-                                                            u32 o, u32 ostart) {
-    typename C::A p, q;
-    typename C::F d;
-    aff_operands<C>(a, g, o, ostart, p, q, d);
-    return d;
-}
-
-// Positions whose denominators the forward pass loads together: the loads of a position form a
-// chain (the bucket's count and end, the two entries, the two x coordinates), and a thread that
-// walks its positions one at a time waits on each chain in turn while its arithmetic (one
-// multiplication per position) is idle. The batch's loads are issued phase by phase for all its
-// positions, with no branch between them, so that they are in flight together.
-template <class F>
-struct aff_fwd_batch {
-    static constexpr u32 N = F::WORDS <= 12 ? 4 : 2;
-};
-
 template <class C>
 DEVI void affine_fwd(const affine_round_args& a) {
-    typedef typename C::A A;
     typedef typename C::F F;
-    constexpr u32 N = aff_fwd_batch<F>::N;
     // the prefix's words rounded up to whole 32-byte sectors (within the slot of a point)
     constexpr u32 AFF_PREFIX_WORDS = (F::WORDS + 7) / 8 * 8;
-    static_assert(AFF_PREFIX_WORDS <= A::WORDS, "prefix larger than a point");
+    static_assert(AFF_PREFIX_WORDS <= C::A::WORDS, "prefix larger than a point");
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.threads) return;
     F acc = F::one();
@@ -128,54 +127,19 @@ DEVI void affine_fwd(const affine_round_args& a) {
     const u32 cnt = aff_positions(a, t, first);
     if (cnt > 0) {
         u32 g = bucket_of(a.out_ends, a.m, first);
-        for (u32 k0 = 0; k0 < cnt; k0 += N) {
-            // the batch's positions (past the thread's last, its last again) and buckets
-            u32 o[N], gs[N], c[N], e[N], vp[N], vq[N];
+        for (u32 k = 0; k < cnt; k++) {
+            const u32 o = first + 32 * k;
+            while (a.out_ends[g] <= o) g++;
+            const F d = aff_denominator<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
+            // the prefix waits in the first words of the output slot, which the backward pass
+            // reads before it writes the sum there; padded with zeros to whole 32-byte sectors
+            // (a partly written sector costs the memory a read-modify-write)
+            u32* slot = a.out + C::A::WORDS * (size_t)o;
+            acc.store(slot);
 #pragma unroll
-            for (u32 u = 0; u < N; u++) {
-                o[u] = first + 32 * min(k0 + u, cnt - 1);
-                while (a.out_ends[g] <= o[u]) g++;
-                gs[u] = g;
-            }
-#pragma unroll
-            for (u32 u = 0; u < N; u++) {
-                c[u] = a.counts[gs[u]];
-                e[u] = a.ends[gs[u]];
-            }
-            // input position of p; q follows it unless p is the odd one out
-#pragma unroll
-            for (u32 u = 0; u < N; u++) {
-                const u32 i = o[u] - (a.out_ends[gs[u]] - aff_half(c[u]));
-                const u32 pk = e[u] - c[u] + 2 * i;
-                vp[u] = entry_at(a.vals, pk);
-                vq[u] = entry_at(a.vals, 2 * i + 1 == c[u] ? pk : pk + 1);
-            }
-            // the denominators qx - px; infinity (x = 0) or equal x take the slow path below
-            F d[N];
-            bool slow[N];
-#pragma unroll
-            for (u32 u = 0; u < N; u++) {
-                const F px = F::load(a.src + A::WORDS * (size_t)(vp[u] & 0x7fffffffu));
-                const F qx = F::load(a.src + A::WORDS * (size_t)(vq[u] & 0x7fffffffu));
-                d[u] = F::sub(qx, px);
-                slow[u] = px.is_zero() || qx.is_zero() || d[u].is_zero();
-            }
-#pragma unroll
-            for (u32 u = 0; u < N; u++) {
-                if (k0 + u >= cnt) break;
-                const u32 ostart = a.out_ends[gs[u]] - aff_half(c[u]);
-                if (2 * (o[u] - ostart) + 1 == c[u]) d[u] = F::one();  // the odd one out
-                else if (slow[u]) d[u] = aff_denominator_slow<C>(a, gs[u], o[u], ostart);
-                // the prefix waits in the first words of the output slot, which the backward
-                // pass reads before it writes the sum there; padded with zeros to whole 32-byte
-                // sectors (a partly written sector costs the memory a read-modify-write)
-                u32* slot = a.out + A::WORDS * (size_t)o[u];
-                acc.store(slot);
-#pragma unroll
-                for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
-                    *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
-                acc = F::mul(acc, d[u]);
-            }
+            for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
+                *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
+            acc = F::mul(acc, d);
         }
     }
     acc.store(a.totals + F::WORDS * (size_t)t);
