@@ -566,7 +566,7 @@ impl Actor for VramAllocator {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         // Releases must never wait behind a full mailbox.
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(crate::scheduler::UNBOUNDED_MAILBOX);
         self.publish();
     }
 }

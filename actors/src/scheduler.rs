@@ -21,6 +21,11 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
+/// A mailbox capacity that no number of messages reaches: actix's channel counts capacity and
+/// senders together below `usize::MAX / 2` (a capacity of `usize::MAX` overflows that sum the
+/// first time an address is cloned).
+pub(crate) const UNBOUNDED_MAILBOX: usize = usize::MAX >> 2;
+
 use actix::prelude::*;
 use metrics::gauge;
 use tokio::sync::oneshot;
@@ -243,7 +248,7 @@ impl Actor for StageScheduler {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         // Releases must never wait behind a full mailbox.
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(UNBOUNDED_MAILBOX);
         self.publish();
     }
 }
