@@ -16,6 +16,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
+use crate::bytes::h_stage_msm_config;
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
@@ -130,7 +131,8 @@ impl GpuSlot {
     }
 
     /// The H stage: uploads the evaluations (each at most the domain size; padded with zeros),
-    /// computes the coefficients of H and the H MSM over them. `host` are the parameter set's
+    /// computes the coefficients of H and the H MSM over them, in chunks as large as
+    /// `lease_bytes` allows (`bytes::h_stage_msm_config`). `host` are the parameter set's
     /// bases in host memory (read only when `resident` does not hold them).
     pub fn h_stage(
         &self,
@@ -154,6 +156,17 @@ impl GpuSlot {
             )));
         }
         let bases = resident.stage_bases(host)?;
+        // the largest Pippenger chunk the lease covers (over precomputed copies, the default's:
+        // their lease is sized for it)
+        let msm = match resident.h_precomputation() {
+            Some(_) => MsmConfig::default(),
+            None => h_stage_msm_config(
+                resident.log_n(),
+                resident.residency(),
+                lease_bytes,
+                self.sm_count(),
+            ),
+        };
         let arena = Arena::new(lease_bytes, "h stage");
         let start = Instant::now();
         self.run(Lane::Compute, &arena, |e| {
@@ -163,7 +176,7 @@ impl GpuSlot {
                 Ok(b)
             };
             let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
-            let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
+            let (msm, ntt) = (msm, NttConfig::default());
             h_stage_device(e, a, b, c, &t, bases.h, &ntt, &msm, start)
         })
     }

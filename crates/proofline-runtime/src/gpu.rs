@@ -10,7 +10,7 @@ use proofline_actors::compute::{domain_size, G2Placement, HStage, SparseMsms};
 use proofline_actors::messages::{Evaluations, PoolUsage, Residency, StageError};
 use proofline_actors::resident::ResidentData;
 use proofline_actors::{ComputeEngine, DeviceSetup, DeviceSizing, G2Stage, MemoryDevice};
-use proofline_gpu::bytes::{h_stage_bytes, resident_bytes, sparse_stage_bytes};
+use proofline_gpu::bytes::{h_stage_lease, resident_bytes, sparse_stage_bytes};
 use proofline_gpu::{
     DeviceOptions, GpuDevice, GpuError, GpuSlot, HostQueries, QueryLens, ResidentSet, SparseGroups,
 };
@@ -195,9 +195,12 @@ impl ComputeEngine for GpuEngine {
     }
 }
 
-/// proofline-gpu's byte formulas for one GPU.
+/// proofline-gpu's byte formulas for one GPU: its multiprocessors size the kernels' scratch, its
+/// budget and compute slots the H stage's chunks.
 pub struct GpuSizing {
     sm_count: u32,
+    budget: u64,
+    slots: usize,
 }
 
 impl DeviceSizing for GpuSizing {
@@ -219,9 +222,19 @@ impl DeviceSizing for GpuSizing {
 
     fn h_stage(&self, pk: &ProvingKey, r: Option<Residency>) -> u64 {
         let lg = domain_size(pk).next_power_of_two().trailing_zeros();
-        h_stage_bytes(
+        let r = r.unwrap_or(Residency::Streamed);
+        let resident = self
+            .resident(pk)
+            .map_or(0, |(on_device, streamed)| match r {
+                Residency::Resident => on_device,
+                Residency::Streamed => streamed,
+            });
+        h_stage_lease(
             lg,
-            residency(r.unwrap_or(Residency::Streamed)),
+            residency(r),
+            resident,
+            self.slots,
+            self.budget,
             self.sm_count,
         )
     }
@@ -280,7 +293,11 @@ pub fn gpu_device(
             memory: Box::new(GpuMemory { device }),
             budget,
             engines,
-            sizing: Arc::new(GpuSizing { sm_count }),
+            sizing: Arc::new(GpuSizing {
+                sm_count,
+                budget,
+                slots: slots.max(1),
+            }),
         },
         log,
     })
