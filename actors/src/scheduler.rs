@@ -21,11 +21,6 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-/// A mailbox capacity that no number of messages reaches: actix's channel counts capacity and
-/// senders together below `usize::MAX / 2` (a capacity of `usize::MAX` overflows that sum the
-/// first time an address is cloned).
-pub(crate) const UNBOUNDED_MAILBOX: usize = usize::MAX >> 2;
-
 use actix::prelude::*;
 use metrics::gauge;
 use tokio::sync::oneshot;
@@ -34,6 +29,11 @@ use crate::messages::{
     AcquireStage, ContinueStage, ReleaseStage, StageSnapshot, StageSnapshotRequest,
 };
 use crate::telemetry::{actor, ActorStats, Mailbox, Named};
+
+/// A mailbox capacity that no number of messages reaches: actix's channel counts capacity and
+/// senders together below `usize::MAX / 2` (a capacity of `usize::MAX` overflows that sum the
+/// first time an address is cloned).
+pub(crate) const UNBOUNDED_MAILBOX: usize = usize::MAX >> 2;
 
 /// The classes of heavy stages that need a permit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -420,8 +420,9 @@ pub fn h_stage_msm_config(
 
 /// The lease an H stage asks for on a device with `budget` bytes, `slots` compute slots and
 /// the parameter set's `resident` bytes: the largest chunk's stage (see
-/// [`h_stage_msm_config`]) when every slot can hold one at once beside the resident set, else
-/// the default's. A smaller budget only costs the larger chunk, never a wait for memory.
+/// [`h_stage_msm_config`]) when every slot's H stage fits at once beside the resident set, else
+/// the default's, so that a budget too small for the larger leases costs the larger chunk, not
+/// the slots' concurrency.
 pub fn h_stage_lease(
     log_n: u32,
     residency: Residency,
