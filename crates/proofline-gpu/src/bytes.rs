@@ -815,16 +815,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_32gib_partition_fits_an_h200_at_four_slots() {
-        // shapes of a 32 GiB PoRep partition (docs/filecoin.md)
-        let lens = QueryLens {
+    /// The query lengths of a 32 GiB PoRep partition (docs/filecoin.md).
+    fn lens_32gib() -> QueryLens {
+        QueryLens {
             h: (1 << 27) - 1,
             l: 130_278_541,
             a: 129_353_000,
             b_g1: 34_290_000,
             b_g2: 34_290_000,
-        };
+        }
+    }
+
+    #[test]
+    fn a_32gib_partition_fits_an_h200_at_four_slots() {
+        let lens = lens_32gib();
         let resident = resident_bytes(27, &lens, Residency::Resident);
         let h = h_stage_bytes(27, Residency::Resident, SMS);
         let worst = QueryShape {
@@ -853,15 +857,8 @@ mod tests {
 
     #[test]
     fn the_h_stage_takes_the_largest_chunk_its_device_holds_for_every_slot() {
-        let lens = QueryLens {
-            h: (1 << 27) - 1,
-            l: 130_278_541,
-            a: 129_353_000,
-            b_g1: 34_290_000,
-            b_g2: 34_290_000,
-        };
         let r = Residency::Resident;
-        let resident = resident_bytes(27, &lens, r);
+        let resident = resident_bytes(27, &lens_32gib(), r);
         let d = MsmConfig::default();
         let one_chunk = MsmConfig {
             max_chunk_log: 27,
