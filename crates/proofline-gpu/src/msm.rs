@@ -768,15 +768,14 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     let t = Instant::now();
     let bit_lo = (lo % 32) as u32;
     let bit_hi = bit_lo + (hi - lo) as u32;
-    let Some((list, count)) = ones_list(e, &bits, bit_lo, bit_hi, ones.len().min(hi - lo))? else {
-        drop(bits);
-        e.sync()?;
-        stats.ones_ms += ms_since(t);
-        return Ok(C::Projective::identity());
-    };
+    let listed = ones_list(e, &bits, bit_lo, bit_hi, ones.len().min(hi - lo))?;
     drop(bits);
     // the bitmap and the listing's scratch go back before the sums allocate
     e.sync()?;
+    let Some((list, count)) = listed else {
+        stats.ones_ms += ms_since(t);
+        return Ok(C::Projective::identity());
+    };
     let out = e.alloc(C::JACOBIAN_WORDS)?;
     let (partial, parts) = match (cfg.acc, C::KERNELS.affine, rounds) {
         (MsmAcc::BatchAffine { .. }, Some(ak), Some(rounds)) => {

@@ -176,8 +176,7 @@ impl GpuSlot {
                 Ok(b)
             };
             let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
-            let (msm, ntt) = (msm, NttConfig::default());
-            h_stage_device(e, a, b, c, &t, bases.h, &ntt, &msm, start)
+            h_stage_device(e, a, b, c, &t, bases.h, &NttConfig::default(), &msm, start)
         })
     }
 
