@@ -20,6 +20,7 @@
 //    the store of the last; the last DIF pass can write bit-reversed into a
 //    second buffer, which removes the separate permutation pass.
 //  * fr_h_pointwise: a = (a * b - c) * zinv.
+//  * fr_pointwise_product: out = a * b (C's evaluations of a satisfied witness).
 //  * fr_build_stage_tables: the twiddle tables, from two small host-computed
 //    power tables (out = lo[m & lo_mask] * hi[m >> lo_bits] = w^m).
 #include "fr.cuh"
@@ -281,6 +282,12 @@ extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_pass_body(a.input, a.output, a.tw, a.log_n, a.s_lo, a.t, a.lg_l, a.dif, a.load_c,
                   a.load_lo, a.load_hi, a.load_rev, a.store_c, a.store_lo, a.store_hi,
                   a.bitrev_out, a.lo_bits, a.hb);
+}
+
+extern "C" __global__ void fr_pointwise_product(const pointwise_product_args p) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= p.n) return;
+    fr_t::mul(fr_t::load(p.a + 8 * i), fr_t::load(p.b + 8 * i)).store(p.out + 8 * i);
 }
 
 extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {

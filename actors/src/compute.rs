@@ -72,7 +72,7 @@ pub trait ComputeEngine: Send + 'static {
         bytes: u64,
     ) -> Result<ResidentData, StageError>;
 
-    /// H = (A B - C) / Z from the evaluations, then the H MSM.
+    /// H = (A B - C) / Z from the evaluations (C's are `a∘b`), then the H MSM.
     fn h_stage(
         &mut self,
         pk: &ProvingKey,
@@ -138,7 +138,6 @@ fn take(evals: Arc<Evaluations>) -> Evaluations {
     Arc::try_unwrap(evals).unwrap_or_else(|shared| Evaluations {
         a: shared.a.clone(),
         b: shared.b.clone(),
-        c: shared.c.clone(),
     })
 }
 
@@ -164,9 +163,9 @@ impl ComputeEngine for CpuEngine {
         _: Option<&ResidentData>,
         _: u64,
     ) -> Result<HStage, StageError> {
-        let Evaluations { a, b, c } = take(evals);
+        let Evaluations { a, b } = take(evals);
         let t = Instant::now();
-        let h = prover::compute_h(self.backend.as_ref(), a, b, c)?;
+        let h = prover::compute_h(self.backend.as_ref(), a, b)?;
         let h_poly_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let sum = prover::msm_h(self.backend.as_ref(), pk, &h)?;
@@ -208,7 +207,8 @@ impl DeviceSizing for CpuSizing {
         None
     }
 
-    /// a, b, c over the domain.
+    /// Three vectors over the domain: C's evaluations, which the stage derives from a and b,
+    /// and copies of a and b where it cannot take them (a harness shares one set).
     fn h_stage(&self, pk: &ProvingKey, _: Option<Residency>) -> u64 {
         3 * domain_size(pk) as u64 * std::mem::size_of::<Scalar>() as u64
     }

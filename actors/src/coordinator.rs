@@ -123,13 +123,14 @@ struct FinishedTotals {
     cancelled: u64,
 }
 
-/// Host bytes a partition of `constraints` constraints holds in flight: the evaluations a, b, c
-/// over the domain and about as much again for the assignment and synthesis' own state.
+/// Host bytes a partition of `constraints` constraints holds in flight: the evaluations a and b
+/// over the domain (C's are their product, derived by the H stage under its own lease) and
+/// about as much again as one of them for the assignment and synthesis' own state.
 pub fn partition_host_bytes(constraints: usize) -> u64 {
     if constraints == 0 {
         return 0;
     }
-    4 * constraints.next_power_of_two() as u64 * std::mem::size_of::<Scalar>() as u64
+    3 * constraints.next_power_of_two() as u64 * std::mem::size_of::<Scalar>() as u64
 }
 
 impl JobEntry {

@@ -360,16 +360,16 @@ pub struct PlanMsm {
     pub assignment: Arc<Assignment>,
 }
 
-/// The A, B and C evaluations of a partition, as synthesis wrote them. Moved from stage to
-/// stage in an `Arc` (unique in the pipeline; a load harness shares one set between partitions).
+/// The A and B evaluations of a partition, as synthesis wrote them; C's are their pointwise
+/// product (synthesis checked every constraint), derived where the H stage needs them. Moved
+/// from stage to stage in an `Arc` (unique in the pipeline; a load harness shares one set
+/// between partitions).
 #[derive(Debug, Default)]
 pub struct Evaluations {
     /// A.
     pub a: Vec<Scalar>,
     /// B.
     pub b: Vec<Scalar>,
-    /// C.
-    pub c: Vec<Scalar>,
 }
 
 /// Make a parameter set resident on the compute actor's device (under the load's lease).

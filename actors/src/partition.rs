@@ -439,17 +439,12 @@ async fn drive_stages(
     drop(synthesis_permit);
     cancel.check()?;
 
-    let SynthesizedPartition {
-        a,
-        b,
-        c,
-        assignment,
-    } = synth;
+    let SynthesizedPartition { a, b, assignment } = synth;
     let input = ComputeInput {
         owner: format!("{job}/{k}"),
         params_key,
         pk: pk.clone(),
-        evals: Arc::new(Evaluations { a, b, c }),
+        evals: Arc::new(Evaluations { a, b }),
         plan: PlanSource::Assignment(Arc::new(assignment)),
         g2: G2Stage::Run,
         cancel,

@@ -154,7 +154,7 @@ fn synthesize(
             circuit
                 .synthesize_into(&mut cs)
                 .map_err(ProverError::from)?;
-            (cs.finish(), "plain")
+            (cs.finish().map_err(ProverError::from)?, "plain")
         }
     };
     prover::check_shape_against(&shape, &synth)?;

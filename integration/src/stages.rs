@@ -290,7 +290,6 @@ pub fn build_inputs(shape: Shape, g2: G2Stage, seed: u64) -> Inputs {
     let evals = Arc::new(Evaluations {
         a: random_scalars(spec.constraints, seed ^ 1),
         b: random_scalars(spec.constraints, seed ^ 2),
-        c: random_scalars(spec.constraints, seed ^ 3),
     });
     let q = |i: usize| {
         synthetic_split(

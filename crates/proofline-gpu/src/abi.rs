@@ -249,6 +249,13 @@ kernel_args! {
         zinv: DevPtr,
         n: u32,
     }
+    /// out = a b, element-wise: C's evaluations of a witness that satisfies its constraints.
+    "ntt"::"fr_pointwise_product" => PointwiseProductArgs("pointwise_product_args") {
+        out: DevPtrMut,
+        a: DevPtr,
+        b: DevPtr,
+        n: u32,
+    }
     /// Signed-digit histogram (pass 0) or counting-sort scatter (pass 1). Window w's digits go
     /// to bucket set w / copies and name point i + (w % copies) * stride (the copies of the
     /// bases precomputed for the fixed-base MSM; copies = 1 otherwise).

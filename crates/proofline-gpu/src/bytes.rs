@@ -584,7 +584,7 @@ mod tests {
             let tables = build_tables(&dry(&z), log_n).unwrap();
             let e = dry(&z);
             let up = || e.zeros(n * FR_WORDS as usize).unwrap();
-            let (a, b, c) = (up(), up(), up());
+            let (a, b) = (up(), up());
             let h = Bases::Precomputed {
                 ptr: 0,
                 stride: n - 1,
@@ -594,7 +594,6 @@ mod tests {
                 &e,
                 a,
                 b,
-                c,
                 &tables.ptrs(),
                 h,
                 &NttConfig::default(),
@@ -621,12 +620,11 @@ mod tests {
                 let tables = build_tables(&dry(&z), log_n).unwrap();
                 let e = dry(&z);
                 let up = || e.zeros(n * FR_WORDS as usize).unwrap();
-                let (a, b, c) = (up(), up(), up());
+                let (a, b) = (up(), up());
                 h_stage_device(
                     &e,
                     a,
                     b,
-                    c,
                     &tables.ptrs(),
                     Bases::Device(0),
                     &ntt,
@@ -648,7 +646,7 @@ mod tests {
                 let tables = build_tables(&dry(&z), log_n).unwrap();
                 let e = dry(&z);
                 let up = || e.zeros(n * FR_WORDS as usize).unwrap();
-                let (a, b, c) = (up(), up(), up());
+                let (a, b) = (up(), up());
                 let bases = Bases::Host {
                     points: &host,
                     chunk,
@@ -657,7 +655,6 @@ mod tests {
                     &e,
                     a,
                     b,
-                    c,
                     &tables.ptrs(),
                     bases,
                     &ntt,

@@ -358,7 +358,7 @@ mod tests {
         scalars_as_u32_mut,
     };
     use crate::msm::{self, Bases, MsmStats};
-    use crate::ntt::{self, build_tables, NttKind};
+    use crate::ntt::{self, build_tables, CInput, NttKind};
     use crate::plan::{OnesRounds, Precomputation};
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, mixed_scalars, random_g2_points, random_points,
@@ -370,6 +370,7 @@ mod tests {
     use group::Group;
     use proofline_groth16::msm::SparseScalars;
     use proofline_groth16::IndexBitmap;
+    use proofline_groth16::{prover, CpuBackend};
     use rand::{Rng, SeedableRng};
 
     /// Few multiprocessors, so that the work splits take several waves at small sizes.
@@ -561,7 +562,7 @@ mod tests {
                 let mut da = e.upload(scalars_as_u32(&a)).unwrap();
                 let mut db = e.upload(scalars_as_u32(&b)).unwrap();
                 let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-                ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
+                ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Given).unwrap();
                 let mut got = vec![Scalar::ZERO; n];
                 e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
                     .unwrap();
@@ -589,11 +590,36 @@ mod tests {
         let mut da = e.upload(scalars_as_u32(&a)).unwrap();
         let mut db = e.upload(scalars_as_u32(&b)).unwrap();
         let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-        ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg).unwrap();
+        ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Given).unwrap();
         let mut got = vec![Scalar::ZERO; n];
         e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
             .unwrap();
         assert!(got == want, "h_poly 2^{lg}");
+    }
+
+    /// The proving path's H: C's evaluations derived on the device as a∘b equal the CPU
+    /// prover's H, over one tile and over fused plans.
+    #[test]
+    fn h_poly_of_a_product_matches_the_cpu_prover() {
+        let e = EmuExec::new(SMS);
+        for lg in [0u32, 3, 11, 14] {
+            let n = 1usize << lg;
+            let tables = build_tables(&e, lg).unwrap();
+            let t = tables.ptrs();
+            let (a, b) = (random_scalars(n, 70 + u64::from(lg)), random_scalars(n, 71));
+            let want = prover::compute_h(&CpuBackend, a.clone(), b.clone()).unwrap();
+            for (name, cfg) in NttConfig::variants() {
+                let mut da = e.upload(scalars_as_u32(&a)).unwrap();
+                let mut db = e.upload(scalars_as_u32(&b)).unwrap();
+                // stale values: the product overwrites them
+                let mut dc = e.upload(scalars_as_u32(&random_scalars(n, 72))).unwrap();
+                ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Product).unwrap();
+                let mut got = vec![Scalar::ZERO; n];
+                e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
+                    .unwrap();
+                assert!(got[..n - 1] == want[..], "2^{lg}, {name}");
+            }
+        }
     }
 
     fn dense_msm(

@@ -60,7 +60,7 @@ pub use config::{G2Madd, HSequence, MsmAcc, MsmConfig, MsmSort, NttConfig};
 pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
 pub use msm::{MsmStats, STREAM_CHUNK};
-pub use ntt::NttKind;
+pub use ntt::{CInput, NttKind};
 pub use oplog::{DeviceLog, Recording};
 pub use plan::Precomputation;
 pub use resident::{HostQueries, QueryLens, Residency, ResidentSet};

@@ -5,7 +5,8 @@
 //! bit-reversed into a second buffer (natural order out). Coset forward scales
 //! by g^i in the first pass's load. Inverse: DIF with w^-1, the last pass also
 //! scales by n^-1 (and g^-j for the coset inverse) as it stores.
-//! H: for each of a, b, c: DIF(w^-1) (evaluations -> bit-reversed
+//! H: c = a b first where C's evaluations are not given ([`CInput::Product`]); then for each
+//! of a, b, c: DIF(w^-1) (evaluations -> bit-reversed
 //! coefficients), DIT(w) whose first pass scales position p by n^-1 g^rev(p)
 //! (-> natural coset evaluations); then a = (a b - c) / (g^n - 1); DIF(w^-1)
 //! whose last pass stores bit-reversed, scaled by n^-1 g^-j.
@@ -14,8 +15,8 @@ use blstrs::Scalar;
 use ff::Field;
 
 use crate::abi::{
-    DevPtr, DevPtrMut, HPointwiseArgs, NttFusedArgs, NttPassArgs, StageTablesArgs, ELEMENT_THREADS,
-    FR_WORDS, NTT_THREADS, NTT_TILE_LOG,
+    DevPtr, DevPtrMut, HPointwiseArgs, NttFusedArgs, NttPassArgs, PointwiseProductArgs,
+    StageTablesArgs, ELEMENT_THREADS, FR_WORDS, NTT_THREADS, NTT_TILE_LOG,
 };
 use crate::config::{HSequence, NttConfig};
 use crate::error::GpuError;
@@ -388,6 +389,17 @@ pub(crate) fn ntt_into<E: Exec>(
     Ok(())
 }
 
+/// What the H sequence's third buffer holds when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CInput {
+    /// C's evaluations (uploaded, or any values a test gives).
+    Given,
+    /// Nothing yet: C's evaluations are `a∘b`, which holds for a witness that satisfies every
+    /// constraint (synthesis checks it), and are computed into the buffer first. The proving
+    /// path: a third less to upload.
+    Product,
+}
+
 /// Which buffer holds H after [`h_poly_at`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HIn {
@@ -399,7 +411,8 @@ pub(crate) enum HIn {
 
 /// Groth16 H on device-resident evaluations over the domain of `t` (a, b, c hold at least
 /// n scalars each): on return `a` holds the n coefficients of H = (A B - C) / Z (computed on
-/// the coset g<w>); `b` and `c` hold scratch. Allocates nothing.
+/// the coset g<w>); `b` and `c` hold scratch. `c_in` says whether `c` holds C's evaluations or
+/// they are `a∘b`. Allocates nothing.
 pub(crate) fn h_poly<E: Exec>(
     e: &E,
     a: &mut E::Buf,
@@ -407,6 +420,7 @@ pub(crate) fn h_poly<E: Exec>(
     c: &mut E::Buf,
     t: &TablePtrs,
     cfg: &NttConfig,
+    c_in: CInput,
 ) -> Result<(), GpuError> {
     let n = 1usize << t.log_n;
     let words = n * FR_WORDS as usize;
@@ -419,7 +433,7 @@ pub(crate) fn h_poly<E: Exec>(
             c.words()
         )));
     }
-    if h_poly_at(e, a.ptr(), b.ptr(), c.ptr(), t, cfg)? == HIn::B {
+    if h_poly_at(e, a.ptr(), b.ptr(), c.ptr(), t, cfg, c_in)? == HIn::B {
         std::mem::swap(a, b);
     }
     Ok(())
@@ -433,12 +447,36 @@ pub(crate) fn h_poly_at<E: Exec>(
     c: u64,
     t: &TablePtrs,
     cfg: &NttConfig,
+    c_in: CInput,
 ) -> Result<HIn, GpuError> {
+    if c_in == CInput::Product {
+        pointwise_product(e, c, a, b, 1usize << t.log_n)?;
+    }
     match cfg.h {
         // the fused passes need a plan of at least two passes (above one tile)
         HSequence::Fused if t.log_n > NTT_TILE_LOG => h_poly_fused(e, a, b, c, t),
         _ => h_poly_separate(e, a, b, c, t),
     }
+}
+
+/// `out = a∘b` over `n` scalars (device addresses).
+pub(crate) fn pointwise_product<E: Exec>(
+    e: &E,
+    out: u64,
+    a: u64,
+    b: u64,
+    n: usize,
+) -> Result<(), GpuError> {
+    e.launch(
+        grid(n, ELEMENT_THREADS),
+        ELEMENT_THREADS,
+        &PointwiseProductArgs {
+            out: DevPtrMut(out),
+            a: DevPtr(a),
+            b: DevPtr(b),
+            n: n as u32,
+        },
+    )
 }
 
 /// The H sequence with separate passes and a pointwise kernel (7 transforms).

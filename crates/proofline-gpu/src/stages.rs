@@ -2,8 +2,9 @@
 //! lease (an [`Arena`]) and synchronised before it returns:
 //!
 //! * [`GpuSlot::upload_resident`]: a parameter set's NTT tables and (when they fit) its bases;
-//! * [`GpuSlot::h_stage`]: the evaluations a, b, c up, H = (A B - C) / Z on the device, then the
-//!   H MSM straight from the device buffer (no host round trip);
+//! * [`GpuSlot::h_stage`]: the evaluations a and b up, C's as their product on the device (the
+//!   witness satisfies every constraint), H = (A B - C) / Z, then the H MSM straight from the
+//!   device buffer (no host round trip);
 //! * [`GpuSlot::sparse_stage`]: the L, A and B MSMs in G1 and the B MSM in G2, of the CPU's
 //!   0/1/tail split (B's serves both groups).
 //!
@@ -23,7 +24,7 @@ use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
 use crate::layout::scalars_as_u32;
 use crate::msm::{self, Bases, MsmStats};
-use crate::ntt::{h_poly, TablePtrs};
+use crate::ntt::{h_poly, CInput, TablePtrs};
 use crate::plan::Precomputation;
 use crate::resident::{
     upload_resident, DeviceQueries, HostQueries, Residency, ResidentSet, StageBases,
@@ -130,14 +131,15 @@ impl GpuSlot {
         })
     }
 
-    /// The H stage: uploads the evaluations (each at most the domain size; padded with zeros),
-    /// computes the coefficients of H and the H MSM over them, in chunks as large as
+    /// The H stage: uploads the evaluations of A and B of a satisfied witness (each at most the
+    /// domain size; padded with zeros), derives C's (`a∘b`) on the device, computes the
+    /// coefficients of H and the H MSM over them, in chunks as large as
     /// `lease_bytes` allows (`bytes::h_stage_msm_config`). `host` are the parameter set's
     /// bases in host memory (read only when `resident` does not hold them).
     pub fn h_stage(
         &self,
         lease_bytes: u64,
-        evals: [&[Scalar]; 3],
+        evals: [&[Scalar]; 2],
         resident: &ResidentSet,
         host: &HostQueries<'_>,
     ) -> Result<(G1Projective, HStageTimes), GpuError> {
@@ -175,8 +177,8 @@ impl GpuSlot {
                 e.upload_at(&mut b, 0, scalars_as_u32(x))?;
                 Ok(b)
             };
-            let (a, b, c) = (up(evals[0])?, up(evals[1])?, up(evals[2])?);
-            h_stage_device(e, a, b, c, &t, bases.h, &NttConfig::default(), &msm, start)
+            let (a, b) = (up(evals[0])?, up(evals[1])?);
+            h_stage_device(e, a, b, &t, bases.h, &NttConfig::default(), &msm, start)
         })
     }
 
@@ -216,21 +218,21 @@ impl GpuSlot {
     }
 }
 
-/// H from the uploaded evaluations, then the H MSM over its n - 1 coefficients (`start`: when
-/// the stage began, for its times).
-#[allow(clippy::too_many_arguments)]
+/// H from the uploaded evaluations of A and B (C's are their product, computed into a buffer of
+/// their size), then the H MSM over its n - 1 coefficients (`start`: when the stage began, for
+/// its times).
 pub(crate) fn h_stage_device<E: Exec>(
     e: &E,
     mut a: E::Buf,
     mut b: E::Buf,
-    mut c: E::Buf,
     t: &TablePtrs,
     h_bases: Bases<'_>,
     ntt: &NttConfig,
     cfg: &MsmConfig,
     start: Instant,
 ) -> Result<(G1Projective, HStageTimes), GpuError> {
-    h_poly(e, &mut a, &mut b, &mut c, t, ntt)?;
+    let mut c = e.alloc(a.words())?;
+    h_poly(e, &mut a, &mut b, &mut c, t, ntt, CInput::Product)?;
     drop((b, c));
     e.sync()?;
     let mut times = HStageTimes {

@@ -362,7 +362,7 @@ impl TestGpu {
             let mut da = e.upload(scalars_as_u32(a))?;
             let mut db = e.upload(scalars_as_u32(b))?;
             let mut dc = e.upload(scalars_as_u32(c))?;
-            ntt::h_poly(e, &mut da, &mut db, &mut dc, &t, cfg)?;
+            ntt::h_poly(e, &mut da, &mut db, &mut dc, &t, cfg, ntt::CInput::Given)?;
             e.read(Readback::Values, &da, 0, scalars_as_u32_mut(a))
         })
     }
@@ -574,7 +574,8 @@ impl TestGpu {
         Ok(())
     }
 
-    /// H on three resident buffers (a ends up holding H's coefficients).
+    /// H on three resident buffers (a ends up holding H's coefficients); with
+    /// [`ntt::CInput::Product`] c's values are replaced by `a∘b` first, as in the H stage.
     pub fn h_poly_resident(
         &self,
         a: &mut DeviceData,
@@ -582,6 +583,7 @@ impl TestGpu {
         c: &mut DeviceData,
         tables: &TestTables,
         cfg: &NttConfig,
+        c_in: ntt::CInput,
     ) -> Result<(), GpuError> {
         if [a.len, b.len, c.len] != [1usize << tables.0.log_n; 3] {
             return Err(GpuError::InvalidInput(
@@ -590,12 +592,50 @@ impl TestGpu {
         }
         let t = tables.0.ptrs();
         let at = self.run(&unbounded(), |e| {
-            ntt::h_poly_at(e, a.words.ptr(), b.words.ptr(), c.words.ptr(), &t, cfg)
+            ntt::h_poly_at(
+                e,
+                a.words.ptr(),
+                b.words.ptr(),
+                c.words.ptr(),
+                &t,
+                cfg,
+                c_in,
+            )
         })?;
         if at == ntt::HIn::B {
             std::mem::swap(a, b);
         }
         Ok(())
+    }
+
+    /// The H stage's transform half from host memory, as the stage runs it: a and b copied into
+    /// zero-padded device buffers (through the slot's staging buffers), C's evaluations derived
+    /// there (`c: None`) or copied up too (`Some`: how the stage ran before it derived them),
+    /// then H on the device; nothing is read back.
+    pub fn h_poly_from_host(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: Option<&[Scalar]>,
+        tables: &TestTables,
+        cfg: &NttConfig,
+    ) -> Result<(), GpuError> {
+        let t = tables.0.ptrs();
+        let words = (1usize << t.log_n) * FR_WORDS as usize;
+        self.run(&unbounded(), |e| {
+            let up = |x: &[Scalar]| -> Result<_, GpuError> {
+                let mut d = e.zeros(words)?;
+                e.upload_at(&mut d, 0, scalars_as_u32(x))?;
+                Ok(d)
+            };
+            let (mut da, mut db) = (up(a)?, up(b)?);
+            let (mut dc, c_in) = match c {
+                Some(c) => (up(c)?, ntt::CInput::Given),
+                None => (e.alloc(words)?, ntt::CInput::Product),
+            };
+            ntt::h_poly(e, &mut da, &mut db, &mut dc, &t, cfg, c_in)?;
+            e.sync()
+        })
     }
 
     /// Dense MSM over resident bases and scalars (the first `scalars.len()` bases).

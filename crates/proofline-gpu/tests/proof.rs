@@ -52,13 +52,7 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
         assert_eq!(1usize << log_n, p.h.len() + 1);
 
         // the CPU backend's results
-        let h_cpu = prover::compute_h(
-            &CpuBackend,
-            synth.a.clone(),
-            synth.b.clone(),
-            synth.c.clone(),
-        )
-        .unwrap();
+        let h_cpu = prover::compute_h(&CpuBackend, synth.a.clone(), synth.b.clone()).unwrap();
         let h_msm = prover::msm_h(&CpuBackend, &pk, &h_cpu).unwrap();
         let (l, a, b_g1) = prover::msm_sparse_g1(&CpuBackend, &pk, &plan).unwrap();
         let b_g2 = prover::msm_b_g2(&CpuBackend, &pk, &plan).unwrap();
@@ -95,7 +89,7 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             assert_eq!(set.h_precomputation(), h_pre);
             let h_bytes = set.h_stage_bytes(sm);
             let (h, _) = slot
-                .h_stage(h_bytes, [&synth.a, &synth.b, &synth.c], &set, &host)
+                .h_stage(h_bytes, [&synth.a, &synth.b], &set, &host)
                 .unwrap();
             assert_eq!(
                 h, h_msm,

@@ -2,9 +2,9 @@
 //!
 //! With the circuit's A, B, C matrices recorded once per shape, a partition's synthesis is its
 //! witness (variable values only, [`PartitionCircuit::witness`]) followed by `a = A·w`,
-//! `b = B·w`, `c = C·w` on rayon; the densities are the shape's, recorded with the matrices. The
-//! result is the [`SynthesizedPartition`] the full synthesis ([`crate::Synthesizer`]) produces,
-//! bit for bit (tests: `tests/precompiled.rs`).
+//! `b = B·w` and the check `C·w = a∘b` on rayon; the densities are the shape's, recorded with
+//! the matrices. The result is the [`SynthesizedPartition`] the full synthesis
+//! ([`crate::Synthesizer`]) produces, bit for bit (tests: `tests/precompiled.rs`).
 //!
 //! [`synthesize_recording`] is the first synthesis of a shape whose matrices are not recorded
 //! yet: it records them from the real circuit while keeping its witness, and returns both the
@@ -12,7 +12,7 @@
 
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::Scalar;
-use proofline_r1cs::{Blank, RecordedSystem, Recorder, WithValues, Witness};
+use proofline_r1cs::{Blank, R1csError, RecordedSystem, Recorder, WithValues, Witness};
 
 use crate::prover::ProverError;
 use crate::synthesis::{Assignment, PartitionCircuit, SynthesizedPartition};
@@ -20,27 +20,28 @@ use crate::synthesis::{Assignment, PartitionCircuit, SynthesizedPartition};
 /// A partition from a witness and its shape's recorded system. The densities are copied from the
 /// system (one bit per variable: 1/256 of the assignment's size); the witness moves in.
 ///
-/// Every constraint is checked (`a·b = c`, one multiplication each): a witness that does not
-/// satisfy the circuit is refused here, with the first failing constraint in the log, rather
-/// than turned into a proof that fails verification.
+/// Every constraint is checked (`C·w = a∘b`, see `RecordedSystem::evaluate`): a witness that
+/// does not satisfy the circuit is refused here, with the first failing constraint in the log,
+/// rather than turned into a proof that fails verification.
 pub fn partition_from(
     sys: &RecordedSystem,
     w: Witness,
 ) -> Result<SynthesizedPartition, ProverError> {
-    let e = sys.evaluate(&w)?;
-    if let Some(row) = e.first_unsatisfied() {
-        tracing::error!(
-            constraints = sys.key(),
-            row,
-            "the witness does not satisfy the recorded constraints"
-        );
-        return Err(ProverError::Synthesis(SynthesisError::Unsatisfiable));
-    }
+    let e = match sys.evaluate(&w) {
+        Err(R1csError::Unsatisfied { key, row }) => {
+            tracing::error!(
+                constraints = key,
+                row,
+                "the witness does not satisfy the recorded constraints"
+            );
+            return Err(ProverError::Synthesis(SynthesisError::Unsatisfiable));
+        }
+        e => e?,
+    };
     let Witness { input, aux } = w;
     Ok(SynthesizedPartition {
         a: e.a,
         b: e.b,
-        c: e.c,
         assignment: Assignment {
             input,
             aux,

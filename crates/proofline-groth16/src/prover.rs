@@ -16,6 +16,7 @@ use ff::Field;
 use group::{Curve, Group};
 use proofline_r1cs::{R1csError, RecordedSystem};
 use rand_core::RngCore;
+use rayon::prelude::*;
 
 use crate::backend::{BackendError, ProverBackend};
 use crate::msm::MsmPlan;
@@ -145,20 +146,25 @@ fn check_counts(s: &ParamsShape, q: QueryCounts) -> Result<(), ProverError> {
     Ok(())
 }
 
-/// H coefficients (domain size − 1 of them) from the A, B, C evaluations, which it consumes.
+/// H coefficients (domain size − 1 of them) from the A and B evaluations of a satisfied
+/// witness, which it consumes; C's evaluations are their pointwise product.
 pub fn compute_h(
     backend: &dyn ProverBackend,
     mut a: Vec<Scalar>,
     mut b: Vec<Scalar>,
-    mut c: Vec<Scalar>,
 ) -> Result<Vec<Scalar>, ProverError> {
     let n = ntt::pad_to_domain(&mut a)?;
     b.resize(n, Scalar::ZERO);
-    c.resize(n, Scalar::ZERO);
+    let mut c = pointwise_product(&a, &b);
     backend.h_poly(&mut a, &mut b, &mut c)?;
     drop((b, c));
     a.truncate(n - 1);
     Ok(a)
+}
+
+/// `a∘b`: the evaluations of C at a witness that satisfies every constraint.
+pub fn pointwise_product(a: &[Scalar], b: &[Scalar]) -> Vec<Scalar> {
+    a.par_iter().zip(b).map(|(x, y)| *x * y).collect()
 }
 
 /// The five MSM results of one partition.
@@ -270,14 +276,9 @@ pub fn prove_synthesized(
     rng: &mut impl RngCore,
 ) -> Result<(Proof<Bls12>, Vec<Scalar>), ProverError> {
     check_shape(pk, &synth)?;
-    let SynthesizedPartition {
-        a,
-        b,
-        c,
-        assignment,
-    } = synth;
+    let SynthesizedPartition { a, b, assignment } = synth;
     let plan = MsmPlan::build(&assignment);
-    let h = compute_h(backend, a, b, c)?;
+    let h = compute_h(backend, a, b)?;
     let h_sum = msm_h(backend, pk, &h)?;
     drop(h);
     let (l, a, b_g1) = msm_sparse_g1(backend, pk, &plan)?;

@@ -5,7 +5,10 @@
 //! against parameters that bellperson generated:
 //!
 //! * input 0 is the constant ONE, allocated before the circuit runs;
-//! * each constraint records the evaluations of its A, B and C linear combinations;
+//! * each constraint records the evaluations of its A and B linear combinations and checks
+//!   that C's equals their product: a partition is only returned for a witness that satisfies
+//!   every constraint, so C's evaluations are `a∘b` and the H stage derives them (bellperson
+//!   stores them; storing them would cost a third more memory and, on a GPU, upload);
 //! * a variable counts towards the density of A (aux only: inputs are dense in A) and of B
 //!   (inputs and aux) when it appears there with a non-zero coefficient;
 //! * after the circuit, one constraint `input_i * 0 = 0` per public input (ONE included) makes
@@ -21,15 +24,14 @@ use ff::Field;
 pub use proofline_r1cs::Density;
 use proofline_r1cs::{Recorder, WithValues, Witness, WitnessCs};
 
-/// What synthesis produces for one partition: evaluations and assignments, by value.
+/// What synthesis produces for one partition: evaluations and assignments, by value. The
+/// witness satisfies every constraint, so the evaluations of C are `a[i]·b[i]`.
 #[derive(Clone, Debug, Default)]
 pub struct SynthesizedPartition {
     /// Evaluations of the A linear combinations, one per constraint.
     pub a: Vec<Scalar>,
     /// Evaluations of the B linear combinations, one per constraint.
     pub b: Vec<Scalar>,
-    /// Evaluations of the C linear combinations, one per constraint.
-    pub c: Vec<Scalar>,
     /// The assignment of the witness.
     pub assignment: Assignment,
 }
@@ -60,6 +62,8 @@ impl SynthesizedPartition {
 #[derive(Debug, Default)]
 pub struct Synthesizer {
     out: SynthesizedPartition,
+    /// The first constraint whose C evaluation is not the product of A's and B's.
+    unsatisfied: Option<usize>,
 }
 
 impl Synthesizer {
@@ -68,7 +72,6 @@ impl Synthesizer {
         let mut s = Synthesizer::default();
         s.out.a.reserve(constraints);
         s.out.b.reserve(constraints);
-        s.out.c.reserve(constraints);
         s.out.assignment.aux.reserve(aux);
         s.push_input(Scalar::ONE);
         s
@@ -80,12 +83,21 @@ impl Synthesizer {
         Variable(Index::Input(self.out.assignment.input.len() - 1))
     }
 
-    /// Adds the `input_i * 0 = 0` constraints and returns the buffers.
-    pub fn finish(mut self) -> SynthesizedPartition {
+    /// Adds the `input_i * 0 = 0` constraints and returns the buffers, or
+    /// [`SynthesisError::Unsatisfiable`] when a constraint does not hold (logged with its index):
+    /// such a witness would only give a proof that fails verification.
+    pub fn finish(mut self) -> Result<SynthesizedPartition, SynthesisError> {
         for i in 0..self.out.assignment.input.len() {
             self.enforce(|| "", |lc| lc + Variable(Index::Input(i)), |lc| lc, |lc| lc);
         }
-        self.out
+        if let Some(row) = self.unsatisfied {
+            tracing::error!(
+                row,
+                "the witness does not satisfy the circuit's constraints"
+            );
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        Ok(self.out)
     }
 }
 
@@ -185,9 +197,11 @@ impl ConstraintSystem<Scalar> for Synthesizer {
             &asg.aux,
         );
         let c_res = eval(&c, None, None, &asg.input, &asg.aux);
+        if self.unsatisfied.is_none() && a_res * b_res != c_res {
+            self.unsatisfied = Some(self.out.a.len());
+        }
         self.out.a.push(a_res);
         self.out.b.push(b_res);
-        self.out.c.push(c_res);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -208,6 +222,9 @@ impl ConstraintSystem<Scalar> for Synthesizer {
     }
 
     fn extend(&mut self, other: &Self) {
+        if self.unsatisfied.is_none() {
+            self.unsatisfied = other.unsatisfied.map(|row| self.out.a.len() + row);
+        }
         let (me, ot) = (&mut self.out, &other.out);
         me.assignment
             .a_aux_density
@@ -220,7 +237,6 @@ impl ConstraintSystem<Scalar> for Synthesizer {
             .extend_from(&ot.assignment.b_aux_density, 0);
         me.a.extend_from_slice(&ot.a);
         me.b.extend_from_slice(&ot.b);
-        me.c.extend_from_slice(&ot.c);
         // A child system starts with its own ONE input: skip it.
         me.assignment
             .input
@@ -233,7 +249,7 @@ impl ConstraintSystem<Scalar> for Synthesizer {
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<SynthesizedPartition, SynthesisError> {
     let mut cs = Synthesizer::with_capacity(0, 0);
     circuit.synthesize(&mut cs)?;
-    Ok(cs.finish())
+    cs.finish()
 }
 
 /// A partition's circuit, boxed so that different circuit types travel in one message.
@@ -275,7 +291,7 @@ pub fn synthesize_boxed(
 ) -> Result<SynthesizedPartition, SynthesisError> {
     let mut cs = Synthesizer::with_capacity(0, 0);
     circuit.synthesize_into(&mut cs)?;
-    Ok(cs.finish())
+    cs.finish()
 }
 
 #[cfg(test)]
@@ -312,7 +328,6 @@ mod tests {
         assert_eq!(p.num_constraints(), 4);
         assert_eq!(p.a[0], Scalar::from(3u64));
         assert_eq!(p.b[0], Scalar::from(5u64));
-        assert_eq!(p.c[0], Scalar::from(15u64));
         assert_eq!(p.a[1], Scalar::ZERO);
         assert_eq!(p.b[1], Scalar::ONE);
         // input constraints: a = input_i, b = c = 0
@@ -386,9 +401,48 @@ mod tests {
         );
         assert_eq!(merged.assignment.input, direct.assignment.input);
         assert_eq!(merged.assignment.aux, direct.assignment.aux);
-        assert_eq!(
-            (merged.a, merged.b, merged.c),
-            (direct.a, direct.b, direct.c)
-        );
+        assert_eq!((merged.a, merged.b), (direct.a, direct.b));
+    }
+
+    /// x · y = z with a wrong z, after a satisfied constraint: refused, in a child system too.
+    struct Wrong {
+        in_child: bool,
+    }
+    impl Circuit<Scalar> for Wrong {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            Mul.synthesize(cs)?;
+            let body = |cs: &mut CS| -> Result<(), SynthesisError> {
+                let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+                let z = cs.alloc(|| "z", || Ok(Scalar::from(16u64)))?;
+                cs.enforce(
+                    || "x * 5 = z",
+                    |lc| lc + x,
+                    |lc| lc + (Scalar::from(5u64), CS::one()),
+                    |lc| lc + z,
+                );
+                Ok(())
+            };
+            if self.in_child && CS::is_extensible() {
+                let mut child = CS::new();
+                child.alloc_input(|| "temp ONE", || Ok(Scalar::ONE))?;
+                body(&mut child)?;
+                cs.extend(&child);
+                Ok(())
+            } else {
+                body(cs)
+            }
+        }
+    }
+
+    #[test]
+    fn a_witness_that_fails_a_constraint_is_refused() {
+        for in_child in [false, true] {
+            let e = synthesize(Wrong { in_child }).unwrap_err();
+            assert!(matches!(e, SynthesisError::Unsatisfiable), "{e}");
+        }
+        assert!(synthesize(Mul).is_ok());
     }
 }

@@ -156,7 +156,7 @@ fn same_randomness_gives_bellpersons_exact_proof() {
     let synth = synthesize(mix(5, 64)).unwrap();
     prover::check_shape(&pk, &synth).unwrap();
     let plan = MsmPlan::build(&synth.assignment);
-    let h = prover::compute_h(&CpuBackend, synth.a, synth.b, synth.c).unwrap();
+    let h = prover::compute_h(&CpuBackend, synth.a, synth.b).unwrap();
     let (l, a, b_g1) = prover::msm_sparse_g1(&CpuBackend, &pk, &plan).unwrap();
     let results = MsmResults {
         h: prover::msm_h(&CpuBackend, &pk, &h).unwrap(),
@@ -184,24 +184,20 @@ fn sha256_proof_verifies() {
 
 #[test]
 fn h_satisfies_the_divisibility_identity_at_a_random_point() {
-    // A(x)·B(x) − C(x) = H(x)·(x^n − 1) at a random x, with A, B, C interpolated from the
-    // synthesized evaluations and H from compute_h.
+    // A(x)·B(x) − C(x) = H(x)·(x^n − 1) at a random x, with A, B interpolated from the
+    // synthesized evaluations, C from their product (synthesis checked C·w = a∘b row by row) and
+    // H from compute_h.
     let synth = synthesize(mix(7, 100)).unwrap();
     let n = synth.num_constraints().next_power_of_two();
-    let interp = |v: &Vec<Scalar>| {
-        let mut c = v.clone();
+    let interp = |v: &[Scalar]| {
+        let mut c = v.to_vec();
         c.resize(n, Scalar::ZERO);
         ntt::ntt_cpu(&mut c, NttKind::Inverse).unwrap();
         c
     };
-    let (ac, bc, cc) = (interp(&synth.a), interp(&synth.b), interp(&synth.c));
-    let h = prover::compute_h(
-        &CpuBackend,
-        synth.a.clone(),
-        synth.b.clone(),
-        synth.c.clone(),
-    )
-    .unwrap();
+    let c = prover::pointwise_product(&synth.a, &synth.b);
+    let (ac, bc, cc) = (interp(&synth.a), interp(&synth.b), interp(&c));
+    let h = prover::compute_h(&CpuBackend, synth.a.clone(), synth.b.clone()).unwrap();
     assert_eq!(h.len(), n - 1);
     let x = Scalar::random(&mut ChaCha20Rng::seed_from_u64(6));
     let eval = |c: &[Scalar]| c.iter().rev().fold(Scalar::ZERO, |acc, k| acc * x + k);

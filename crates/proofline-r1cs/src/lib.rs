@@ -87,6 +87,14 @@ pub enum R1csError {
         /// (recorded, computed) aux variables.
         aux: (usize, usize),
     },
+    /// A witness of the right shape that does not satisfy a constraint.
+    #[error("the witness does not satisfy constraint {row} of the recorded constraints of {key}")]
+    Unsatisfied {
+        /// The system's key.
+        key: String,
+        /// The first constraint it fails.
+        row: usize,
+    },
 }
 
 impl R1csError {

@@ -147,12 +147,7 @@ impl ComputeEngine for GpuEngine {
         let t = Instant::now();
         let (h, times) = self
             .slot
-            .h_stage(
-                bytes,
-                [&evals.a, &evals.b, &evals.c],
-                set,
-                &host_queries(pk),
-            )
+            .h_stage(bytes, [&evals.a, &evals.b], set, &host_queries(pk))
             .map_err(stage_error)?;
         // the host buffers are freed here, not after the next partition's upload
         drop(evals);

@@ -29,7 +29,9 @@ use std::time::Instant;
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
 };
-use proofline_gpu::{probe, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation};
+use proofline_gpu::{
+    probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation,
+};
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
 
@@ -291,11 +293,11 @@ fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             let mut c = g.scalars(&host[..n])?;
             for (name, cfg) in o.ntt_variants() {
                 let v = time(reps.min(3), || {
-                    g.h_poly_resident(&mut d, &mut b, &mut c, &tables, &cfg)
+                    g.h_poly_resident(&mut d, &mut b, &mut c, &tables, &cfg, CInput::Product)
                 })?;
                 let m = median(v.clone());
                 r.row(
-                    "h_poly (7 NTT + pointwise)",
+                    "h_poly (c = a b, 7 NTT, pointwise)",
                     format!("2^{lg}"),
                     name,
                     m,
@@ -598,7 +600,7 @@ fn partition(
     }
     for (variant, msm, ntt, precomputed) in runs {
         // warm-up (pool)
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
         match (&h_copies, precomputed) {
             (Some((p, copies)), true) => g.msm_resident_precomputed(copies, p, n, &a, &msm)?,
             _ => g.msm_resident(bases, &a, &msm)?,
@@ -610,7 +612,7 @@ fn partition(
         let mut steps: Vec<(String, f64, Option<MsmStats>)> = Vec::new();
         let t0 = Instant::now();
         let t = Instant::now();
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt)?;
+        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
         steps.push((
             "h_poly 2^27".to_string(),
             t.elapsed().as_secs_f64() * 1e3,
@@ -669,6 +671,46 @@ fn partition(
             "variant": variant, "msm_config": msm, "ntt_config": ntt,
             "steps_ms": steps.iter().map(|(n, m, st)| json!({"step": n, "ms": m, "stats": st})).collect::<Vec<_>>(),
             "total_ms": total}));
+    }
+    drop((a, b, c));
+    upload_share(g, &tables, r)
+}
+
+/// The H stage's first half from host memory at 2^27, alternating: a and b uploaded with C's
+/// evaluations derived on the device (the proving path) against a, b and c uploaded.
+fn upload_share(
+    g: &TestGpu,
+    tables: &proofline_gpu::testkit::TestTables,
+    r: &mut Report,
+) -> Result<(), GpuError> {
+    let lg = 27u32;
+    let host = random_scalars(1usize << lg, 14);
+    let ntt = NttConfig::default();
+    let (mut derived, mut uploaded) = (Vec::new(), Vec::new());
+    for _ in 0..4 {
+        let t = Instant::now();
+        g.h_poly_from_host(&host, &host, None, tables, &ntt)?;
+        derived.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        g.h_poly_from_host(&host, &host, Some(&host), tables, &ntt)?;
+        uploaded.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    // the first of each warms the pool
+    for (name, v) in [
+        ("c = a b on the device", &derived),
+        ("a, b, c uploaded", &uploaded),
+    ] {
+        let m = median(v[1..].to_vec());
+        r.row(
+            "H from host (upload + h_poly)",
+            format!("2^{lg}"),
+            name,
+            m,
+            String::new(),
+        );
+        r.results.push(
+            json!({"bench": "h_from_host", "log_n": lg, "variant": name, "ms_median": m, "ms": v}),
+        );
     }
     Ok(())
 }
