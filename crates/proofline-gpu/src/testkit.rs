@@ -621,7 +621,7 @@ impl TestGpu {
         cfg: &NttConfig,
     ) -> Result<(), GpuError> {
         let t = tables.0.ptrs();
-        let words = (1usize << t.log_n) * FR_WORDS as usize;
+        let words = (1usize << tables.0.log_n) * FR_WORDS as usize;
         self.run(&unbounded(), |e| {
             let up = |x: &[Scalar]| -> Result<_, GpuError> {
                 let mut d = e.zeros(words)?;
