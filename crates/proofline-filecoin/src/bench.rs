@@ -133,14 +133,9 @@ pub fn prove_plan_timed(
         if k == 0 {
             scalars = Some(partition_stats(&synth));
         }
-        let SynthesizedPartition {
-            a,
-            b,
-            c,
-            assignment,
-        } = synth;
+        let SynthesizedPartition { a, b, assignment } = synth;
         let msm_plan = time(&mut st.msm_plan, || MsmPlan::build(&assignment));
-        let h = time(&mut st.h_poly, || compute_h(&backend, a, b, c)).map_err(|e| other(&e))?;
+        let h = time(&mut st.h_poly, || compute_h(&backend, a, b)).map_err(|e| other(&e))?;
         let h_sum = time(&mut st.msm_h, || msm_h(&backend, pk, &h)).map_err(|e| other(&e))?;
         drop(h);
         let (l, a_sum, b_g1) = time(&mut st.msm_g1_sparse, || {
