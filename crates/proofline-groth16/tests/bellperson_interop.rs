@@ -226,9 +226,10 @@ fn wrong_parameters_are_a_shape_error() {
 }
 
 #[test]
-fn unsatisfied_witness_does_not_verify() {
-    // A witness that breaks a constraint still synthesizes, but the proof fails verification,
-    // and prove() reports it.
+fn unsatisfied_witness_is_refused_before_proving() {
+    // A witness that breaks a constraint would give a proof that fails verification (bellperson
+    // makes one): synthesis refuses it instead, as the check that lets the H stage derive C's
+    // evaluations from A's and B's.
     struct Bad;
     impl Circuit<Scalar> for Bad {
         fn synthesize<CS: ConstraintSystem<Scalar>>(
@@ -249,5 +250,8 @@ fn unsatisfied_witness_does_not_verify() {
         &mut ChaCha20Rng::seed_from_u64(1),
     )
     .unwrap_err();
-    assert!(matches!(err, ProverError::VerificationFailed), "{err}");
+    assert!(
+        matches!(err, ProverError::Synthesis(SynthesisError::Unsatisfiable)),
+        "{err}"
+    );
 }
