@@ -221,6 +221,7 @@ impl GpuSlot {
 /// H from the uploaded evaluations of A and B (C's are their product, computed into a buffer of
 /// their size), then the H MSM over its n - 1 coefficients (`start`: when the stage began, for
 /// its times).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn h_stage_device<E: Exec>(
     e: &E,
     mut a: E::Buf,
