@@ -69,30 +69,7 @@ impl RecordedSystem {
 
 /// `out = x · (input ‖ aux)`, one value per row; `out` keeps its capacity.
 pub fn spmv(x: &Csr, table: &[Scalar], input: &[Scalar], aux: &[Scalar], out: &mut Vec<Scalar>) {
-    match &x.coeffs {
-        CoeffIndices::U8(k) => spmv_with(x, k, table, input, aux, out),
-        CoeffIndices::U16(k) => spmv_with(x, k, table, input, aux, out),
-        CoeffIndices::U32(k) => spmv_with(x, k, table, input, aux, out),
-    }
-}
-
-fn spmv_with<K: Copy + Into<u32> + Sync>(
-    x: &Csr,
-    coeffs: &[K],
-    table: &[Scalar],
-    input: &[Scalar],
-    aux: &[Scalar],
-    out: &mut Vec<Scalar>,
-) {
-    let (row_ptr, cols) = (&x.row_ptr, &x.cols);
-    (0..x.rows())
-        .into_par_iter()
-        .with_min_len(MIN_ROWS_PER_TASK)
-        .map(|r| {
-            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-            row(&cols[s..e], &coeffs[s..e], table, input, aux)
-        })
-        .collect_into_vec(out);
+    over_rows(x, table, input, aux, Collect(out))
 }
 
 /// The first row `r` of `x · (input ‖ aux)` that differs from `a[r]·b[r]`, if any (every row
@@ -105,34 +82,102 @@ fn first_row_off(
     a: &[Scalar],
     b: &[Scalar],
 ) -> Option<usize> {
-    match &x.coeffs {
-        CoeffIndices::U8(k) => first_row_off_with(x, k, table, input, aux, a, b),
-        CoeffIndices::U16(k) => first_row_off_with(x, k, table, input, aux, a, b),
-        CoeffIndices::U32(k) => first_row_off_with(x, k, table, input, aux, a, b),
-    }
-}
-
-fn first_row_off_with<K: Copy + Into<u32> + Sync>(
-    x: &Csr,
-    coeffs: &[K],
-    table: &[Scalar],
-    input: &[Scalar],
-    aux: &[Scalar],
-    a: &[Scalar],
-    b: &[Scalar],
-) -> Option<usize> {
-    let (row_ptr, cols) = (&x.row_ptr, &x.cols);
     if a.len() != x.rows() || b.len() != x.rows() {
         return Some(x.rows().min(a.len()).min(b.len()));
     }
-    (0..x.rows())
-        .into_par_iter()
-        .with_min_len(MIN_ROWS_PER_TASK)
-        .filter(|&r| {
-            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-            row(&cols[s..e], &coeffs[s..e], table, input, aux) != a[r] * b[r]
-        })
-        .min()
+    over_rows(x, table, input, aux, FirstOff { a, b })
+}
+
+/// The rows of one matrix at a witness, with coefficient indices of width `K`.
+struct Rows<'a, K> {
+    x: &'a Csr,
+    coeffs: &'a [K],
+    table: &'a [Scalar],
+    input: &'a [Scalar],
+    aux: &'a [Scalar],
+}
+
+impl<K: Copy + Into<u32>> Rows<'_, K> {
+    #[inline]
+    fn value(&self, r: usize) -> Scalar {
+        let (s, e) = (self.x.row_ptr[r] as usize, self.x.row_ptr[r + 1] as usize);
+        row(
+            &self.x.cols[s..e],
+            &self.coeffs[s..e],
+            self.table,
+            self.input,
+            self.aux,
+        )
+    }
+}
+
+/// Work over every row of a matrix, compiled once per width of its coefficient indices.
+trait OverRows {
+    type Out;
+    fn run<K: Copy + Into<u32> + Sync>(self, rows: Rows<'_, K>) -> Self::Out;
+}
+
+fn over_rows<W: OverRows>(
+    x: &Csr,
+    table: &[Scalar],
+    input: &[Scalar],
+    aux: &[Scalar],
+    work: W,
+) -> W::Out {
+    match &x.coeffs {
+        CoeffIndices::U8(coeffs) => work.run(Rows {
+            x,
+            coeffs,
+            table,
+            input,
+            aux,
+        }),
+        CoeffIndices::U16(coeffs) => work.run(Rows {
+            x,
+            coeffs,
+            table,
+            input,
+            aux,
+        }),
+        CoeffIndices::U32(coeffs) => work.run(Rows {
+            x,
+            coeffs,
+            table,
+            input,
+            aux,
+        }),
+    }
+}
+
+/// Every row's value, in order.
+struct Collect<'o>(&'o mut Vec<Scalar>);
+
+impl OverRows for Collect<'_> {
+    type Out = ();
+    fn run<K: Copy + Into<u32> + Sync>(self, rows: Rows<'_, K>) {
+        (0..rows.x.rows())
+            .into_par_iter()
+            .with_min_len(MIN_ROWS_PER_TASK)
+            .map(|r| rows.value(r))
+            .collect_into_vec(self.0);
+    }
+}
+
+/// The first row whose value is not `a[r]·b[r]`.
+struct FirstOff<'a> {
+    a: &'a [Scalar],
+    b: &'a [Scalar],
+}
+
+impl OverRows for FirstOff<'_> {
+    type Out = Option<usize>;
+    fn run<K: Copy + Into<u32> + Sync>(self, rows: Rows<'_, K>) -> Option<usize> {
+        (0..rows.x.rows())
+            .into_par_iter()
+            .with_min_len(MIN_ROWS_PER_TASK)
+            .filter(|&r| rows.value(r) != self.a[r] * self.b[r])
+            .min()
+    }
 }
 
 #[inline]
