@@ -172,12 +172,11 @@ impl GpuSlot {
         let arena = Arena::new(lease_bytes, "h stage");
         let start = Instant::now();
         self.run(Lane::Compute, &arena, |e| {
-            let up = |x: &[Scalar]| -> Result<_, GpuError> {
-                let mut b = e.zeros(n * FR_WORDS as usize)?;
-                e.upload_at(&mut b, 0, scalars_as_u32(x))?;
-                Ok(b)
-            };
-            let (a, b) = (up(evals[0])?, up(evals[1])?);
+            let words = n * FR_WORDS as usize;
+            let (a, b) = (
+                upload_padded(e, evals[0], words)?,
+                upload_padded(e, evals[1], words)?,
+            );
             h_stage_device(e, a, b, &t, bases.h, &NttConfig::default(), &msm, start)
         })
     }
@@ -216,6 +215,17 @@ impl GpuSlot {
             sparse_stage_device(e, plan, &bases, groups, &MsmConfig::default())
         })
     }
+}
+
+/// `x` in a new device buffer of `words` words, zero beyond it: evaluations padded to the domain.
+pub(crate) fn upload_padded<E: Exec>(
+    e: &E,
+    x: &[Scalar],
+    words: usize,
+) -> Result<E::Buf, GpuError> {
+    let mut d = e.zeros(words)?;
+    e.upload_at(&mut d, 0, scalars_as_u32(x))?;
+    Ok(d)
 }
 
 /// H from the uploaded evaluations of A and B (C's are their product, computed into a buffer of

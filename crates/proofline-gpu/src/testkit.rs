@@ -41,6 +41,7 @@ use crate::ntt::{self, build_tables, NttKind, NttTables};
 use crate::plan::{coset_generator, root_of_unity, Precomputation};
 use crate::resident::{QueryLens, Residency, ResidentSet};
 use crate::slot::{DeviceWords, GpuSlot, Lane};
+use crate::stages::upload_padded;
 
 /// Element-wise operation selector (matches `op` in cuda/arith.cu).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -623,11 +624,7 @@ impl TestGpu {
         let t = tables.0.ptrs();
         let words = (1usize << tables.0.log_n) * FR_WORDS as usize;
         self.run(&unbounded(), |e| {
-            let up = |x: &[Scalar]| -> Result<_, GpuError> {
-                let mut d = e.zeros(words)?;
-                e.upload_at(&mut d, 0, scalars_as_u32(x))?;
-                Ok(d)
-            };
+            let up = |x| upload_padded(e, x, words);
             let (mut da, mut db) = (up(a)?, up(b)?);
             let (mut dc, c_in) = match c {
                 Some(c) => (up(c)?, ntt::CInput::Given),
