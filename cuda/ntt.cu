@@ -18,7 +18,9 @@
 //    for j < 2^s (`twiddle`), w the n-th root.
 //    Scaling (coset powers, n^-1) is fused into the load of the first pass and
 //    the store of the last; the last DIF pass can write bit-reversed into a
-//    second buffer, which removes the separate permutation pass.
+//    second buffer, which removes the separate permutation pass. The first
+//    load can also multiply by a second array (c = a b read from a and b) and
+//    the last store subtract one (H = Y - C, below).
 //  * fr_h_pointwise: a = (a * b - c) * zinv.
 //  * fr_pointwise_product: out = a * b (C's evaluations of a satisfied witness).
 //  * fr_build_stage_tables: the twiddle tables, from two small host-computed
@@ -112,18 +114,20 @@ struct tile_t {
     }
 };
 
-// Loads the tile of `in` into sm, each element multiplied by ls at its index (bit-reversed
-// with lrev); ends with a barrier.
-DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const scale_t& ls, u32 lrev) {
+// Loads the tile of `in` into sm, each element multiplied by mul at its index (when mul is
+// not null) and by ls at its index (bit-reversed with lrev); ends with a barrier.
+DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const u32* mul,
+                    const scale_t& ls, u32 lrev) {
 #pragma unroll
     for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
         u32 e = threadIdx.x + jj * NTT_THREADS;
         if (e >= tl.E) break;
         size_t g = tl.gidx(e);
         const uint4* src = reinterpret_cast<const uint4*>(in + 8 * g);
-        if (ls.on()) {
+        if (ls.on() || mul != nullptr) {
             fr_t x = fr_t::load(in + 8 * g);
-            x = fr_t::mul(x, ls.factor(lrev ? bitrev((u32)g, tl.log_n) : (u32)g));
+            if (mul != nullptr) x = fr_t::mul(x, fr_t::load(mul + 8 * g));
+            if (ls.on()) x = fr_t::mul(x, ls.factor(lrev ? bitrev((u32)g, tl.log_n) : (u32)g));
             store_sm(sm, e, x);
         } else {
             sm[e] = src[0];
@@ -235,9 +239,11 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
 }
 
 // Stores the tile: position e goes to out[bitrev_out ? rev(g) : g] (g its global index),
-// multiplied by ss at the destination index.
+// multiplied by ss at the destination index, minus sub[g] when sub is not null (after a DIF,
+// sub[g] holds the element of index rev(g): what a bit-reversing store writes at g's
+// destination).
 DEVI void tile_store(const uint4* sm, const tile_t& tl, u32* out, const scale_t& ss,
-                     u32 bitrev_out) {
+                     const u32* sub, u32 bitrev_out) {
     const u32 t = tl.t, hb = tl.hb;
 #pragma unroll
     for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
@@ -247,9 +253,11 @@ DEVI void tile_store(const uint4* sm, const tile_t& tl, u32* out, const scale_t&
         u32 e = hb != 0 ? (((x & ((1u << hb) - 1)) << t) | (x >> hb)) : x;
         size_t g = tl.gidx(e);
         size_t d = bitrev_out ? (size_t)bitrev((u32)g, tl.log_n) : g;
-        if (ss.on()) {
+        if (ss.on() || sub != nullptr) {
             fr_t v = load_sm(sm, e);
-            fr_t::mul(v, ss.factor((u32)d)).store(out + 8 * d);
+            if (ss.on()) v = fr_t::mul(v, ss.factor((u32)d));
+            if (sub != nullptr) v = fr_t::sub(v, fr_t::load(sub + 8 * g));
+            v.store(out + 8 * d);
         } else {
             uint4* dst = reinterpret_cast<uint4*>(out + 8 * d);
             dst[0] = sm[e];
@@ -261,17 +269,15 @@ DEVI void tile_store(const uint4* sm, const tile_t& tl, u32* out, const scale_t&
 // One pass of t fused stages. in/out may alias unless bitrev_out is set.
 // Load: x[g] *= L(rev ? rev(g) : g). Store: position g goes to out[bitrev_out ?
 // rev(g) : g], multiplied by S(destination index).
-DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s_lo, u32 t,
-                        u32 lg_l, u32 dif, const u32* lc, const u32* lplo, const u32* lphi,
-                        u32 lrev, const u32* sc, const u32* splo, const u32* sphi,
-                        u32 bitrev_out, u32 lo_bits, u32 hb) {
+DEVI void ntt_pass_body(const ntt_pass_args& a) {
     // two planes (low and high 16 bytes of each element): conflict-free 16-byte accesses
     __shared__ uint4 sm[NTT_TILE * 2];
-    const scale_t ls{lc, lplo, lphi, lo_bits}, ss{sc, splo, sphi, lo_bits};
-    const tile_t tl(log_n, s_lo, t, lg_l, hb);
-    tile_load(sm, tl, in, ls, lrev);
-    tile_stages(sm, tl, tw, dif);
-    tile_store(sm, tl, out, ss, bitrev_out);
+    const scale_t ls{a.load_c, a.load_lo, a.load_hi, a.lo_bits};
+    const scale_t ss{a.store_c, a.store_lo, a.store_hi, a.lo_bits};
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
+    tile_load(sm, tl, a.input, a.load_mul, ls, a.load_rev);
+    tile_stages(sm, tl, a.tw, a.dif);
+    tile_store(sm, tl, a.output, ss, a.store_sub, a.bitrev_out);
 }
 
 // Radix-4 steps, register cap for NTT_MIN_BLOCKS (3) blocks of 256 threads per SM (80
@@ -279,9 +285,7 @@ DEVI void ntt_pass_body(const u32* in, u32* out, const u32* tw, u32 log_n, u32 s
 // blocks), blocks of 128, and plain radix-2 stages (64 registers, 4 blocks), all slower.
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_pass(const ntt_pass_args a) {
-    ntt_pass_body(a.input, a.output, a.tw, a.log_n, a.s_lo, a.t, a.lg_l, a.dif, a.load_c,
-                  a.load_lo, a.load_hi, a.load_rev, a.store_c, a.store_lo, a.store_hi,
-                  a.bitrev_out, a.lo_bits, a.hb);
+    ntt_pass_body(a);
 }
 
 extern "C" __global__ void fr_pointwise_product(const pointwise_product_args p) {
@@ -307,13 +311,21 @@ extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {
 // (a b - c) / Z with a and b read at the same indices, and the inverse's first pass on one
 // tile load, and writes into a. The H sequence thus reads and writes each array 5 times
 // fewer than with separate passes and the pointwise kernel.
+//
+// The quotient sequence (six transforms) uses the same two kernels: C = A B mod Z, so H is
+// the upper half of A B's coefficients. With P = A B and gamma = g^n, the coset inverse of
+// the coset evaluations of P gives Y_k = P_k + gamma P_(k+n), C's coefficients are
+// C_k = P_k + P_(k+n), so H_k = P_(k+n) = (Y_k - C_k) / (gamma - 1): c is only inverted (never
+// taken to the coset), ntt_fused_top runs its FUSED_TOP_PRODUCT step on b's last coset pass
+// (pa = A's coset evaluations), and the final pass subtracts C's scaled coefficients as it
+// stores.
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_fused_mid(const ntt_fused_args a) {
     __shared__ uint4 sm[NTT_TILE * 2];
     const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
     const scale_t none{nullptr, nullptr, nullptr, 0};
     const scale_t mid{nullptr, a.scale_lo, a.scale_hi, a.lo_bits};
-    tile_load(sm, tl, a.data, none, 0);
+    tile_load(sm, tl, a.data, nullptr, none, 0);
     tile_stages(sm, tl, a.tw_first, 1);
     // position e holds coefficient rev(g) (times n): scale by n^-1 g^rev(g)
 #pragma unroll
@@ -325,7 +337,7 @@ extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     }
     __syncthreads();
     tile_stages(sm, tl, a.tw_second, 0);
-    tile_store(sm, tl, a.data, none, 0);
+    tile_store(sm, tl, a.data, none, nullptr, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
@@ -333,18 +345,28 @@ extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     __shared__ uint4 sm[NTT_TILE * 2];
     const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
     const scale_t none{nullptr, nullptr, nullptr, 0};
-    tile_load(sm, tl, a.data, none, 0);
+    tile_load(sm, tl, a.data, nullptr, none, 0);
     tile_stages(sm, tl, a.tw_first, 0);
-    const fr_t zinv = fr_t::load(a.zinv);
+    if (a.pointwise == FUSED_TOP_PRODUCT) {
 #pragma unroll
-    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
-        u32 e = threadIdx.x + jj * NTT_THREADS;
-        if (e >= tl.E) break;
-        const size_t g = tl.gidx(e);
-        fr_t v = fr_t::mul(fr_t::load(a.pa + 8 * g), fr_t::load(a.pb + 8 * g));
-        store_sm(sm, e, fr_t::mul(fr_t::sub(v, load_sm(sm, e)), zinv));
+        for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
+            u32 e = threadIdx.x + jj * NTT_THREADS;
+            if (e >= tl.E) break;
+            const size_t g = tl.gidx(e);
+            store_sm(sm, e, fr_t::mul(fr_t::load(a.pa + 8 * g), load_sm(sm, e)));
+        }
+    } else {
+        const fr_t zinv = fr_t::load(a.zinv);
+#pragma unroll
+        for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
+            u32 e = threadIdx.x + jj * NTT_THREADS;
+            if (e >= tl.E) break;
+            const size_t g = tl.gidx(e);
+            fr_t v = fr_t::mul(fr_t::load(a.pa + 8 * g), fr_t::load(a.pb + 8 * g));
+            store_sm(sm, e, fr_t::mul(fr_t::sub(v, load_sm(sm, e)), zinv));
+        }
     }
     __syncthreads();
     tile_stages(sm, tl, a.tw_second, 1);
-    tile_store(sm, tl, a.out, none, 0);
+    tile_store(sm, tl, a.out, none, nullptr, 0);
 }

@@ -78,6 +78,10 @@ shared_consts! {
     NTT_THREADS = 256;
     /// Blocks per multiprocessor in `ntt_pass`'s `__launch_bounds__` (80 registers).
     NTT_MIN_BLOCKS = 3;
+    /// `ntt_fused_top`'s pointwise step: x = (pa pb - x) zinv (H from C's coset evaluations).
+    FUSED_TOP_QUOTIENT = 0;
+    /// `ntt_fused_top`'s pointwise step: x = pa x (the coset evaluations of A B).
+    FUSED_TOP_PRODUCT = 1;
     /// Threads per block of `scan_tiles`.
     SCAN_THREADS = 256;
     /// Elements per thread of `scan_tiles`.
@@ -190,17 +194,22 @@ macro_rules! kernel_args {
 
 kernel_args! {
     /// One pass of fused NTT stages (see cuda/ntt.cu). `input` and `output` may alias unless
-    /// `bitrev_out` is set; a scaling pointer of 0 means "no factor".
+    /// `bitrev_out` is set; a scaling pointer of 0 means "no factor". `load_mul` (0: none)
+    /// multiplies each loaded element by `load_mul` at the same index; `store_sub` (0: none)
+    /// subtracts `store_sub` at the element's source index from each stored element (after its
+    /// scaling).
     "ntt"::"ntt_pass" => NttPassArgs("ntt_pass_args") {
         input: DevPtr,
         output: DevPtrMut,
         tw: DevPtr,
+        load_mul: DevPtr,
         load_c: DevPtr,
         load_lo: DevPtr,
         load_hi: DevPtr,
         store_c: DevPtr,
         store_lo: DevPtr,
         store_hi: DevPtr,
+        store_sub: DevPtr,
         log_n: u32,
         s_lo: u32,
         t: u32,
@@ -214,8 +223,10 @@ kernel_args! {
     /// The H sequence's fused passes (cuda/ntt.cu): `ntt_fused_mid` runs, on one tile of
     /// `data`, the DIF stages with `tw_first`, the n^-1 g^rev(i) scaling (split tables
     /// `scale_lo`, `scale_hi`) and the DIT stages with `tw_second`, in place; `ntt_fused_top`
-    /// runs c's last DIT stages (`tw_first`), the pointwise (pa pb - c) zinv and the inverse's
-    /// first DIF stages (`tw_second`), reading c from `data` and writing `out`.
+    /// runs the last DIT stages (`tw_first`) of the transform in `data`, a pointwise step with
+    /// `pa` (and `pb`) chosen by `pointwise` (`FUSED_TOP_QUOTIENT`: (pa pb - x) zinv;
+    /// `FUSED_TOP_PRODUCT`: pa x) and the inverse's first DIF stages (`tw_second`), reading
+    /// `data` and writing `out`.
     "ntt"::"ntt_fused_mid" | "ntt"::"ntt_fused_top" => NttFusedArgs("ntt_fused_args") {
         data: DevPtrMut,
         out: DevPtrMut,
@@ -232,6 +243,7 @@ kernel_args! {
         lg_l: u32,
         hb: u32,
         lo_bits: u32,
+        pointwise: u32,
     }
     /// The per-stage twiddle tables from two split power tables.
     "ntt"::"fr_build_stage_tables" => StageTablesArgs("stage_tables_args") {

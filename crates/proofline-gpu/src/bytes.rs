@@ -14,7 +14,7 @@ use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, Precomputation, SortPlan,
-    WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -168,7 +168,7 @@ impl Sizer {
         }
         let sets = |len: usize| match pre {
             Some(p) => BucketSets::precomputed(p),
-            None => BucketSets::plain(WindowPlan::for_points(len)),
+            None => BucketSets::plain(self.cfg.window_plan(len)),
         };
         let max_chunk = self.cfg.max_chunk();
         let first = n.min(max_chunk);
@@ -284,8 +284,9 @@ impl Sizer {
         let stage = 2 * r(fr * (n - 1).max(1));
         let (_, wlo, whi) = pow_table_lens((n / 2).max(1));
         let (_, glo, ghi) = pow_table_lens(n);
-        // g and g^-1 split tables, their low halves with n^-1 folded in, n^-1, (g^n - 1)^-1
-        let kept = stage + 2 * (2 * r(fr * glo) + r(fr * ghi)) + 2 * r(fr);
+        // g and g^-1 split tables, their low halves with n^-1 folded in, g^-1's low half with
+        // n^-1 (g^n - 1)^-1 folded in; n^-1, (g^n - 1)^-1 and their product
+        let kept = stage + 2 * (2 * r(fr * glo) + r(fr * ghi)) + r(fr * glo) + 3 * r(fr);
         let build_scratch = 2 * (r(fr * wlo) + r(fr * whi));
         (kept + build_scratch, kept)
     }

@@ -350,7 +350,7 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::{MsmConfig, NttConfig};
+    use crate::config::{HSequence, MsmConfig, NttConfig};
     use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -555,10 +555,17 @@ mod tests {
                 cpu_ntt(&mut want, kind);
                 assert!(got == want, "{kind:?} 2^{lg}");
             }
-            let (a, b, c) = (x.clone(), random_scalars(n, 7), random_scalars(n, 8));
-            let mut want = a.clone();
-            cpu_h_poly(&mut want, &b, &c);
+            let (a, b) = (x.clone(), random_scalars(n, 7));
+            let product: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
             for (name, cfg) in NttConfig::variants() {
+                // any c where the sequence takes any, else the a∘b of a satisfied witness
+                let c = if cfg.h.takes_any_c() {
+                    random_scalars(n, 8)
+                } else {
+                    product.clone()
+                };
+                let mut want = a.clone();
+                cpu_h_poly(&mut want, &b, &c);
                 let mut da = e.upload(scalars_as_u32(&a)).unwrap();
                 let mut db = e.upload(scalars_as_u32(&b)).unwrap();
                 let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
@@ -571,7 +578,8 @@ mod tests {
         }
     }
 
-    /// The fused H sequence over plans of three passes (for a, b and c).
+    /// The fused H sequences over plans of three passes (for a, b and c), C's evaluations given
+    /// as those of a satisfied witness.
     #[test]
     fn h_poly_large_matches_cpu() {
         let e = EmuExec::new(SMS);
@@ -579,22 +587,21 @@ mod tests {
         let n = 1usize << lg;
         let tables = build_tables(&e, lg).unwrap();
         let t = tables.ptrs();
-        let (a, b, c) = (
-            random_scalars(n, 61),
-            random_scalars(n, 62),
-            random_scalars(n, 63),
-        );
+        let (a, b) = (random_scalars(n, 61), random_scalars(n, 62));
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
         let mut want = a.clone();
         cpu_h_poly(&mut want, &b, &c);
-        let cfg = NttConfig::default();
-        let mut da = e.upload(scalars_as_u32(&a)).unwrap();
-        let mut db = e.upload(scalars_as_u32(&b)).unwrap();
-        let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-        ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Given).unwrap();
-        let mut got = vec![Scalar::ZERO; n];
-        e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
-            .unwrap();
-        assert!(got == want, "h_poly 2^{lg}");
+        for h in [HSequence::Fused, HSequence::Quotient] {
+            let cfg = NttConfig { h };
+            let mut da = e.upload(scalars_as_u32(&a)).unwrap();
+            let mut db = e.upload(scalars_as_u32(&b)).unwrap();
+            let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
+            ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Given).unwrap();
+            let mut got = vec![Scalar::ZERO; n];
+            e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
+                .unwrap();
+            assert!(got == want, "h_poly 2^{lg}, {h:?}");
+        }
     }
 
     /// The proving path's H: C's evaluations derived on the device as a∘b equal the CPU

@@ -9,14 +9,17 @@
 //! of a, b, c: DIF(w^-1) (evaluations -> bit-reversed
 //! coefficients), DIT(w) whose first pass scales position p by n^-1 g^rev(p)
 //! (-> natural coset evaluations); then a = (a b - c) / (g^n - 1); DIF(w^-1)
-//! whose last pass stores bit-reversed, scaled by n^-1 g^-j.
+//! whose last pass stores bit-reversed, scaled by n^-1 g^-j ([`HSequence::Separate`] and, with
+//! passes fused where transforms meet, [`HSequence::Fused`]). [`HSequence::Quotient`] takes six
+//! transforms: c is only inverted, and H is read off A B's coefficients (`h_poly_quotient`).
 
 use blstrs::Scalar;
 use ff::Field;
 
 use crate::abi::{
     DevPtr, DevPtrMut, HPointwiseArgs, NttFusedArgs, NttPassArgs, PointwiseProductArgs,
-    StageTablesArgs, ELEMENT_THREADS, FR_WORDS, NTT_THREADS, NTT_TILE_LOG,
+    StageTablesArgs, ELEMENT_THREADS, FR_WORDS, FUSED_TOP_PRODUCT, FUSED_TOP_QUOTIENT, NTT_THREADS,
+    NTT_TILE_LOG,
 };
 use crate::config::{HSequence, NttConfig};
 use crate::error::GpuError;
@@ -80,10 +83,14 @@ pub(crate) struct NttTables<B> {
     pub(crate) ng_lo: B,
     /// n^-1 g^-j, j < 2^pow_lo_bits
     pub(crate) nginv_lo: B,
+    /// n^-1 (g^n - 1)^-1 g^-j, j < 2^pow_lo_bits (the quotient sequence's last store)
+    pub(crate) nzginv_lo: B,
     /// n^-1 (Montgomery)
     pub(crate) n_inv: B,
     /// (g^n - 1)^-1 (Montgomery)
     pub(crate) z_inv: B,
+    /// n^-1 (g^n - 1)^-1 (Montgomery)
+    pub(crate) nz_inv: B,
 }
 
 /// The tables' device addresses.
@@ -99,8 +106,10 @@ pub(crate) struct TablePtrs {
     ginv_hi: u64,
     ng_lo: u64,
     nginv_lo: u64,
+    nzginv_lo: u64,
     n_inv: u64,
     z_inv: u64,
+    nz_inv: u64,
 }
 
 impl<B: DevBuf> NttTables<B> {
@@ -116,8 +125,10 @@ impl<B: DevBuf> NttTables<B> {
             ginv_hi: self.ginv_hi.ptr(),
             ng_lo: self.ng_lo.ptr(),
             nginv_lo: self.nginv_lo.ptr(),
+            nzginv_lo: self.nzginv_lo.ptr(),
             n_inv: self.n_inv.ptr(),
             z_inv: self.z_inv.ptr(),
+            nz_inv: self.nz_inv.ptr(),
         }
     }
 
@@ -134,8 +145,10 @@ impl<B: DevBuf> NttTables<B> {
             ginv_hi: f(self.ginv_hi),
             ng_lo: f(self.ng_lo),
             nginv_lo: f(self.nginv_lo),
+            nzginv_lo: f(self.nzginv_lo),
             n_inv: f(self.n_inv),
             z_inv: f(self.z_inv),
+            nz_inv: f(self.nz_inv),
         }
     }
 }
@@ -146,6 +159,42 @@ struct Scale {
     c: u64,
     lo: u64,
     hi: u64,
+}
+
+/// What the first pass of a plan does to each element as it loads it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Load {
+    /// Multiplies it by the scalar of this buffer at the same index (0: none).
+    times: u64,
+    /// Multiplies it by a factor taken at its index.
+    scale: Option<(Scale, FactorIndex)>,
+}
+
+impl Load {
+    fn scaled(scale: Scale, at: FactorIndex) -> Self {
+        Load {
+            times: 0,
+            scale: Some((scale, at)),
+        }
+    }
+}
+
+/// What the last pass of a plan does to each element as it stores it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Store {
+    /// Multiplies it by a factor taken at its destination index.
+    scale: Option<Scale>,
+    /// Then subtracts the scalar of this buffer at its source index (0: none).
+    minus: u64,
+}
+
+impl Store {
+    fn scaled(scale: Scale) -> Self {
+        Store {
+            scale: Some(scale),
+            minus: 0,
+        }
+    }
 }
 
 #[cfg(any(test, feature = "testkit"))]
@@ -205,6 +254,8 @@ pub(crate) fn build_tables<E: Exec>(e: &E, log_n: u32) -> Result<NttTables<E::Bu
     let z_inv = z.invert().unwrap_or(Scalar::ONE);
     let ng_lo: Vec<Scalar> = gt.lo.iter().map(|x| x * n_inv).collect();
     let nginv_lo: Vec<Scalar> = gi.lo.iter().map(|x| x * n_inv).collect();
+    let nz_inv = n_inv * z_inv;
+    let nzginv_lo: Vec<Scalar> = gi.lo.iter().map(|x| x * nz_inv).collect();
     let tables = NttTables {
         log_n,
         pow_lo_bits: gt.lo_bits,
@@ -216,15 +267,17 @@ pub(crate) fn build_tables<E: Exec>(e: &E, log_n: u32) -> Result<NttTables<E::Bu
         ginv_hi: e.upload(scalars_as_u32(&gi.hi))?,
         ng_lo: e.upload(scalars_as_u32(&ng_lo))?,
         nginv_lo: e.upload(scalars_as_u32(&nginv_lo))?,
+        nzginv_lo: e.upload(scalars_as_u32(&nzginv_lo))?,
         n_inv: e.upload(scalars_as_u32(&[n_inv]))?,
         z_inv: e.upload(scalars_as_u32(&[z_inv]))?,
+        nz_inv: e.upload(scalars_as_u32(&[nz_inv]))?,
     };
     e.sync()?;
     Ok(tables)
 }
 
 /// One pass (`p`) of a plan over the 2^log_n scalars at `src`, writing `dst` (the same address
-/// in place, unless `bitrev_out`); `load` scales its input, `store` its output.
+/// in place, unless `bitrev_out`); `load` applies to its input, `store` to its output.
 #[allow(clippy::too_many_arguments)]
 fn launch_pass<E: Exec>(
     e: &E,
@@ -234,14 +287,16 @@ fn launch_pass<E: Exec>(
     t: &TablePtrs,
     p: &NttPass,
     order: Order,
-    load: Option<(Scale, FactorIndex)>,
-    store: Option<Scale>,
+    load: Load,
+    store: Store,
     bitrev_out: bool,
 ) -> Result<(), GpuError> {
     let tile = 1usize << (p.t + p.lg_l + p.hb);
     let blocks = (1usize << t.log_n) / tile;
-    let (ls, lidx) = load.unwrap_or((Scale::default(), FactorIndex::Natural));
-    let ss = store.unwrap_or_default();
+    let (ls, lidx) = load
+        .scale
+        .unwrap_or((Scale::default(), FactorIndex::Natural));
+    let ss = store.scale.unwrap_or_default();
     e.launch(
         blocks as u32,
         NTT_THREADS,
@@ -249,12 +304,14 @@ fn launch_pass<E: Exec>(
             input: DevPtr(src),
             output: DevPtrMut(dst),
             tw: DevPtr(tw),
+            load_mul: DevPtr(load.times),
             load_c: DevPtr(ls.c),
             load_lo: DevPtr(ls.lo),
             load_hi: DevPtr(ls.hi),
             store_c: DevPtr(ss.c),
             store_lo: DevPtr(ss.lo),
             store_hi: DevPtr(ss.hi),
+            store_sub: DevPtr(store.minus),
             log_n: t.log_n,
             s_lo: p.s_lo,
             t: p.t,
@@ -269,8 +326,8 @@ fn launch_pass<E: Exec>(
 }
 
 /// Radix-2 passes over `data` (2^log_n elements, log_n >= 1), in place except where `output`
-/// says the last pass writes bit-reversed elsewhere. `load` scales the input of the first
-/// pass, `store` the output of the last.
+/// says the last pass writes bit-reversed elsewhere. `load` applies to the input of the first
+/// pass, `store` to the output of the last.
 #[allow(clippy::too_many_arguments)]
 fn run_passes<E: Exec>(
     e: &E,
@@ -278,8 +335,8 @@ fn run_passes<E: Exec>(
     tw: u64,
     t: &TablePtrs,
     order: Order,
-    load: Option<(Scale, FactorIndex)>,
-    store: Option<Scale>,
+    load: Load,
+    store: Store,
     output: Output,
 ) -> Result<(), GpuError> {
     let log_n = t.log_n;
@@ -308,8 +365,8 @@ fn run_passes<E: Exec>(
             t,
             p,
             order,
-            if first { load } else { None },
-            if last { store } else { None },
+            if first { load } else { Load::default() },
+            if last { store } else { Store::default() },
             bitrev_out,
         )?;
     }
@@ -370,21 +427,46 @@ pub(crate) fn ntt_into<E: Exec>(
     };
     let p = src;
     match kind {
-        NttKind::Forward => run_passes(e, p, t.tw_fwd, t, Order::Dif, None, None, out)?,
+        NttKind::Forward => run_passes(
+            e,
+            p,
+            t.tw_fwd,
+            t,
+            Order::Dif,
+            Load::default(),
+            Store::default(),
+            out,
+        )?,
         NttKind::CosetForward => run_passes(
             e,
             p,
             t.tw_fwd,
             t,
             Order::Dif,
-            Some((g, FactorIndex::Natural)),
-            None,
+            Load::scaled(g, FactorIndex::Natural),
+            Store::default(),
             out,
         )?,
-        NttKind::Inverse => run_passes(e, p, t.tw_inv, t, Order::Dif, None, Some(ninv), out)?,
-        NttKind::CosetInverse => {
-            run_passes(e, p, t.tw_inv, t, Order::Dif, None, Some(ninv_ginv), out)?
-        }
+        NttKind::Inverse => run_passes(
+            e,
+            p,
+            t.tw_inv,
+            t,
+            Order::Dif,
+            Load::default(),
+            Store::scaled(ninv),
+            out,
+        )?,
+        NttKind::CosetInverse => run_passes(
+            e,
+            p,
+            t.tw_inv,
+            t,
+            Order::Dif,
+            Load::default(),
+            Store::scaled(ninv_ginv),
+            out,
+        )?,
     }
     Ok(())
 }
@@ -449,12 +531,17 @@ pub(crate) fn h_poly_at<E: Exec>(
     cfg: &NttConfig,
     c_in: CInput,
 ) -> Result<HIn, GpuError> {
+    // the fused passes need a plan of at least two passes (above one tile)
+    let fused = t.log_n > NTT_TILE_LOG;
+    if cfg.h == HSequence::Quotient && fused {
+        // the product, if any, is taken as c's first pass loads a and b
+        return h_poly_quotient(e, a, b, c, t, c_in);
+    }
     if c_in == CInput::Product {
         pointwise_product(e, c, a, b, 1usize << t.log_n)?;
     }
     match cfg.h {
-        // the fused passes need a plan of at least two passes (above one tile)
-        HSequence::Fused if t.log_n > NTT_TILE_LOG => h_poly_fused(e, a, b, c, t),
+        HSequence::Fused | HSequence::Quotient if fused => h_poly_fused(e, a, b, c, t),
         _ => h_poly_separate(e, a, b, c, t),
     }
 }
@@ -495,7 +582,16 @@ fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Res
     if t.log_n > 0 {
         for x in [a, b, c] {
             // evaluations -> bit-reversed coefficients (times n)
-            run_passes(e, x, t.tw_inv, t, Order::Dif, None, None, Output::InPlace)?;
+            run_passes(
+                e,
+                x,
+                t.tw_inv,
+                t,
+                Order::Dif,
+                Load::default(),
+                Store::default(),
+                Output::InPlace,
+            )?;
             // * n^-1 g^i on load, then -> natural-order coset evaluations
             run_passes(
                 e,
@@ -503,8 +599,8 @@ fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Res
                 t.tw_fwd,
                 t,
                 Order::Dit,
-                Some((ninv_g, FactorIndex::BitReversed)),
-                None,
+                Load::scaled(ninv_g, FactorIndex::BitReversed),
+                Store::default(),
                 Output::InPlace,
             )?;
         }
@@ -531,87 +627,205 @@ fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Res
         t.tw_inv,
         t,
         Order::Dif,
-        None,
-        Some(ninv_ginv),
+        Load::default(),
+        Store::scaled(ninv_ginv),
         Output::BitReversedInto(b),
     )?;
     Ok(HIn::B)
 }
 
-/// The H sequence with fused passes (log_n > NTT_TILE_LOG): see `ntt_fused_mid` and
-/// `ntt_fused_top` in cuda/ntt.cu. a and b: the inverse's passes down to the lowest, then one
-/// fused pass (the inverse's lowest, the coset scaling, the coset transform's lowest), then the
-/// coset transform's other passes. c: the same with the plan of the bit-reversing inverse, whose
-/// top pass then also runs the pointwise step and the final inverse's first pass into a; the
-/// final inverse continues on a and stores bit-reversed, scaled by n^-1 g^-j, into b.
-fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
-    let mid = |x: u64, p: &NttPass| {
-        e.launch_as(
-            "ntt_fused_mid",
-            fused_blocks(t, p),
-            NTT_THREADS,
-            &fused_args(t, p, x, 0, 0, 0),
+/// Takes `x` from evaluations to coset evaluations with fused passes over `plan` (at least two
+/// passes): the inverse's passes down to the lowest, one fused pass (the inverse's lowest, the
+/// n^-1 g^rev(i) scaling, the coset transform's lowest), then the coset transform's other
+/// passes except the last `keep` (0 or 1), which the caller fuses with what follows.
+fn to_coset<E: Exec>(
+    e: &E,
+    x: u64,
+    t: &TablePtrs,
+    plan: &[NttPass],
+    keep: usize,
+) -> Result<(), GpuError> {
+    let pass = |p: &NttPass, tw: u64, order: Order| {
+        launch_pass(
+            e,
+            x,
+            x,
+            tw,
+            t,
+            p,
+            order,
+            Load::default(),
+            Store::default(),
+            false,
         )
     };
-    let pass = |x: u64, p: &NttPass, tw: u64, order: Order| {
-        launch_pass(e, x, x, tw, t, p, order, None, None, false)
-    };
+    for p in plan[1..].iter().rev() {
+        pass(p, t.tw_inv, Order::Dif)?;
+    }
+    let mid = &plan[0];
+    e.launch_as(
+        "ntt_fused_mid",
+        fused_blocks(t, mid),
+        NTT_THREADS,
+        &fused_args(t, mid, x, 0, 0, 0, TopPointwise::Quotient),
+    )?;
+    for p in &plan[1..plan.len() - keep] {
+        pass(p, t.tw_fwd, Order::Dit)?;
+    }
+    Ok(())
+}
+
+/// The final inverse after `ntt_fused_top` wrote its first pass into `a`: the middle passes of
+/// `plan` in place, then its lowest pass, stored bit-reversed into `out` by `store`.
+fn final_inverse<E: Exec>(
+    e: &E,
+    a: u64,
+    out: u64,
+    t: &TablePtrs,
+    plan: &[NttPass],
+    store: Store,
+) -> Result<(), GpuError> {
+    let k = plan.len();
+    for p in plan[1..k - 1].iter().rev() {
+        launch_pass(
+            e,
+            a,
+            a,
+            t.tw_inv,
+            t,
+            p,
+            Order::Dif,
+            Load::default(),
+            Store::default(),
+            false,
+        )?;
+    }
+    launch_pass(
+        e,
+        a,
+        out,
+        t.tw_inv,
+        t,
+        &plan[0],
+        Order::Dif,
+        Load::default(),
+        store,
+        true,
+    )
+}
+
+/// The H sequence with fused passes (log_n > NTT_TILE_LOG): see `ntt_fused_mid` and
+/// `ntt_fused_top` in cuda/ntt.cu. a and b to the coset ([`to_coset`]); c the same with the
+/// plan of the bit-reversing inverse, whose top pass then also runs the pointwise step and the
+/// final inverse's first pass into a; the final inverse continues on a and stores
+/// bit-reversed, scaled by n^-1 g^-j, into b.
+fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     for x in [a, b] {
-        let plan = ntt_passes(t.log_n);
-        for p in plan[1..].iter().rev() {
-            pass(x, p, t.tw_inv, Order::Dif)?;
-        }
-        mid(x, &plan[0])?;
-        for p in &plan[1..] {
-            pass(x, p, t.tw_fwd, Order::Dit)?;
-        }
+        to_coset(e, x, t, &ntt_passes(t.log_n), 0)?;
     }
     let plan = ntt_passes_bitrev(t.log_n);
-    let k = plan.len();
-    for p in plan[1..].iter().rev() {
-        pass(c, p, t.tw_inv, Order::Dif)?;
-    }
-    mid(c, &plan[0])?;
-    for p in &plan[1..k - 1] {
-        pass(c, p, t.tw_fwd, Order::Dit)?;
-    }
-    let top = &plan[k - 1];
+    to_coset(e, c, t, &plan, 1)?;
+    let top = &plan[plan.len() - 1];
     e.launch_as(
         "ntt_fused_top",
         fused_blocks(t, top),
         NTT_THREADS,
-        &fused_args(t, top, c, a, a, b),
+        &fused_args(t, top, c, a, a, b, TopPointwise::Quotient),
     )?;
-    for p in plan[1..k - 1].iter().rev() {
-        pass(a, p, t.tw_inv, Order::Dif)?;
-    }
     let ninv_ginv = Scale {
         c: 0,
         lo: t.nginv_lo,
         hi: t.ginv_hi,
     };
-    launch_pass(
-        e,
-        a,
-        b,
-        t.tw_inv,
-        t,
-        &plan[0],
-        Order::Dif,
-        None,
-        Some(ninv_ginv),
-        true,
-    )?;
+    final_inverse(e, a, b, t, &plan, Store::scaled(ninv_ginv))?;
     Ok(HIn::B)
+}
+
+/// The quotient sequence (log_n > NTT_TILE_LOG; six transforms): H is the upper half of A B's
+/// coefficients (cuda/ntt.cu). c: the inverse alone (its first pass loads a b where
+/// `c_in` is [`CInput::Product`]), in place, bit-reversed, scaled by n^-1 (g^n - 1)^-1 as its
+/// last pass stores. a to the coset; b to the coset with the plan of the bit-reversing inverse,
+/// whose top pass also multiplies by A's coset evaluations and runs the final inverse's first
+/// pass into a; the final inverse continues on a and stores bit-reversed into b, scaled by
+/// n^-1 (g^n - 1)^-1 g^-j, minus C's scaled coefficients.
+fn h_poly_quotient<E: Exec>(
+    e: &E,
+    a: u64,
+    b: u64,
+    c: u64,
+    t: &TablePtrs,
+    c_in: CInput,
+) -> Result<HIn, GpuError> {
+    let plan = ntt_passes(t.log_n);
+    let count = plan.len();
+    for (i, p) in plan.iter().rev().enumerate() {
+        let (src, load) = match c_in {
+            CInput::Product if i == 0 => (
+                a,
+                Load {
+                    times: b,
+                    scale: None,
+                },
+            ),
+            _ => (c, Load::default()),
+        };
+        let store = if i + 1 == count {
+            Store::scaled(Scale {
+                c: t.nz_inv,
+                lo: 0,
+                hi: 0,
+            })
+        } else {
+            Store::default()
+        };
+        launch_pass(e, src, c, t.tw_inv, t, p, Order::Dif, load, store, false)?;
+    }
+    to_coset(e, a, t, &plan, 0)?;
+    let plan = ntt_passes_bitrev(t.log_n);
+    to_coset(e, b, t, &plan, 1)?;
+    let top = &plan[plan.len() - 1];
+    e.launch_as(
+        "ntt_fused_top",
+        fused_blocks(t, top),
+        NTT_THREADS,
+        &fused_args(t, top, b, a, a, 0, TopPointwise::Product),
+    )?;
+    let store = Store {
+        scale: Some(Scale {
+            c: 0,
+            lo: t.nzginv_lo,
+            hi: t.ginv_hi,
+        }),
+        minus: c,
+    };
+    final_inverse(e, a, b, t, &plan, store)?;
+    Ok(HIn::B)
+}
+
+/// The pointwise step of `ntt_fused_top`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TopPointwise {
+    /// (pa pb - x) (g^n - 1)^-1: H's coset evaluations from C's.
+    Quotient,
+    /// pa x: A B's coset evaluations.
+    Product,
 }
 
 fn fused_blocks(t: &TablePtrs, p: &NttPass) -> u32 {
     ((1usize << t.log_n) >> (p.t + p.lg_l + p.hb)) as u32
 }
 
-/// Arguments of a fused pass: `data` in (and out for the mid pass), `out`, `pa`, `pb` for the
-/// top pass (0 for the mid pass).
-fn fused_args(t: &TablePtrs, p: &NttPass, data: u64, out: u64, pa: u64, pb: u64) -> NttFusedArgs {
+/// Arguments of a fused pass: `data` in (and out for the mid pass), `out`, `pa`, `pb` and the
+/// pointwise step for the top pass (0 for the mid pass).
+fn fused_args(
+    t: &TablePtrs,
+    p: &NttPass,
+    data: u64,
+    out: u64,
+    pa: u64,
+    pb: u64,
+    pointwise: TopPointwise,
+) -> NttFusedArgs {
     let top = out != 0;
     NttFusedArgs {
         data: DevPtrMut(data),
@@ -630,5 +844,9 @@ fn fused_args(t: &TablePtrs, p: &NttPass, data: u64, out: u64, pa: u64, pb: u64)
         lg_l: p.lg_l,
         hb: p.hb,
         lo_bits: t.lo_bits,
+        pointwise: match pointwise {
+            TopPointwise::Quotient => FUSED_TOP_QUOTIENT,
+            TopPointwise::Product => FUSED_TOP_PRODUCT,
+        },
     }
 }

@@ -297,7 +297,7 @@ fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
                 })?;
                 let m = median(v.clone());
                 r.row(
-                    "h_poly (c = a b, 7 NTT, pointwise)",
+                    "h_poly (c = a b, the H sequence)",
                     format!("2^{lg}"),
                     name,
                     m,
