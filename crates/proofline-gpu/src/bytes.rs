@@ -14,7 +14,7 @@ use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, Precomputation, SortPlan,
-    ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -168,7 +168,7 @@ impl Sizer {
         }
         let sets = |len: usize| match pre {
             Some(p) => BucketSets::precomputed(p),
-            None => BucketSets::plain(self.cfg.window_plan(len)),
+            None => BucketSets::plain(WindowPlan::for_points(len)),
         };
         let max_chunk = self.cfg.max_chunk();
         let first = n.min(max_chunk);

@@ -2,8 +2,6 @@
 //! device call, and what production runs ([`MsmConfig::default`], the best measured variant).
 //! No environment knobs: a variant is chosen by passing a config.
 
-use crate::plan::{WindowPlan, WIDE_WINDOW};
-
 /// How a Pippenger chunk sorts its (point, window) entries by bucket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub enum MsmSort {
@@ -62,22 +60,6 @@ impl Default for MsmAcc {
     }
 }
 
-/// The window width (bits per signed digit) of a dense Pippenger chunk, by its points.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum MsmWindow {
-    /// About log2(n) - 4 bits below 2^22 points (8..=16), 20 bits (13 windows of 2^19
-    /// buckets) from 2^22 (`plan::WindowPlan::for_points`).
-    #[default]
-    Standard,
-    /// As `Standard`, and 22 bits (12 windows of 2^21 buckets) from 2^`from_log` points: a
-    /// window fewer (8 % fewer entries to sort and add) for 3.7 times the buckets to reduce
-    /// and hold.
-    Wide {
-        /// log2 of the fewest points that take the wide window.
-        from_log: u32,
-    },
-}
-
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmConfig {
@@ -93,8 +75,6 @@ pub struct MsmConfig {
     pub g2_madd: G2Madd,
     /// The bucket accumulation.
     pub acc: MsmAcc,
-    /// The window width of the dense chunks.
-    pub window: MsmWindow,
 }
 
 impl Default for MsmConfig {
@@ -104,7 +84,6 @@ impl Default for MsmConfig {
             max_chunk_log: 26,
             g2_madd: G2Madd::default(),
             acc: MsmAcc::default(),
-            window: MsmWindow::default(),
         }
     }
 }
@@ -149,44 +128,12 @@ impl MsmConfig {
                     ..d
                 },
             ),
-            (
-                "rounds=6",
-                MsmConfig {
-                    acc: MsmAcc::BatchAffine { rounds: 6 },
-                    ..d
-                },
-            ),
-            (
-                "window=22",
-                MsmConfig {
-                    window: MsmWindow::Wide { from_log: 16 },
-                    ..d
-                },
-            ),
-            (
-                "window=22,rounds=5",
-                MsmConfig {
-                    window: MsmWindow::Wide { from_log: 16 },
-                    acc: MsmAcc::BatchAffine { rounds: 5 },
-                    ..d
-                },
-            ),
         ]
     }
 
     /// The most points one Pippenger chunk takes.
     pub fn max_chunk(&self) -> usize {
         1 << self.max_chunk_log.clamp(10, 27)
-    }
-
-    /// The window plan of a dense chunk of `n` points.
-    pub fn window_plan(&self, n: usize) -> WindowPlan {
-        match self.window {
-            MsmWindow::Wide { from_log } if n >= 1usize << from_log.min(40) => {
-                WindowPlan::with_window(WIDE_WINDOW)
-            }
-            _ => WindowPlan::for_points(n),
-        }
     }
 }
 
@@ -198,16 +145,18 @@ pub enum HSequence {
     /// Passes fused where two transforms meet on the same tiles: each inverse's lowest pass
     /// with the following coset transform's lowest pass, and c's top pass with the pointwise
     /// step and the final inverse's top pass (five passes over the data fewer at any size
-    /// above one tile; n^-1 folded into the coset power tables). The production default: 280.8
-    /// ms at 2^27 on the H200 against 291.5 separate.
-    #[default]
+    /// above one tile; n^-1 folded into the coset power tables): 282.1 ms at 2^27 on the H200
+    /// against 292.2 separate.
     Fused,
     /// Six transforms: C = A B mod Z when c = a∘b (a witness that satisfies every constraint,
     /// which synthesis checks), so H is the upper half of A B's coefficients. c is only
     /// inverted; a and b go to the coset, their product comes back by one coset inverse, and
     /// H_k = (Y_k - C_k) / (g^n - 1) as it stores (cuda/ntt.cu). Fused passes as in `Fused`,
     /// and c's product taken as its first pass loads a and b. Only for c = a∘b: with other
-    /// values of c it does not compute the seven transforms' result.
+    /// values of c it does not compute the seven transforms' result. The production default
+    /// (the H stage derives c = a∘b): 241.7 ms at 2^27 and 27.2 at 2^24 on the H200 against
+    /// 282.1 and 31.7 for `Fused`.
+    #[default]
     Quotient,
 }
 

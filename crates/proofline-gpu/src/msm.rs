@@ -38,7 +38,7 @@ use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
 use crate::plan::{
     affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, OnesRounds,
-    Precomputation, SortPlan,
+    Precomputation, SortPlan, WindowPlan,
 };
 use crate::stager::stream_chunks;
 
@@ -146,7 +146,7 @@ pub(crate) fn pippenger_sets<E: Exec, C: MsmCurve>(
         let sp = scalars + (start * FR_WORDS as usize * 4) as u64;
         let (sets, stride) = match pre {
             Some((p, stride)) => (BucketSets::precomputed(&p), stride as u32),
-            None => (BucketSets::plain(cfg.window_plan(len)), 0),
+            None => (BucketSets::plain(WindowPlan::for_points(len)), 0),
         };
         let bp = point_at::<C>(bases, start);
         let r = pippenger_chunk::<E, C>(e, bp, sp, len, &sets, stride, cfg)?;

@@ -16,10 +16,8 @@ pub use crate::abi::{
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
 /// spare bit for the final signed-digit carry).
 pub const SCALAR_BITS: u32 = 256;
-/// Largest window of the standard plan (bucket memory grows as 2^(c-1)).
+/// Largest window the GPU uses (bucket memory grows as 2^(c-1)).
 pub const MAX_WINDOW: u32 = 20;
-/// The window of `MsmWindow::Wide` (12 windows where 20 bits take 13).
-pub const WIDE_WINDOW: u32 = 22;
 /// Smallest window.
 pub const MIN_WINDOW: u32 = 8;
 
