@@ -40,6 +40,13 @@ pub trait ProverBackend: Send + Sync + 'static {
         c: &mut [Scalar],
     ) -> Result<(), BackendError>;
 
+    /// [`ProverBackend::h_poly`] where C's evaluations are `a∘b` (a witness that satisfies
+    /// every constraint); `b` is scratch. By default it computes them and calls `h_poly`.
+    fn h_poly_of_product(&self, a: &mut [Scalar], b: &mut [Scalar]) -> Result<(), BackendError> {
+        let mut c: Vec<Scalar> = a.iter().zip(b.iter()).map(|(x, y)| *x * y).collect();
+        self.h_poly(a, b, &mut c)
+    }
+
     /// `Σ scalars[i] · bases[i]` in G1 (dense: the H query).
     fn msm_g1_dense(
         &self,
@@ -84,6 +91,10 @@ impl ProverBackend for CpuBackend {
         c: &mut [Scalar],
     ) -> Result<(), BackendError> {
         Ok(ntt::h_poly_cpu(a, b, c)?)
+    }
+
+    fn h_poly_of_product(&self, a: &mut [Scalar], b: &mut [Scalar]) -> Result<(), BackendError> {
+        Ok(ntt::h_poly_of_product_cpu(a, b)?)
     }
 
     fn msm_g1_dense(

@@ -155,9 +155,8 @@ pub fn compute_h(
 ) -> Result<Vec<Scalar>, ProverError> {
     let n = ntt::pad_to_domain(&mut a)?;
     b.resize(n, Scalar::ZERO);
-    let mut c = pointwise_product(&a, &b);
-    backend.h_poly(&mut a, &mut b, &mut c)?;
-    drop((b, c));
+    backend.h_poly_of_product(&mut a, &mut b)?;
+    drop(b);
     a.truncate(n - 1);
     Ok(a)
 }
