@@ -79,7 +79,7 @@ shared_consts! {
     /// Blocks per multiprocessor in `ntt_pass`'s `__launch_bounds__` (80 registers).
     NTT_MIN_BLOCKS = 3;
     /// `ntt_fused_top`'s pointwise step: x = (pa pb - x) zinv (H from C's coset evaluations).
-    FUSED_TOP_QUOTIENT = 0;
+    FUSED_TOP_H_FROM_C = 0;
     /// `ntt_fused_top`'s pointwise step: x = pa x (the coset evaluations of A B).
     FUSED_TOP_PRODUCT = 1;
     /// Threads per block of `scan_tiles`.
@@ -224,7 +224,7 @@ kernel_args! {
     /// `data`, the DIF stages with `tw_first`, the n^-1 g^rev(i) scaling (split tables
     /// `scale_lo`, `scale_hi`) and the DIT stages with `tw_second`, in place; `ntt_fused_top`
     /// runs the last DIT stages (`tw_first`) of the transform in `data`, a pointwise step with
-    /// `pa` (and `pb`) chosen by `pointwise` (`FUSED_TOP_QUOTIENT`: (pa pb - x) zinv;
+    /// `pa` (and `pb`) chosen by `pointwise` (`FUSED_TOP_H_FROM_C`: (pa pb - x) zinv;
     /// `FUSED_TOP_PRODUCT`: pa x) and the inverse's first DIF stages (`tw_second`), reading
     /// `data` and writing `out`.
     "ntt"::"ntt_fused_mid" | "ntt"::"ntt_fused_top" => NttFusedArgs("ntt_fused_args") {

@@ -18,7 +18,7 @@ use ff::Field;
 
 use crate::abi::{
     DevPtr, DevPtrMut, HPointwiseArgs, NttFusedArgs, NttPassArgs, PointwiseProductArgs,
-    StageTablesArgs, ELEMENT_THREADS, FR_WORDS, FUSED_TOP_PRODUCT, FUSED_TOP_QUOTIENT, NTT_THREADS,
+    StageTablesArgs, ELEMENT_THREADS, FR_WORDS, FUSED_TOP_H_FROM_C, FUSED_TOP_PRODUCT, NTT_THREADS,
     NTT_TILE_LOG,
 };
 use crate::config::{HSequence, NttConfig};
@@ -634,16 +634,25 @@ fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Res
     Ok(HIn::B)
 }
 
+/// Whether [`to_coset`] runs the coset transform's last pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LastPass {
+    /// It does: the coset evaluations are complete.
+    Run,
+    /// It leaves it to the caller, which fuses it with what follows (`ntt_fused_top`).
+    Leave,
+}
+
 /// Takes `x` from evaluations to coset evaluations with fused passes over `plan` (at least two
 /// passes): the inverse's passes down to the lowest, one fused pass (the inverse's lowest, the
 /// n^-1 g^rev(i) scaling, the coset transform's lowest), then the coset transform's other
-/// passes except the last `keep` (0 or 1), which the caller fuses with what follows.
+/// passes (but the last where `last` says so).
 fn to_coset<E: Exec>(
     e: &E,
     x: u64,
     t: &TablePtrs,
     plan: &[NttPass],
-    keep: usize,
+    last: LastPass,
 ) -> Result<(), GpuError> {
     let pass = |p: &NttPass, tw: u64, order: Order| {
         launch_pass(
@@ -667,9 +676,13 @@ fn to_coset<E: Exec>(
         "ntt_fused_mid",
         fused_blocks(t, mid),
         NTT_THREADS,
-        &fused_args(t, mid, x, 0, 0, 0, TopPointwise::Quotient),
+        &fused_args(t, mid, x, 0, 0, 0, TopPointwise::HFromC),
     )?;
-    for p in &plan[1..plan.len() - keep] {
+    let end = match last {
+        LastPass::Run => plan.len(),
+        LastPass::Leave => plan.len() - 1,
+    };
+    for p in &plan[1..end] {
         pass(p, t.tw_fwd, Order::Dit)?;
     }
     Ok(())
@@ -721,16 +734,16 @@ fn final_inverse<E: Exec>(
 /// bit-reversed, scaled by n^-1 g^-j, into b.
 fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     for x in [a, b] {
-        to_coset(e, x, t, &ntt_passes(t.log_n), 0)?;
+        to_coset(e, x, t, &ntt_passes(t.log_n), LastPass::Run)?;
     }
     let plan = ntt_passes_bitrev(t.log_n);
-    to_coset(e, c, t, &plan, 1)?;
+    to_coset(e, c, t, &plan, LastPass::Leave)?;
     let top = &plan[plan.len() - 1];
     e.launch_as(
         "ntt_fused_top",
         fused_blocks(t, top),
         NTT_THREADS,
-        &fused_args(t, top, c, a, a, b, TopPointwise::Quotient),
+        &fused_args(t, top, c, a, a, b, TopPointwise::HFromC),
     )?;
     let ninv_ginv = Scale {
         c: 0,
@@ -780,9 +793,9 @@ fn h_poly_quotient<E: Exec>(
         };
         launch_pass(e, src, c, t.tw_inv, t, p, Order::Dif, load, store, false)?;
     }
-    to_coset(e, a, t, &plan, 0)?;
+    to_coset(e, a, t, &plan, LastPass::Run)?;
     let plan = ntt_passes_bitrev(t.log_n);
-    to_coset(e, b, t, &plan, 1)?;
+    to_coset(e, b, t, &plan, LastPass::Leave)?;
     let top = &plan[plan.len() - 1];
     e.launch_as(
         "ntt_fused_top",
@@ -806,7 +819,7 @@ fn h_poly_quotient<E: Exec>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TopPointwise {
     /// (pa pb - x) (g^n - 1)^-1: H's coset evaluations from C's.
-    Quotient,
+    HFromC,
     /// pa x: A B's coset evaluations.
     Product,
 }
@@ -845,7 +858,7 @@ fn fused_args(
         hb: p.hb,
         lo_bits: t.lo_bits,
         pointwise: match pointwise {
-            TopPointwise::Quotient => FUSED_TOP_QUOTIENT,
+            TopPointwise::HFromC => FUSED_TOP_H_FROM_C,
             TopPointwise::Product => FUSED_TOP_PRODUCT,
         },
     }
