@@ -358,7 +358,7 @@ mod tests {
         scalars_as_u32_mut,
     };
     use crate::msm::{self, Bases, MsmStats};
-    use crate::ntt::{self, build_tables, CInput, NttKind};
+    use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
     use crate::plan::{OnesRounds, Precomputation};
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, mixed_scalars, random_g2_points, random_points,
@@ -566,13 +566,7 @@ mod tests {
                 };
                 let mut want = a.clone();
                 cpu_h_poly(&mut want, &b, &c);
-                let mut da = e.upload(scalars_as_u32(&a)).unwrap();
-                let mut db = e.upload(scalars_as_u32(&b)).unwrap();
-                let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-                ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Given).unwrap();
-                let mut got = vec![Scalar::ZERO; n];
-                e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
-                    .unwrap();
+                let got = h_poly_on(&e, &t, [&a, &b, &c], &cfg, CInput::Given);
                 assert!(got == want, "h_poly 2^{lg}, {name}");
             }
         }
@@ -592,16 +586,27 @@ mod tests {
         let mut want = a.clone();
         cpu_h_poly(&mut want, &b, &c);
         for h in [HSequence::Fused, HSequence::Quotient] {
-            let cfg = NttConfig { h };
-            let mut da = e.upload(scalars_as_u32(&a)).unwrap();
-            let mut db = e.upload(scalars_as_u32(&b)).unwrap();
-            let mut dc = e.upload(scalars_as_u32(&c)).unwrap();
-            ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Given).unwrap();
-            let mut got = vec![Scalar::ZERO; n];
-            e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
-                .unwrap();
+            let got = h_poly_on(&e, &t, [&a, &b, &c], &NttConfig { h }, CInput::Given);
             assert!(got == want, "h_poly 2^{lg}, {h:?}");
         }
+    }
+
+    /// H on the emulated device from a, b and c's values on the host (C's evaluations, or stale
+    /// values the product replaces), read back.
+    fn h_poly_on(
+        e: &EmuExec,
+        t: &TablePtrs,
+        [a, b, c]: [&[Scalar]; 3],
+        cfg: &NttConfig,
+        c_in: CInput,
+    ) -> Vec<Scalar> {
+        let up = |x: &[Scalar]| e.upload(scalars_as_u32(x)).unwrap();
+        let (mut da, mut db, mut dc) = (up(a), up(b), up(c));
+        ntt::h_poly(e, &mut da, &mut db, &mut dc, t, cfg, c_in).unwrap();
+        let mut got = vec![Scalar::ZERO; a.len()];
+        e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
+            .unwrap();
+        got
     }
 
     /// The proving path's H: C's evaluations derived on the device as a∘b equal the CPU
@@ -615,15 +620,10 @@ mod tests {
             let t = tables.ptrs();
             let (a, b) = (random_scalars(n, 70 + u64::from(lg)), random_scalars(n, 71));
             let want = prover::compute_h(&CpuBackend, a.clone(), b.clone()).unwrap();
+            // stale values in c: the product replaces them
+            let stale = random_scalars(n, 72);
             for (name, cfg) in NttConfig::variants() {
-                let mut da = e.upload(scalars_as_u32(&a)).unwrap();
-                let mut db = e.upload(scalars_as_u32(&b)).unwrap();
-                // stale values: the product overwrites them
-                let mut dc = e.upload(scalars_as_u32(&random_scalars(n, 72))).unwrap();
-                ntt::h_poly(&e, &mut da, &mut db, &mut dc, &t, &cfg, CInput::Product).unwrap();
-                let mut got = vec![Scalar::ZERO; n];
-                e.read(Readback::Values, &da, 0, scalars_as_u32_mut(&mut got))
-                    .unwrap();
+                let got = h_poly_on(&e, &t, [&a, &b, &stale], &cfg, CInput::Product);
                 assert!(got[..n - 1] == want[..], "2^{lg}, {name}");
             }
         }

@@ -425,49 +425,17 @@ pub(crate) fn ntt_into<E: Exec>(
         lo: t.ginv_lo,
         hi: t.ginv_hi,
     };
-    let p = src;
-    match kind {
-        NttKind::Forward => run_passes(
-            e,
-            p,
+    let (tw, load, store) = match kind {
+        NttKind::Forward => (t.tw_fwd, Load::default(), Store::default()),
+        NttKind::CosetForward => (
             t.tw_fwd,
-            t,
-            Order::Dif,
-            Load::default(),
-            Store::default(),
-            out,
-        )?,
-        NttKind::CosetForward => run_passes(
-            e,
-            p,
-            t.tw_fwd,
-            t,
-            Order::Dif,
             Load::scaled(g, FactorIndex::Natural),
             Store::default(),
-            out,
-        )?,
-        NttKind::Inverse => run_passes(
-            e,
-            p,
-            t.tw_inv,
-            t,
-            Order::Dif,
-            Load::default(),
-            Store::scaled(ninv),
-            out,
-        )?,
-        NttKind::CosetInverse => run_passes(
-            e,
-            p,
-            t.tw_inv,
-            t,
-            Order::Dif,
-            Load::default(),
-            Store::scaled(ninv_ginv),
-            out,
-        )?,
-    }
+        ),
+        NttKind::Inverse => (t.tw_inv, Load::default(), Store::scaled(ninv)),
+        NttKind::CosetInverse => (t.tw_inv, Load::default(), Store::scaled(ninv_ginv)),
+    };
+    run_passes(e, src, tw, t, Order::Dif, load, store, out)?;
     Ok(())
 }
 
@@ -688,6 +656,30 @@ fn to_coset<E: Exec>(
     Ok(())
 }
 
+/// Takes `x` to the coset with the plan of the bit-reversing inverse, whose top pass
+/// `ntt_fused_top` runs with the `pointwise` step (reading `pa`, `pb` at the same indices) and
+/// the final inverse's first pass, into `out`. Returns the plan, which [`final_inverse`]
+/// continues.
+fn coset_then_top<E: Exec>(
+    e: &E,
+    x: u64,
+    out: u64,
+    [pa, pb]: [u64; 2],
+    t: &TablePtrs,
+    pointwise: TopPointwise,
+) -> Result<Vec<NttPass>, GpuError> {
+    let plan = ntt_passes_bitrev(t.log_n);
+    to_coset(e, x, t, &plan, LastPass::Leave)?;
+    let top = &plan[plan.len() - 1];
+    e.launch_as(
+        "ntt_fused_top",
+        fused_blocks(t, top),
+        NTT_THREADS,
+        &fused_args(t, top, x, out, pa, pb, pointwise),
+    )?;
+    Ok(plan)
+}
+
 /// The final inverse after `ntt_fused_top` wrote its first pass into `a`: the middle passes of
 /// `plan` in place, then its lowest pass, stored bit-reversed into `out` by `store`.
 fn final_inverse<E: Exec>(
@@ -736,15 +728,7 @@ fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result
     for x in [a, b] {
         to_coset(e, x, t, &ntt_passes(t.log_n), LastPass::Run)?;
     }
-    let plan = ntt_passes_bitrev(t.log_n);
-    to_coset(e, c, t, &plan, LastPass::Leave)?;
-    let top = &plan[plan.len() - 1];
-    e.launch_as(
-        "ntt_fused_top",
-        fused_blocks(t, top),
-        NTT_THREADS,
-        &fused_args(t, top, c, a, a, b, TopPointwise::HFromC),
-    )?;
+    let plan = coset_then_top(e, c, a, [a, b], t, TopPointwise::HFromC)?;
     let ninv_ginv = Scale {
         c: 0,
         lo: t.nginv_lo,
@@ -794,15 +778,7 @@ fn h_poly_quotient<E: Exec>(
         launch_pass(e, src, c, t.tw_inv, t, p, Order::Dif, load, store, false)?;
     }
     to_coset(e, a, t, &plan, LastPass::Run)?;
-    let plan = ntt_passes_bitrev(t.log_n);
-    to_coset(e, b, t, &plan, LastPass::Leave)?;
-    let top = &plan[plan.len() - 1];
-    e.launch_as(
-        "ntt_fused_top",
-        fused_blocks(t, top),
-        NTT_THREADS,
-        &fused_args(t, top, b, a, a, 0, TopPointwise::Product),
-    )?;
+    let plan = coset_then_top(e, b, a, [a, 0], t, TopPointwise::Product)?;
     let store = Store {
         scale: Some(Scale {
             c: 0,
