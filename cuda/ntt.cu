@@ -267,8 +267,8 @@ DEVI void tile_store(const uint4* sm, const tile_t& tl, u32* out, const scale_t&
 }
 
 // One pass of t fused stages. in/out may alias unless bitrev_out is set.
-// Load: x[g] *= L(rev ? rev(g) : g). Store: position g goes to out[bitrev_out ?
-// rev(g) : g], multiplied by S(destination index).
+// Load: x[g] *= mul[g] (if any) * L(rev ? rev(g) : g). Store: position g goes to
+// out[bitrev_out ? rev(g) : g], multiplied by S(destination index), minus sub[g] (if any).
 DEVI void ntt_pass_body(const ntt_pass_args& a) {
     // two planes (low and high 16 bytes of each element): conflict-free 16-byte accesses
     __shared__ uint4 sm[NTT_TILE * 2];

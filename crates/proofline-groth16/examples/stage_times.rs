@@ -1,6 +1,6 @@
 //! Times the CPU backend's heavy steps on random inputs at one size: the H polynomial from any
-//! C (7 NTTs and the pointwise step), from C = A∘B (the prover's: 6 NTTs) and a dense G1 MSM. `cargo run --release -p proofline-groth16 --example
-//! stage_times -- 18`
+//! C (7 NTTs and the pointwise step), from C = A∘B (the prover's: 6 NTTs) and a dense G1 MSM.
+//! `cargo run --release -p proofline-groth16 --example stage_times -- 18`
 use std::time::Instant;
 
 use blstrs::{G1Projective, Scalar};
