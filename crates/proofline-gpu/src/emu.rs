@@ -556,7 +556,7 @@ mod tests {
                 assert!(got == want, "{kind:?} 2^{lg}");
             }
             let (a, b) = (x.clone(), random_scalars(n, 7));
-            let product: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+            let product = prover::pointwise_product(&a, &b);
             for (name, cfg) in NttConfig::variants() {
                 // any c where the sequence takes any, else the a∘b of a satisfied witness
                 let c = if cfg.h.takes_any_c() {
@@ -582,7 +582,7 @@ mod tests {
         let tables = build_tables(&e, lg).unwrap();
         let t = tables.ptrs();
         let (a, b) = (random_scalars(n, 61), random_scalars(n, 62));
-        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let c = prover::pointwise_product(&a, &b);
         let mut want = a.clone();
         cpu_h_poly(&mut want, &b, &c);
         for h in [HSequence::Fused, HSequence::Quotient] {

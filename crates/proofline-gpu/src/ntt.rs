@@ -164,6 +164,8 @@ struct Scale {
 /// What the first pass of a plan does to each element as it loads it.
 #[derive(Clone, Copy, Debug, Default)]
 struct Load {
+    /// Reads it from this buffer instead of the pass's source (0: the source).
+    from: u64,
     /// Multiplies it by the scalar of this buffer at the same index (0: none).
     times: u64,
     /// Multiplies it by a factor taken at its index.
@@ -173,6 +175,7 @@ struct Load {
 impl Load {
     fn scaled(scale: Scale, at: FactorIndex) -> Self {
         Load {
+            from: 0,
             times: 0,
             scale: Some((scale, at)),
         }
@@ -276,8 +279,9 @@ pub(crate) fn build_tables<E: Exec>(e: &E, log_n: u32) -> Result<NttTables<E::Bu
     Ok(tables)
 }
 
-/// One pass (`p`) of a plan over the 2^log_n scalars at `src`, writing `dst` (the same address
-/// in place, unless `bitrev_out`); `load` applies to its input, `store` to its output.
+/// One pass (`p`) of a plan over the 2^log_n scalars at `src` (or `load.from`), writing `dst`
+/// (the same address in place, unless `bitrev_out`); `load` applies to its input, `store` to
+/// its output.
 #[allow(clippy::too_many_arguments)]
 fn launch_pass<E: Exec>(
     e: &E,
@@ -293,6 +297,7 @@ fn launch_pass<E: Exec>(
 ) -> Result<(), GpuError> {
     let tile = 1usize << (p.t + p.lg_l + p.hb);
     let blocks = (1usize << t.log_n) / tile;
+    let src = if load.from != 0 { load.from } else { src };
     let (ls, lidx) = load
         .scale
         .unwrap_or((Scale::default(), FactorIndex::Natural));
@@ -509,7 +514,7 @@ pub(crate) fn h_poly_at<E: Exec>(
         pointwise_product(e, c, a, b, 1usize << t.log_n)?;
     }
     match cfg.h {
-        HSequence::Fused | HSequence::Quotient if fused => h_poly_fused(e, a, b, c, t),
+        HSequence::Fused if fused => h_poly_fused(e, a, b, c, t),
         _ => h_poly_separate(e, a, b, c, t),
     }
 }
@@ -753,31 +758,30 @@ fn h_poly_quotient<E: Exec>(
     t: &TablePtrs,
     c_in: CInput,
 ) -> Result<HIn, GpuError> {
-    let plan = ntt_passes(t.log_n);
-    let count = plan.len();
-    for (i, p) in plan.iter().rev().enumerate() {
-        let (src, load) = match c_in {
-            CInput::Product if i == 0 => (
-                a,
-                Load {
-                    times: b,
-                    scale: None,
-                },
-            ),
-            _ => (c, Load::default()),
-        };
-        let store = if i + 1 == count {
-            Store::scaled(Scale {
-                c: t.nz_inv,
-                lo: 0,
-                hi: 0,
-            })
-        } else {
-            Store::default()
-        };
-        launch_pass(e, src, c, t.tw_inv, t, p, Order::Dif, load, store, false)?;
-    }
-    to_coset(e, a, t, &plan, LastPass::Run)?;
+    let load = match c_in {
+        CInput::Product => Load {
+            from: a,
+            times: b,
+            scale: None,
+        },
+        CInput::Given => Load::default(),
+    };
+    let nz_inv = Scale {
+        c: t.nz_inv,
+        lo: 0,
+        hi: 0,
+    };
+    run_passes(
+        e,
+        c,
+        t.tw_inv,
+        t,
+        Order::Dif,
+        load,
+        Store::scaled(nz_inv),
+        Output::InPlace,
+    )?;
+    to_coset(e, a, t, &ntt_passes(t.log_n), LastPass::Run)?;
     let plan = coset_then_top(e, b, a, [a, 0], t, TopPointwise::Product)?;
     let store = Store {
         scale: Some(Scale {

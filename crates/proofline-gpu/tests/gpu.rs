@@ -14,6 +14,7 @@ use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
 use proofline_gpu::testkit::*;
 use proofline_gpu::{MsmConfig, NttConfig, NttKind, Precomputation, Residency};
 use proofline_groth16::msm::SparseScalars;
+use proofline_groth16::prover;
 use rand::{RngCore, SeedableRng};
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -267,7 +268,7 @@ fn h_poly_matches_cpu() {
         let n = 1 << lg;
         let a = random_scalars(n, sd + 1);
         let b = random_scalars(n, sd + 2);
-        let product: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let product = prover::pointwise_product(&a, &b);
         for (name, cfg) in NttConfig::variants() {
             // any c where the sequence takes any, else the a∘b of a satisfied witness
             let c = if cfg.h.takes_any_c() {
@@ -294,7 +295,7 @@ fn h_poly_large_identity() {
         let n = 1usize << lg;
         let a = random_scalars(n, sd + 11);
         let b = random_scalars(n, sd + 12);
-        let c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let c = prover::pointwise_product(&a, &b);
         let (mut ca, mut cb, mut cc) = (a.clone(), b.clone(), c.clone());
         g.ntt(&mut ca, NttKind::Inverse).expect("ntt");
         g.ntt(&mut cb, NttKind::Inverse).expect("ntt");

@@ -43,7 +43,7 @@ pub trait ProverBackend: Send + Sync + 'static {
     /// [`ProverBackend::h_poly`] where C's evaluations are `a∘b` (a witness that satisfies
     /// every constraint); `b` is scratch. By default it computes them and calls `h_poly`.
     fn h_poly_of_product(&self, a: &mut [Scalar], b: &mut [Scalar]) -> Result<(), BackendError> {
-        let mut c: Vec<Scalar> = a.iter().zip(b.iter()).map(|(x, y)| *x * y).collect();
+        let mut c = ntt::pointwise_product(a, b);
         self.h_poly(a, b, &mut c)
     }
 

@@ -277,6 +277,11 @@ pub fn h_poly_cpu(a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) -> Resul
     ntt_cpu(a, NttKind::CosetInverse)
 }
 
+/// `a∘b`: the evaluations of C at a witness that satisfies every constraint.
+pub fn pointwise_product(a: &[Scalar], b: &[Scalar]) -> Vec<Scalar> {
+    a.par_iter().zip(b).map(|(x, y)| *x * y).collect()
+}
+
 /// Coefficients of `H = (A·B − C) / Z` from evaluations of A and B over the domain, where C's
 /// are `a∘b`: six transforms instead of [`h_poly_cpu`]'s seven.
 ///
@@ -290,11 +295,7 @@ pub fn h_poly_of_product_cpu(a: &mut [Scalar], b: &mut [Scalar]) -> Result<(), N
         return Err(NttError::LengthMismatch(a.len(), b.len()));
     }
     let d = domain(a.len())?;
-    let mut c: Vec<Scalar> = a
-        .par_iter()
-        .zip(b.par_iter())
-        .map(|(x, y)| *x * y)
-        .collect();
+    let mut c = pointwise_product(a, b);
     let ((), ((), inverse)) = rayon::join(
         || domain_to_coset(a, &d),
         || {
@@ -408,7 +409,7 @@ mod tests {
             let n = 1 << log_n;
             let (a, b) = (random_vec(n, 40 + u64::from(log_n)), random_vec(n, 41));
             let mut want = a.clone();
-            let mut c: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| *x * y).collect();
+            let mut c = pointwise_product(&a, &b);
             h_poly_cpu(&mut want, &mut b.clone(), &mut c).unwrap();
             let mut got = a.clone();
             h_poly_of_product_cpu(&mut got, &mut b.clone()).unwrap();

@@ -16,7 +16,6 @@ use ff::Field;
 use group::{Curve, Group};
 use proofline_r1cs::{R1csError, RecordedSystem};
 use rand_core::RngCore;
-use rayon::prelude::*;
 
 use crate::backend::{BackendError, ProverBackend};
 use crate::msm::MsmPlan;
@@ -161,10 +160,7 @@ pub fn compute_h(
     Ok(a)
 }
 
-/// `a∘b`: the evaluations of C at a witness that satisfies every constraint.
-pub fn pointwise_product(a: &[Scalar], b: &[Scalar]) -> Vec<Scalar> {
-    a.par_iter().zip(b).map(|(x, y)| *x * y).collect()
-}
+pub use crate::ntt::pointwise_product;
 
 /// The five MSM results of one partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
