@@ -37,7 +37,8 @@
 #   harness  the stage harness, 32 GiB shape, 1, 2 and 4 compute slots per GPU, B in G2 in the
 #            GPU's sparse stage (HARNESS_G2=skip: the G1 side alone): partitions per minute,
 #            kernel-busy fraction, peak device memory, OOM errors (HARNESS_SHAPE, HARNESS_SLOTS,
-#            HARNESS_PARTITIONS, HARNESS_G2)
+#            HARNESS_PARTITIONS, HARNESS_G2; HARNESS_SLOT_KERNELS, default in-turn: the slots'
+#            kernels in turn, concurrent, or both side by side as "in-turn,concurrent")
 #   porep    2 KiB porep-c2 jobs over HTTP, parameters preloaded (resident) at start, three
 #            in a row per synthesis mode (POREP_MODES, default "plain precompiled", one daemon
 #            each); the last job's latency is the figure (in "precompiled" the first job
@@ -235,6 +236,7 @@ phase_harness() {
     timeout "${HARNESS_TIMEOUT:-560}" "$WORK/bin/proofline-harness" --mode stages \
         --shape "${HARNESS_SHAPE:-32gib}" --slots "${HARNESS_SLOTS:-1,2,4}" \
         --partitions "${HARNESS_PARTITIONS:-24}" --g2 "${HARNESS_G2:-run}" --backend gpu \
+        --slot-kernels "${HARNESS_SLOT_KERNELS:-in-turn}" \
         --timeout-s "${HARNESS_RUN_TIMEOUT:-150}" --json "$json" > "$OUT/harness.log" 2> "$OUT/harness.err"
     local rc=$?
     note "harness rc=$rc"

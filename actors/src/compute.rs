@@ -33,10 +33,12 @@ pub struct HStage {
     pub h_poly_s: f64,
     /// Seconds of the H MSM.
     pub msm_h_s: f64,
+    /// Seconds the slot waited for its device's kernel turn (`None`: the engine has none).
+    pub turn_wait_s: Option<f64>,
 }
 
 /// The sparse MSMs of a partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SparseMsms {
     /// L query.
     pub l: G1Projective,
@@ -46,6 +48,8 @@ pub struct SparseMsms {
     pub b_g1: G1Projective,
     /// B query in G2, when the stage was asked for it ([`G2Stage::Run`]).
     pub b_g2: Option<G2Projective>,
+    /// Seconds the slot waited for its device's kernel turn (`None`: the engine has none).
+    pub turn_wait_s: Option<f64>,
 }
 
 /// Where a device's partitions get the B query's G2 MSM.
@@ -173,6 +177,7 @@ impl ComputeEngine for CpuEngine {
             h: sum,
             h_poly_s,
             msm_h_s: t.elapsed().as_secs_f64(),
+            turn_wait_s: None,
         })
     }
 
@@ -194,7 +199,13 @@ impl ComputeEngine for CpuEngine {
             G2Stage::Run => Some(prover::msm_b_g2(backend, pk, plan)?),
             G2Stage::Skip => None,
         };
-        Ok(SparseMsms { l, a, b_g1, b_g2 })
+        Ok(SparseMsms {
+            l,
+            a,
+            b_g1,
+            b_g2,
+            turn_wait_s: None,
+        })
     }
 }
 

@@ -317,6 +317,9 @@ impl Handler<ComputeH> for ComputeActor {
         let r = r?;
         telemetry::stage("h_poly", r.h_poly_s);
         telemetry::stage("msm_h", r.msm_h_s);
+        if let Some(w) = r.turn_wait_s {
+            telemetry::stage("kernel_turn", w);
+        }
         Ok(r)
     }
 }
@@ -344,7 +347,11 @@ impl Handler<ComputeSparseG1> for ComputeActor {
         drop(resident);
         drop(lease);
         let r = r?;
-        telemetry::stage("msm_g1_sparse", t.secs());
+        let waited = r.turn_wait_s.unwrap_or(0.0);
+        if r.turn_wait_s.is_some() {
+            telemetry::stage("kernel_turn", waited);
+        }
+        telemetry::stage("msm_g1_sparse", (t.secs() - waited).max(0.0));
         Ok(r)
     }
 }

@@ -25,11 +25,11 @@ use proofline_actors::compute::domain_size;
 use proofline_actors::messages::{CancelToken, Evaluations};
 use proofline_actors::pipeline::{cpu_cores, host_budget, host_device};
 use proofline_actors::{ComputeInput, DeviceSetup, G2Stage, PlanSource, StagePool};
-use proofline_config::{BackendKind, Config, Count};
+use proofline_config::{BackendKind, Config, Count, SlotKernels};
 use proofline_gpu::layout::scalar_from_raw_montgomery;
 use proofline_gpu::oplog::busy_fraction;
 use proofline_gpu::testkit::{random_points, random_scalars};
-use proofline_gpu::{DeviceLog, DeviceOptions, Recording};
+use proofline_gpu::{DeviceLog, Recording};
 use proofline_groth16::msm::{MsmPlan, SparseScalars};
 use proofline_groth16::{ProvingKey, SharedProvingKey};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -320,6 +320,8 @@ pub struct StageRun {
     pub backend: Backend,
     /// Compute slots per device.
     pub slots: usize,
+    /// How a GPU's slots run their kernels.
+    pub slot_kernels: SlotKernels,
     /// Partitions timed (after the warm-up).
     pub partitions: usize,
     /// Partitions run before timing (resident uploads, pools warm); `None`: one per slot.
@@ -391,6 +393,8 @@ pub struct StageReport {
     pub shape: Shape,
     /// Compute slots per device.
     pub slots: usize,
+    /// How a GPU's slots ran their kernels.
+    pub slot_kernels: SlotKernels,
     /// In flight at once.
     pub in_flight: usize,
     /// Whether the G2 MSM ran.
@@ -428,10 +432,16 @@ pub struct StageReport {
 /// The devices of a run, and each one's device-op log (GPUs only).
 type Opened = (Vec<DeviceSetup>, Vec<Option<Arc<DeviceLog>>>);
 
-/// Opens the devices of `backend` with `slots` slots each (GPU logs recording); their logs.
-fn open_devices(backend: Backend, slots: usize) -> anyhow::Result<Opened> {
+/// Opens the devices of `backend` with `slots` slots each, running their kernels as
+/// `slot_kernels` says (GPU logs recording); their logs.
+fn open_devices(
+    backend: Backend,
+    slots: usize,
+    slot_kernels: SlotKernels,
+) -> anyhow::Result<Opened> {
     let mut cfg = Config::embedded_default()?;
     cfg.pipeline.compute_slots = Count::Fixed(slots);
+    cfg.pipeline.slot_kernels = slot_kernels;
     let cpu = |cfg: &Config| {
         (
             vec![host_device(slots, host_budget(&cfg.pipeline))],
@@ -442,12 +452,7 @@ fn open_devices(backend: Backend, slots: usize) -> anyhow::Result<Opened> {
         return Ok(cpu(&cfg));
     }
     cfg.pipeline.backend = BackendKind::Gpu;
-    match proofline_runtime::gpu_devices(
-        &cfg,
-        DeviceOptions {
-            recording: Recording::On,
-        },
-    ) {
+    match proofline_runtime::gpu_devices(&cfg, Recording::On) {
         Ok(sel) => Ok(sel
             .devices
             .into_iter()
@@ -469,7 +474,7 @@ pub fn run_stages(run: &StageRun, inputs: &Inputs) -> anyhow::Result<StageReport
         domain_size(&inputs.key) == 1 << inputs.shape.spec().log_n,
         "inputs of another shape"
     );
-    let (setups, logs) = open_devices(run.backend, run.slots)?;
+    let (setups, logs) = open_devices(run.backend, run.slots, run.slot_kernels)?;
     let total_slots = run.slots * setups.len();
     let in_flight = if run.in_flight == 0 {
         2 * total_slots
@@ -621,6 +626,7 @@ pub fn run_stages(run: &StageRun, inputs: &Inputs) -> anyhow::Result<StageReport
     Ok(StageReport {
         shape: inputs.shape,
         slots: run.slots,
+        slot_kernels: run.slot_kernels,
         in_flight,
         g2: run.g2 == G2Stage::Run,
         partitions: results.len(),
@@ -640,6 +646,14 @@ pub fn run_stages(run: &StageRun, inputs: &Inputs) -> anyhow::Result<StageReport
     })
 }
 
+/// The configuration's name of `k`.
+pub fn slot_kernels_name(k: SlotKernels) -> &'static str {
+    match k {
+        SlotKernels::InTurn => "in_turn",
+        SlotKernels::Concurrent => "concurrent",
+    }
+}
+
 fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{:.1} %", v * 100.0))
 }
@@ -651,9 +665,10 @@ fn gb(x: Option<u64>) -> String {
 /// The reports as a table.
 pub fn table(reports: &[StageReport]) -> String {
     let mut out = format!(
-        "{:<6} {:>5} {:>6} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>5}\n",
+        "{:<6} {:>5} {:>10} {:>6} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>5}\n",
         "shape",
         "slots",
+        "kernels",
         "done",
         "part/min",
         "device",
@@ -669,9 +684,10 @@ pub fn table(reports: &[StageReport]) -> String {
     for r in reports {
         for d in &r.devices {
             out.push_str(&format!(
-                "{:<6} {:>5} {:>6} {:>9.1} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8.3} {:>6} {:>5}\n",
+                "{:<6} {:>5} {:>10} {:>6} {:>9.1} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8.3} {:>6} {:>5}\n",
                 r.shape.name(),
                 r.slots,
+                slot_kernels_name(r.slot_kernels),
                 format!("{}/{}", r.succeeded, r.partitions),
                 r.partitions_per_min,
                 d.device,

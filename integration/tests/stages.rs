@@ -8,10 +8,12 @@
 //!   operation to the synchronisation that ended it) must show that no device-global call
 //!   overlapped a slot's work; the trims must have happened; every partition must succeed with
 //!   no out-of-memory error; the pool's high-water mark must stay within the leases granted.
+//!   Both with the slots' kernels in turn and side by side.
 
 use std::time::Duration;
 
 use proofline_actors::G2Stage;
+use proofline_config::SlotKernels;
 use proofline_integration::stages::{build_inputs, run_stages, table, Backend, Shape, StageRun};
 
 fn run(
@@ -24,6 +26,7 @@ fn run(
     StageRun {
         backend,
         slots,
+        slot_kernels: SlotKernels::InTurn,
         partitions,
         warmup,
         in_flight: 0,
@@ -62,13 +65,22 @@ fn no_device_global_call_overlaps_a_slots_work() {
         return;
     }
     let inputs = build_inputs(Shape::Kib2, G2Stage::Run, 4);
-    let r = run_stages(
-        &run(Backend::Gpu, 2, 16, None, Some(Duration::from_millis(40))),
-        &inputs,
-    )
-    .unwrap();
-    println!("{}", serde_json::to_string_pretty(&r).unwrap());
-    println!("{}", table(std::slice::from_ref(&r)));
+    for slot_kernels in [SlotKernels::InTurn, SlotKernels::Concurrent] {
+        let r = run_stages(
+            &StageRun {
+                slot_kernels,
+                ..run(Backend::Gpu, 2, 16, None, Some(Duration::from_millis(40)))
+            },
+            &inputs,
+        )
+        .unwrap();
+        println!("{}", serde_json::to_string_pretty(&r).unwrap());
+        println!("{}", table(std::slice::from_ref(&r)));
+        check_trims_never_overlap(&r);
+    }
+}
+
+fn check_trims_never_overlap(r: &proofline_integration::stages::StageReport) {
     assert_eq!(r.succeeded, r.partitions, "{:?}", r.errors);
     assert_eq!(r.oom_errors, 0);
     assert_eq!(r.partitions, 16);

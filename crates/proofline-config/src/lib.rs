@@ -123,6 +123,17 @@ pub enum SynthesisMode {
     Plain,
 }
 
+/// How the compute slots of one GPU run their stages' kernels.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SlotKernels {
+    /// One slot's kernels at a time, in the order the slots asked; the other slots' uploads
+    /// overlap them.
+    InTurn,
+    /// Every slot launches when it is ready; several slots' kernels share the GPU.
+    Concurrent,
+}
+
 /// `[pipeline]`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -142,6 +153,8 @@ pub struct PipelineConfig {
     pub cpu_msm_workers: Count,
     /// Compute actors per device.
     pub compute_slots: Count,
+    /// How a GPU's compute slots run their kernels.
+    pub slot_kernels: SlotKernels,
     /// Partitions admitted at once.
     pub max_partitions_in_flight: Count,
     /// Extra partitions admitted for a job that outranks every partition in flight.
@@ -505,10 +518,16 @@ mod tests {
                 ("PROOFLINE_PIPELINE__HOST_MEMORY_BUDGET", "1073741824"),
                 ("PROOFLINE_PIPELINE__DEVICES", "0,1"),
                 ("PROOFLINE_PIPELINE__COMPUTE_SLOTS", "3"),
+                ("PROOFLINE_PIPELINE__SLOT_KERNELS", "concurrent"),
                 ("PROOFLINE_PARAMS__PRELOAD", "sha256-2"),
             ]),
         )
         .unwrap();
+        assert_eq!(c.pipeline.slot_kernels, SlotKernels::Concurrent);
+        assert_eq!(
+            Config::embedded_default().unwrap().pipeline.slot_kernels,
+            SlotKernels::InTurn
+        );
         assert_eq!(c.pipeline.device_memory_budget, MemorySize::Bytes(64 << 30));
         assert_eq!(c.pipeline.host_memory_budget, MemorySize::Bytes(1 << 30));
         assert_eq!(c.pipeline.devices, Devices::List(vec![0, 1]));
@@ -584,6 +603,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("magic"), "{e}");
+        let e = Config::load_with_env(
+            None,
+            env(&[("PROOFLINE_PIPELINE__SLOT_KERNELS", "interleaved")]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("interleaved"), "{e}");
         for (key, bad) in [
             ("PROOFLINE_PIPELINE__DEVICE_MEMORY_BUDGET", "lots"),
             ("PROOFLINE_PIPELINE__DEVICES", "gpu0"),

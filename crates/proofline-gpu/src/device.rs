@@ -18,6 +18,7 @@ use crate::error::GpuError;
 use crate::kernels;
 use crate::oplog::{DeviceLog, DeviceOp, Recording};
 use crate::slot::GpuSlot;
+use crate::turn::{KernelTurns, SlotKernels};
 
 /// One CUDA device as seen by [`probe`].
 #[derive(Clone, Debug, serde::Serialize)]
@@ -178,6 +179,8 @@ pub struct PoolUsage {
 pub struct DeviceOptions {
     /// Whether the device-op log records (tests and the stage harness).
     pub recording: Recording,
+    /// Whether the device's slots run their stages' kernels in turn or side by side.
+    pub slot_kernels: SlotKernels,
 }
 
 /// State shared by a device and its slots: the context, the kernels, the stream resident data
@@ -190,6 +193,8 @@ pub(crate) struct Shared {
     /// so that a free never waits behind another slot's kernels.
     pub(crate) resident_stream: Arc<CudaStream>,
     pub(crate) log: Arc<DeviceLog>,
+    /// The slots' kernel turn (`turn.rs`).
+    pub(crate) turns: KernelTurns,
     /// Recorded (and completed) at open: CUDA-event spans are measured from it.
     pub(crate) reference: Option<CudaEvent>,
     pub(crate) sm_count: u32,
@@ -260,6 +265,7 @@ impl GpuDevice {
             kernels,
             resident_stream,
             log: Arc::new(DeviceLog::new(options.recording)),
+            turns: KernelTurns::new(options.slot_kernels),
             reference,
         });
         Ok(GpuDevice {

@@ -9,6 +9,8 @@
 //! * [`GpuSlot`], one per compute slot: its own stream, the device's kernels, an explicit device
 //!   index; it runs the partition's GPU stages ([`GpuSlot::upload_resident`],
 //!   [`GpuSlot::h_stage`], [`GpuSlot::sparse_stage`]) and cannot reach a device-global call.
+//!   A device's slots run their stages' kernels in turn or side by side ([`SlotKernels`], an
+//!   option of [`GpuDevice::open`]); their uploads overlap either way.
 //!
 //! Every stage runs under the bytes of one lease: an [`Arena`] charges each device allocation
 //! and refuses to exceed the grant. [`bytes`] computes those bytes from the stage's shapes.
@@ -49,6 +51,7 @@ mod stager;
 mod stages;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+mod turn;
 
 /// Kernel images embedded by build.rs.
 pub mod kernels {
@@ -65,7 +68,8 @@ pub use oplog::{DeviceLog, Recording};
 pub use plan::Precomputation;
 pub use resident::{HostQueries, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
-pub use stages::{HStageTimes, SparseGroups, SparseMsms};
+pub use stages::{HStageTimes, SparseGroups, SparseMsms, SparseStageTimes};
+pub use turn::SlotKernels;
 
 #[cfg(test)]
 mod tests {

@@ -2,6 +2,9 @@
 //! per device, shared), an explicit device index. A slot can allocate (only inside an arena),
 //! copy, launch and synchronise its own streams; it has no way to reach a device-global call.
 //!
+//! A stage's kernels run in the device's kernel turn (`turn.rs`), which its uploads need not
+//! wait for.
+//!
 //! Stream rules a slot follows (they are why cudarc's cross-stream tracking is off):
 //! * a stage's buffers are allocated, used and freed on the slot's stream, and the stage
 //!   synchronises that stream after its last buffer is dropped, before it returns (and before
@@ -23,6 +26,7 @@ use crate::device::{KernelTable, Shared};
 use crate::error::GpuError;
 use crate::exec::{check_copy, check_kernel, CopyDir, DevBuf, Exec, KernelArgs, Readback};
 use crate::oplog::{KernelSpan, Recording, SlotSpan};
+use crate::turn::Turn;
 
 /// Slot id used in the op log for work on the device's resident stream.
 pub const RESIDENT_LANE: usize = usize::MAX;
@@ -112,6 +116,12 @@ impl GpuSlot {
         let r = r?;
         s?;
         Ok(r)
+    }
+
+    /// Waits for the device's kernel turn (`turn.rs`); the slot holds it until the returned
+    /// turn is dropped, after its stream was synchronised.
+    pub(crate) fn kernel_turn(&self) -> Turn<'_> {
+        self.shared.turns.wait()
     }
 
     pub(crate) fn stream(&self, lane: Lane) -> &Arc<CudaStream> {

@@ -1,5 +1,6 @@
 //! The GPU stages of one Groth16 partition on a [`GpuSlot`], each run under the bytes of one
-//! lease (an [`Arena`]) and synchronised before it returns:
+//! lease (an [`Arena`]), its kernels in the device's kernel turn (`turn.rs`: the H stage takes
+//! it once its evaluations are uploaded), and synchronised before it returns:
 //!
 //! * [`GpuSlot::upload_resident`]: a parameter set's NTT tables and (when they fit) its bases;
 //! * [`GpuSlot::h_stage`]: the evaluations a and b up, C's as their product on the device (the
@@ -34,9 +35,21 @@ use crate::slot::{GpuSlot, Lane};
 /// Where the H stage's time went.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct HStageTimes {
-    /// Seconds from the start to H's coefficients on the device (evaluations uploaded, H done).
+    /// Seconds from the start to H's coefficients on the device (evaluations uploaded, H done),
+    /// less the wait for the kernel turn.
     pub h_poly_s: f64,
+    /// Seconds the slot waited for the device's kernel turn, its evaluations uploaded.
+    pub turn_wait_s: f64,
     /// What the H MSM did.
+    pub msm: MsmStats,
+}
+
+/// Where the sparse stage's time went.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct SparseStageTimes {
+    /// Seconds the slot waited for the device's kernel turn.
+    pub turn_wait_s: f64,
+    /// What the MSMs did.
     pub msm: MsmStats,
 }
 
@@ -135,7 +148,8 @@ impl GpuSlot {
     /// domain size; padded with zeros), derives C's (`a∘b`) on the device, computes the
     /// coefficients of H and the H MSM over them, in chunks as large as
     /// `lease_bytes` allows (`bytes::h_stage_msm_config`). `host` are the parameter set's
-    /// bases in host memory (read only when `resident` does not hold them).
+    /// bases in host memory (read only when `resident` does not hold them). The uploads run
+    /// before the slot asks for the device's kernel turn, everything after in it.
     pub fn h_stage(
         &self,
         lease_bytes: u64,
@@ -177,13 +191,24 @@ impl GpuSlot {
                 upload_padded(e, evals[0], words)?,
                 upload_padded(e, evals[1], words)?,
             );
-            h_stage_device(e, a, b, &t, bases.h, &NttConfig::default(), &msm, start)
+            // the uploads are done (another slot's kernels ran meanwhile): the kernels' turn
+            let turn = self.kernel_turn();
+            let r = h_stage_device(e, a, b, &t, bases.h, &NttConfig::default(), &msm, start);
+            let synced = e.sync();
+            let turn_wait = turn.waited();
+            drop(turn);
+            let (h, mut times) = r?;
+            synced?;
+            times.turn_wait_s = turn_wait.as_secs_f64();
+            times.h_poly_s = (times.h_poly_s - times.turn_wait_s).max(0.0);
+            Ok((h, times))
         })
     }
 
     /// The sparse stage: the L, A and B MSMs in G1 and, with [`SparseGroups::G1AndG2`], the B
     /// MSM in G2 of the split scalars (`lease_bytes`: `bytes::sparse_stage_bytes`, which covers
-    /// both groups).
+    /// both groups), all in the device's kernel turn (its uploads are small and interleaved
+    /// with its kernels).
     pub fn sparse_stage(
         &self,
         lease_bytes: u64,
@@ -191,7 +216,7 @@ impl GpuSlot {
         resident: &ResidentSet,
         host: &HostQueries<'_>,
         groups: SparseGroups,
-    ) -> Result<(SparseMsms, MsmStats), GpuError> {
+    ) -> Result<(SparseMsms, SparseStageTimes), GpuError> {
         let lens = resident.lens();
         let b_g2 = match groups {
             SparseGroups::G1AndG2 => plan.b.num_bases,
@@ -212,7 +237,14 @@ impl GpuSlot {
         let bases = resident.stage_bases(host)?;
         let arena = Arena::new(lease_bytes, "sparse stage");
         self.run(Lane::Compute, &arena, |e| {
-            sparse_stage_device(e, plan, &bases, groups, &MsmConfig::default())
+            let turn = self.kernel_turn();
+            let r = sparse_stage_device(e, plan, &bases, groups, &MsmConfig::default());
+            let synced = e.sync();
+            let turn_wait_s = turn.waited().as_secs_f64();
+            drop(turn);
+            let (msms, msm) = r?;
+            synced?;
+            Ok((msms, SparseStageTimes { turn_wait_s, msm }))
         })
     }
 }

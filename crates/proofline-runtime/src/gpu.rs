@@ -155,7 +155,8 @@ impl ComputeEngine for GpuEngine {
         Ok(HStage {
             h,
             h_poly_s: times.h_poly_s,
-            msm_h_s: (total - times.h_poly_s).max(0.0),
+            msm_h_s: (total - times.h_poly_s - times.turn_wait_s).max(0.0),
+            turn_wait_s: Some(times.turn_wait_s),
         })
     }
 
@@ -177,7 +178,7 @@ impl ComputeEngine for GpuEngine {
             G2Stage::Run => SparseGroups::G1AndG2,
             G2Stage::Skip => SparseGroups::G1Only,
         };
-        let (s, _) = self
+        let (s, times) = self
             .slot
             .sparse_stage(bytes, plan, set, &host_queries(pk), groups)
             .map_err(stage_error)?;
@@ -186,6 +187,7 @@ impl ComputeEngine for GpuEngine {
             a: s.a,
             b_g1: s.b_g1,
             b_g2: s.b_g2,
+            turn_wait_s: Some(times.turn_wait_s),
         })
     }
 }

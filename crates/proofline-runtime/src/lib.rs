@@ -27,8 +27,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use proofline_actors::store::embedded::FILE_NAME;
 use proofline_actors::store::shared::SharedSpec;
 use proofline_actors::{DeviceSetup, Pipeline, PipelineError, PipelineOptions, StoreSpec};
-use proofline_config::{BackendKind, Config, Devices, PoolSizes, StoreKind};
-use proofline_gpu::DeviceOptions;
+use proofline_config::{BackendKind, Config, Devices, PoolSizes, SlotKernels, StoreKind};
+use proofline_gpu::{DeviceOptions, Recording};
 use proofline_jobs::builtin::{params_spec_in, BuiltinAdapter, BuiltinCircuit};
 use proofline_jobs::{AdapterRegistry, ParamsSpec, ParamsStore};
 
@@ -134,9 +134,17 @@ impl SelectedGpus {
 }
 
 /// The GPUs `cfg` selects (`pipeline.backend`, `pipeline.devices`), opened with their compute
-/// slots and budgets, each with its device-op log; or why no GPU is used.
-pub fn gpu_devices(cfg: &Config, options: DeviceOptions) -> Result<SelectedGpus, String> {
+/// slots (`pipeline.compute_slots`, `pipeline.slot_kernels`) and budgets, each with its
+/// device-op log (`recording`); or why no GPU is used.
+pub fn gpu_devices(cfg: &Config, recording: Recording) -> Result<SelectedGpus, String> {
     let p = &cfg.pipeline;
+    let options = DeviceOptions {
+        recording,
+        slot_kernels: match p.slot_kernels {
+            SlotKernels::InTurn => proofline_gpu::SlotKernels::InTurn,
+            SlotKernels::Concurrent => proofline_gpu::SlotKernels::Concurrent,
+        },
+    };
     if p.backend == BackendKind::Cpu {
         return Err("pipeline.backend = \"cpu\"".into());
     }
@@ -180,12 +188,12 @@ pub fn pipeline_options(
     let opts = match cfg.pipeline.backend {
         BackendKind::Cpu => cpu(reg, store),
         BackendKind::Gpu => {
-            let (devices, sizes) = gpu_devices(cfg, DeviceOptions::default())
+            let (devices, sizes) = gpu_devices(cfg, Recording::Off)
                 .map(SelectedGpus::setups)
                 .map_err(RuntimeError::GpuUnavailable)?;
             with_nvml(cpu(reg, store).with_devices(devices, sizes))
         }
-        BackendKind::Auto => match gpu_devices(cfg, DeviceOptions::default()) {
+        BackendKind::Auto => match gpu_devices(cfg, Recording::Off) {
             Ok(selected) => {
                 let (devices, sizes) = selected.setups();
                 with_nvml(cpu(reg, store).with_devices(devices, sizes))

@@ -6,7 +6,8 @@
 //!   it starts its own daemon on a free loopback port over cached parameters. Traffic goes to
 //!   loopback only.
 //! * `--mode stages`: synthetic partitions of a named shape (`--shape 2kib|8mib|32gib`) through
-//!   the real allocators, compute slots and CPU-MSM actors, one run per `--slots` value,
+//!   the real allocators, compute slots and CPU-MSM actors, one run per `--slots` value (and
+//!   per `--slot-kernels` value: a GPU's slots taking turns for their kernels or not),
 //!   `--partitions` each, bounded by `--timeout-s`: partitions per minute, each GPU's
 //!   kernel-busy fraction (CUDA events), lease waits, peak device memory against the leases,
 //!   trims, out-of-memory errors (module `proofline_integration::stages`).
@@ -36,6 +37,12 @@ enum Mode {
 enum G2 {
     Run,
     Skip,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SlotKernelsArg {
+    InTurn,
+    Concurrent,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -71,6 +78,10 @@ struct Args {
     /// stages: compute slots per device, one run per value (e.g. 1,2,4).
     #[arg(long, value_delimiter = ',', default_value = "2")]
     slots: Vec<usize>,
+    /// stages: how a GPU's slots run their kernels (`pipeline.slot_kernels`), one run per value
+    /// and slot count (e.g. in-turn,concurrent).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "in-turn")]
+    slot_kernels: Vec<SlotKernelsArg>,
     /// stages: timed partitions per run.
     #[arg(long, default_value_t = 16)]
     partitions: usize,
@@ -94,8 +105,9 @@ struct Args {
 
 /// `--mode stages`.
 fn stages(args: &Args) -> anyhow::Result<()> {
+    use proofline_config::SlotKernels;
     use proofline_integration::stages::{
-        build_inputs, run_stages, table, Backend, Shape, StageRun,
+        build_inputs, run_stages, slot_kernels_name, table, Backend, Shape, StageRun,
     };
     let shape = Shape::parse(&args.shape)?;
     let g2 = match args.g2 {
@@ -112,23 +124,34 @@ fn stages(args: &Args) -> anyhow::Result<()> {
     eprintln!("ready in {:.1} s", inputs.setup_s);
     let mut reports = Vec::new();
     for &slots in &args.slots {
-        let run = StageRun {
-            backend,
-            slots,
-            partitions: args.partitions,
-            warmup: args.warmup,
-            in_flight: args.in_flight,
-            timeout: Duration::from_secs(args.timeout_s),
-            g2,
-            trim_every: None,
-            cpu_msm_workers: 0,
-        };
-        let r = run_stages(&run, &inputs)?;
-        eprintln!(
-            "{} slot(s): {}/{} partitions, {:.1} per minute",
-            slots, r.succeeded, r.partitions, r.partitions_per_min
-        );
-        reports.push(r);
+        for &kernels in &args.slot_kernels {
+            let slot_kernels = match kernels {
+                SlotKernelsArg::InTurn => SlotKernels::InTurn,
+                SlotKernelsArg::Concurrent => SlotKernels::Concurrent,
+            };
+            let run = StageRun {
+                backend,
+                slots,
+                slot_kernels,
+                partitions: args.partitions,
+                warmup: args.warmup,
+                in_flight: args.in_flight,
+                timeout: Duration::from_secs(args.timeout_s),
+                g2,
+                trim_every: None,
+                cpu_msm_workers: 0,
+            };
+            let r = run_stages(&run, &inputs)?;
+            eprintln!(
+                "{} slot(s), kernels {}: {}/{} partitions, {:.1} per minute",
+                slots,
+                slot_kernels_name(slot_kernels),
+                r.succeeded,
+                r.partitions,
+                r.partitions_per_min
+            );
+            reports.push(r);
+        }
     }
     let doc = serde_json::json!({
         "harness": "stages",
