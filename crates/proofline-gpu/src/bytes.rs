@@ -181,22 +181,21 @@ impl Sizer {
         }
     }
 
-    /// Peak of summing the bases of the `ones` ones among `bases` bases of `C` (`msm::sum_ones`):
-    /// the bitmap's words, the listing's counts, offsets and scan, and the list; then the list
-    /// and either the XYZZ sum's partial sums or the batch-affine rounds' groups.
+    /// Peak of summing the bases of the `ones` ones among `bases` bases of `C` (`msm::sum_ones`),
+    /// beyond the bitmap on the device: the listing's counts, offsets and scan, and the list;
+    /// then the list and either the XYZZ sum's partial sums or the batch-affine rounds' groups.
     fn ones_bytes<C: MsmCurve>(&self, ones: usize, bases: usize) -> u64 {
         if ones == 0 {
             return 0;
         }
         let r = |w| self.r(w);
-        // words of the range: at most one more than its bits need
+        // words the range's bits span: at most one more than its bits need
         let words = bases.div_ceil(32) + 1;
         // a count per block and one more (the total), their scan's tile sums (still charged when
         // the list is allocated after the read-back of the total), the list
         let blocks = words.div_ceil(ONES_THREADS as usize) + 1;
         let list = r(ones);
-        let listing =
-            r(words) + 2 * r(blocks) + list + r(blocks.div_ceil(crate::abi::SCAN_TILE as usize));
+        let listing = 2 * r(blocks) + list + r(blocks.div_ceil(crate::abi::SCAN_TILE as usize));
         let sum = match (self.cfg.acc, C::KERNELS.affine) {
             (MsmAcc::BatchAffine { .. }, Some(ak)) => {
                 let plan = ak.ones;
@@ -217,7 +216,28 @@ impl Sizer {
         listing.max(list + r(C::JACOBIAN_WORDS) + sum)
     }
 
-    /// Peak of one sparse query of `C` (`chunk`: points per streamed chunk).
+    /// Bytes of a sparse query's split on the device (`msm::upload_split`): the words of its
+    /// bitmap of ones up to its last base (at most; none without ones), the tail's indices and
+    /// its scalars (none without a tail).
+    fn split_bytes(&self, q: &QueryShape) -> u64 {
+        let r = |w| self.r(w);
+        let bits = if q.ones > 0 && q.num_bases > 0 {
+            r(q.num_bases.div_ceil(32))
+        } else {
+            0
+        };
+        let tail = if q.tail > 0 {
+            r(q.tail) + r(FR_WORDS as usize * q.tail)
+        } else {
+            0
+        };
+        bits + tail
+    }
+
+    /// Peak of one sparse query of `C` beyond its split on the device (`msm::sparse_uploaded`;
+    /// `chunk`: points per streamed chunk): the gathered tail's points with, first, the ones'
+    /// sum (over the whole query, or a chunk at a time beside the chunk's staging buffer; the
+    /// gather allocates nothing), then Pippenger over the gathered points.
     fn sparse_query<C: MsmCurve>(&self, q: &QueryShape, residency: Residency, chunk: usize) -> u64 {
         let r = |w| self.r(w);
         let gathered = if q.tail > 0 {
@@ -226,33 +246,32 @@ impl Sizer {
             0
         };
         let pippenger = if q.tail > 0 {
-            gathered + r(FR_WORDS as usize * q.tail) + self.pippenger::<C>(q.tail)
+            gathered + self.pippenger::<C>(q.tail)
         } else {
             0
         };
-        let gather = |idx: usize| if idx > 0 { r(idx) } else { 0 };
         let collect = match residency {
-            Residency::Resident => (gathered + self.ones_bytes::<C>(q.ones, q.num_bases))
-                .max(gathered + gather(q.tail)),
+            Residency::Resident => gathered + self.ones_bytes::<C>(q.ones, q.num_bases),
             Residency::Streamed => {
                 let chunk = chunk.min(q.num_bases).max(1);
                 let staging = gathered + r(C::AFFINE_WORDS * chunk);
-                (staging + self.ones_bytes::<C>(q.ones.min(chunk), chunk))
-                    .max(staging + gather(q.tail.min(chunk)))
+                staging + self.ones_bytes::<C>(q.ones.min(chunk), chunk)
             }
         };
         collect.max(pippenger)
     }
 
-    /// L, A and B in G1, then B in G2 (B's shape), one after the other.
+    /// The splits of L, A and B on the device for the whole stage (B's once: it serves both
+    /// groups), and beside them L, A and B in G1, then B in G2 (B's shape), one after the other.
     fn sparse_stage(&self, queries: &[QueryShape; 3], residency: Residency, chunk: usize) -> u64 {
-        queries
+        let splits: u64 = queries.iter().map(|q| self.split_bytes(q)).sum();
+        let msms = queries
             .iter()
             .map(|q| self.sparse_query::<G1>(q, residency, chunk))
             .max()
             .unwrap_or(0)
-            .max(self.sparse_query::<G2>(&queries[2], residency, chunk))
-            .max(1)
+            .max(self.sparse_query::<G2>(&queries[2], residency, chunk));
+        (splits + msms).max(1)
     }
 
     fn h_stage(&self, log_n: u32, residency: Residency, chunk: usize) -> u64 {
@@ -357,8 +376,8 @@ pub(crate) fn pippenger_bytes_exact(n: usize, cfg: &MsmConfig, sm_count: u32) ->
     .pippenger::<G1>(n)
 }
 
-/// Device bytes of the sparse stage (the L, A and B MSMs in G1, then B in G2 with B's split),
-/// from the shapes of L, A and B.
+/// Device bytes of the sparse stage (the splits of L, A and B on the device, and beside them
+/// the L, A and B MSMs in G1, then B in G2 with B's split), from the shapes of L, A and B.
 pub fn sparse_stage_bytes(queries: &[QueryShape; 3], residency: Residency, sm_count: u32) -> u64 {
     sparse_stage_bytes_with(queries, residency, &MsmConfig::default(), sm_count)
 }

@@ -782,6 +782,8 @@ mod tests {
         let b = e.upload(C::affines_as_u32(points)).unwrap();
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(32);
         let ones: IndexBitmap = (0..n as u32).filter(|_| rng.gen_bool(0.46)).collect();
+        let bits = e.upload(ones.words()).unwrap();
+        let bits = msm::OnesBits::of(&bits, ones.len());
         for (name, cfg) in MsmConfig::variants() {
             for rounds in [
                 None,
@@ -810,7 +812,7 @@ mod tests {
                     let mut stats = MsmStats::default();
                     let base = b.at(lo * C::AFFINE_WORDS);
                     let got =
-                        msm::sum_ones::<_, C>(&e, base, &ones, lo..hi, rounds, &cfg, &mut stats)
+                        msm::sum_ones::<_, C>(&e, base, &bits, lo..hi, rounds, &cfg, &mut stats)
                             .unwrap();
                     assert!(got == want, "{} {name}, {rounds:?}, {lo}..{hi}", C::NAME);
                 }

@@ -8,20 +8,23 @@
 //! dropped, a bitmap of the ones, the tail's indices and scalars); this is the only split, and
 //! the GPU takes it as it is: the ones are listed from their bitmap on the device and their bases
 //! summed (batch-affine rounds, one bucket per group), the tail's bases are gathered side by
-//! side and go through Pippenger with the tail's scalars.
+//! side and go through Pippenger with the tail's scalars. The split goes up first
+//! ([`upload_split`]: the bitmap's words, the tail's indices and scalars), so that a caller can
+//! copy it before it runs kernels; [`sparse_uploaded`] then works from those device copies
+//! (`sparse` does both).
 //! Bases are either resident on the device ([`Bases::Device`]), resident with precomputed
 //! copies for fixed-base MSMs ([`Bases::Precomputed`], `plan::Precomputation`), or streamed
 //! from host memory in chunks of [`STREAM_CHUNK`] points ([`Bases::Host`]).
 //!
-//! Memory: every helper frees its temporaries and synchronises before it returns, so the
-//! phases' peaks add up simply; `bytes.rs` has the formulas and tests them against this code.
+//! Memory: every helper frees its temporaries and synchronises before it returns (a split on
+//! the device is its caller's, held until dropped), so the phases' peaks add up simply;
+//! `bytes.rs` has the formulas and tests them against this code.
 
 use std::time::Instant;
 
 use blstrs::G1Affine;
 use group::Group;
 use proofline_groth16::msm::SparseScalars;
-use proofline_groth16::IndexBitmap;
 
 use crate::abi::{
     AffineHalveArgs, AffineRoundArgs, BatchInvArgs, BigFinalArgs, BigPartialArgs, BucketAccArgs,
@@ -57,7 +60,8 @@ pub struct MsmStats {
     pub window: u32,
     /// Pippenger chunks
     pub chunks: usize,
-    /// Milliseconds of host-to-device copies of a sparse split's lists and tail scalars.
+    /// Milliseconds of host-to-device copies of sparse splits (bitmaps of the ones, tail
+    /// indices and tail scalars).
     pub upload_ms: f64,
     /// Milliseconds summing the bases of the ones (kernels and read-back).
     pub ones_ms: f64,
@@ -743,34 +747,55 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     Ok(combine_windows(&windows, sets.shift()))
 }
 
-/// `sum bases[i - lo]` over the ones `i` of `[lo, hi)`: point `lo` is the first at `bases`.
-/// The bitmap's words go up, the device lists the ones (`ones_list`), and their bases are summed
-/// by batch-affine rounds ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's
-/// in [`sparse`]) or by the grid-wide XYZZ sum.
+/// A bitmap of ones on the device: `words` u32 words at `ptr` (bit i of the bitmap is bit
+/// `i % 32` of word `i / 32`), `count` bits set in all.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OnesBits {
+    /// Address of word 0.
+    pub(crate) ptr: u64,
+    /// Words of the bitmap.
+    pub(crate) words: usize,
+    /// Bits set.
+    pub(crate) count: usize,
+}
+
+impl OnesBits {
+    /// The bitmap held by `buf` (all its words), with `count` bits set.
+    pub(crate) fn of(buf: &impl DevBuf, count: usize) -> Self {
+        OnesBits {
+            ptr: buf.ptr(),
+            words: buf.words(),
+            count,
+        }
+    }
+}
+
+/// `sum bases[i - lo]` over the ones `i` of `[lo, hi)` of the device bitmap `ones`: point `lo`
+/// is the first at `bases`. The device lists the ones of the range (`ones_list`, from word
+/// `lo / 32` of the bitmap), and their bases are summed by batch-affine rounds
+/// ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's in [`sparse_uploaded`])
+/// or by the grid-wide XYZZ sum.
 pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
-    ones: &IndexBitmap,
+    ones: &OnesBits,
     range: std::ops::Range<usize>,
     rounds: Option<OnesRounds>,
     cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
     let lo = range.start;
-    let hi = range.end.min(ones.words().len() * 32);
-    if lo >= hi || ones.is_empty() {
+    let hi = range.end.min(ones.words * 32);
+    if lo >= hi || ones.count == 0 {
         return Ok(C::Projective::identity());
     }
     let t = Instant::now();
-    let bits = e.upload(&ones.words()[lo / 32..hi.div_ceil(32)])?;
-    e.sync()?;
-    stats.upload_ms += ms_since(t);
-    let t = Instant::now();
+    // the range's first word; its bits from bit_lo on, up to bit_hi (within the bitmap's words)
+    let bits = ones.ptr.wrapping_add(4 * (lo / 32) as u64);
     let bit_lo = (lo % 32) as u32;
     let bit_hi = bit_lo + (hi - lo) as u32;
-    let listed = ones_list(e, &bits, bit_lo, bit_hi, ones.len().min(hi - lo))?;
-    drop(bits);
-    // the bitmap and the listing's scratch go back before the sums allocate
+    let listed = ones_list(e, bits, bit_lo, bit_hi, ones.count.min(hi - lo))?;
+    // the listing's scratch goes back before the sums allocate
     e.sync()?;
     let Some((list, count)) = listed else {
         stats.ones_ms += ms_since(t);
@@ -816,13 +841,13 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     Ok(C::from_jacobian(&h))
 }
 
-/// The positions (less `bit_lo`) of the set bits `[bit_lo, bit_hi)` of `bits` (at most `max`),
-/// ascending, as a device list, and their count (none when there are none): a count per block of
-/// words, their exclusive scan (one element more: its last is the total, read back), the
-/// positions.
+/// The positions (less `bit_lo`) of the set bits `[bit_lo, bit_hi)` of the words at `bits` (at
+/// most `max`), ascending, as a device list, and their count (none when there are none): a count
+/// per block of words, their exclusive scan (one element more: its last is the total, read
+/// back), the positions.
 fn ones_list<E: Exec>(
     e: &E,
-    bits: &E::Buf,
+    bits: u64,
     bit_lo: u32,
     bit_hi: u32,
     max: usize,
@@ -835,7 +860,7 @@ fn ones_list<E: Exec>(
         blocks as u32,
         ONES_THREADS,
         &OnesCountArgs {
-            bits: DevPtr(bits.ptr()),
+            bits: DevPtr(bits),
             counts: DevPtrMut(counts.ptr()),
             bit_lo,
             bit_hi,
@@ -859,7 +884,7 @@ fn ones_list<E: Exec>(
         blocks as u32,
         ONES_THREADS,
         &OnesExpandArgs {
-            bits: DevPtr(bits.ptr()),
+            bits: DevPtr(bits),
             offsets: DevPtr(offsets.ptr()),
             list: DevPtrMut(list.ptr()),
             bit_lo,
@@ -938,34 +963,31 @@ fn ones_affine<E: Exec, C: MsmCurve>(
     Ok((sums, groups as u32))
 }
 
-/// Copies the points at `idx` (relative to `bases`) side by side to `out`.
+/// Copies the points at the `n` indices at `idx` (on the device, relative to `bases`) side by
+/// side to `out`.
 fn gather<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
-    idx: &[u32],
+    idx: u64,
+    n: usize,
     out: u64,
     stats: &mut MsmStats,
 ) -> Result<(), GpuError> {
-    if idx.is_empty() {
+    if n == 0 {
         return Ok(());
     }
     let t = Instant::now();
-    let list = e.upload(idx)?;
-    e.sync()?;
-    stats.upload_ms += ms_since(t);
-    let t = Instant::now();
     e.launch_as(
         C::KERNELS.gather,
-        grid(idx.len(), ELEMENT_THREADS),
+        grid(n, ELEMENT_THREADS),
         ELEMENT_THREADS,
         &GatherArgs {
             bases: DevPtr(bases),
-            idx: DevPtr(list.ptr()),
+            idx: DevPtr(idx),
             out: DevPtrMut(out),
-            n: idx.len() as u32,
+            n: n as u32,
         },
     )?;
-    drop(list);
     e.sync()?;
     stats.gather_ms += ms_since(t);
     Ok(())
@@ -976,7 +998,76 @@ fn in_range(sorted: &[u32], lo: usize, hi: usize) -> std::ops::Range<usize> {
     sorted.partition_point(|&i| (i as usize) < lo)..sorted.partition_point(|&i| (i as usize) < hi)
 }
 
-/// Sparse MSM of a split query: the ones summed, the tail gathered and through Pippenger.
+/// A sparse query's split on the device ([`upload_split`]): the words of its ones' bitmap that
+/// cover its bases, the tail's indices and scalars (each absent when there are none).
+#[derive(Debug)]
+pub(crate) struct SplitOnDevice<B> {
+    /// The bitmap's words (none without ones).
+    ones: Option<B>,
+    /// Ones in the split.
+    ones_count: usize,
+    /// The tail's indices, ascending (none without a tail).
+    tail_index: Option<B>,
+    /// The tail's scalars, [`FR_WORDS`] words each (none without a tail).
+    tail_scalars: Option<B>,
+    /// Length of the tail.
+    tail: usize,
+}
+
+impl<B: DevBuf> SplitOnDevice<B> {
+    /// The bitmap of the ones, if any.
+    fn ones_bits(&self) -> Option<OnesBits> {
+        self.ones.as_ref().map(|b| OnesBits::of(b, self.ones_count))
+    }
+}
+
+/// Copies `split` to the device: the words of its bitmap of ones up to its last base, its tail's
+/// indices and its tail's scalars (none of them when empty); synchronises, and adds the time to
+/// `stats.upload_ms`.
+pub(crate) fn upload_split<E: Exec>(
+    e: &E,
+    split: &SparseScalars,
+    stats: &mut MsmStats,
+) -> Result<SplitOnDevice<E::Buf>, GpuError> {
+    let tail = split.tail_index.len();
+    if tail != split.tail_scalars.len() {
+        return Err(GpuError::InvalidInput(format!(
+            "{tail} tail indices but {} tail scalars",
+            split.tail_scalars.len()
+        )));
+    }
+    let t = Instant::now();
+    // bits from num_bases on are never read: the words up to the last base's
+    let words = split.ones.words();
+    let words = &words[..words.len().min(split.num_bases.div_ceil(32))];
+    let ones = if split.ones.is_empty() || words.is_empty() {
+        None
+    } else {
+        Some(e.upload(words)?)
+    };
+    let (tail_index, tail_scalars) = if tail > 0 {
+        (
+            Some(e.upload(&split.tail_index)?),
+            Some(e.upload(scalars_as_u32(&split.tail_scalars))?),
+        )
+    } else {
+        (None, None)
+    };
+    e.sync()?;
+    stats.upload_ms += ms_since(t);
+    Ok(SplitOnDevice {
+        ones,
+        ones_count: split.ones.len(),
+        tail_index,
+        tail_scalars,
+        tail,
+    })
+}
+
+/// Sparse MSM of a split query: the split up ([`upload_split`]), then [`sparse_uploaded`];
+/// the split is freed (and the lane synchronised) before it returns. The tests' and the
+/// benchmark's entry (the sparse stage uploads its splits before its kernel turn).
+#[cfg(any(test, feature = "testkit"))]
 pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     e: &E,
     bases: Bases<'_, C::Affine>,
@@ -984,11 +1075,32 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
+    let dev = upload_split(e, split, stats)?;
+    let r = sparse_uploaded::<E, C>(e, bases, split, &dev, cfg, stats);
+    drop(dev);
+    let synced = e.sync();
+    let total = r?;
+    synced?;
+    Ok(total)
+}
+
+/// Sparse MSM of a split query whose split `dev` is on the device (`upload_split` of `split`;
+/// the host split gives the shapes and, for streamed bases, each chunk's part of the tail): the
+/// ones summed, the tail gathered and through Pippenger. Uploads nothing of the split.
+pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: Bases<'_, C::Affine>,
+    split: &SparseScalars,
+    dev: &SplitOnDevice<E::Buf>,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<C::Projective, GpuError> {
     let tail = split.tail_index.len();
-    if tail != split.tail_scalars.len() {
+    if tail != split.tail_scalars.len() || tail != dev.tail {
         return Err(GpuError::InvalidInput(format!(
-            "{tail} tail indices but {} tail scalars",
-            split.tail_scalars.len()
+            "{tail} tail indices, {} tail scalars, {} on the device",
+            split.tail_scalars.len(),
+            dev.tail
         )));
     }
     if let Bases::Host { points: h, .. } = bases {
@@ -1003,6 +1115,7 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     }
     stats.points += split.num_bases;
     let ones_rounds = C::KERNELS.affine.map(|ak| ak.ones);
+    let ones = dev.ones_bits();
     let mut total = C::Projective::identity();
     let gathered = if tail > 0 {
         Some(e.alloc(tail * C::AFFINE_WORDS)?)
@@ -1013,10 +1126,12 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
     match bases {
         // the ones and the gathered tail use the bases themselves (copy 0)
         Bases::Device(p) | Bases::Precomputed { ptr: p, .. } => {
-            let all = 0..split.num_bases;
-            total += sum_ones::<E, C>(e, p, &split.ones, all, ones_rounds, cfg, stats)?;
-            if let Some(o) = out(0) {
-                gather::<E, C>(e, p, &split.tail_index, o, stats)?;
+            if let Some(ones) = &ones {
+                let all = 0..split.num_bases;
+                total += sum_ones::<E, C>(e, p, ones, all, ones_rounds, cfg, stats)?;
+            }
+            if let (Some(o), Some(idx)) = (out(0), &dev.tail_index) {
+                gather::<E, C>(e, p, idx.ptr(), tail, o, stats)?;
             }
         }
         Bases::Host { points: h, chunk } => {
@@ -1026,13 +1141,15 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
                 e.upload_host(&mut staging, &st.buf, (st.hi - st.lo) * C::AFFINE_WORDS)?;
                 // the gather indexes from the query's first point, the ones' sum from the chunk's
                 let base = staging.ptr().wrapping_sub(point_at::<C>(0, st.lo));
-                let chunk_ones = st.lo..st.hi;
-                let ones = &split.ones;
                 let p = staging.ptr();
-                total += sum_ones::<E, C>(e, p, ones, chunk_ones, ones_rounds, cfg, stats)?;
+                if let Some(ones) = &ones {
+                    let chunk_ones = st.lo..st.hi;
+                    total += sum_ones::<E, C>(e, p, ones, chunk_ones, ones_rounds, cfg, stats)?;
+                }
+                // the chunk's part of the tail: a range of the device's index list
                 let t = in_range(&split.tail_index, st.lo, st.hi);
-                if let Some(o) = out(t.start) {
-                    gather::<E, C>(e, base, &split.tail_index[t], o, stats)?;
+                if let (Some(o), Some(idx)) = (out(t.start), &dev.tail_index) {
+                    gather::<E, C>(e, base, idx.at(t.start), t.len(), o, stats)?;
                 }
                 // the chunk's copy and kernels are done: its host buffer can be refilled
                 e.sync()
@@ -1041,13 +1158,9 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
             e.sync()?;
         }
     }
-    if let Some(g) = gathered {
-        let t = Instant::now();
-        let scalars = e.upload(scalars_as_u32(&split.tail_scalars))?;
-        e.sync()?;
-        stats.upload_ms += ms_since(t);
+    if let (Some(g), Some(scalars)) = (gathered, &dev.tail_scalars) {
         total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, cfg, stats)?;
-        drop((g, scalars));
+        drop(g);
         e.sync()?;
     }
     Ok(total)

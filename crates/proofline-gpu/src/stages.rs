@@ -1,13 +1,15 @@
 //! The GPU stages of one Groth16 partition on a [`GpuSlot`], each run under the bytes of one
 //! lease (an [`Arena`]), its kernels in the device's kernel turn (`turn.rs`: the H stage takes
-//! it once its evaluations are uploaded), and synchronised before it returns:
+//! it once its evaluations are uploaded, the sparse stage once its splits are), and synchronised
+//! before it returns:
 //!
 //! * [`GpuSlot::upload_resident`]: a parameter set's NTT tables and (when they fit) its bases;
 //! * [`GpuSlot::h_stage`]: the evaluations a and b up, C's as their product on the device (the
 //!   witness satisfies every constraint), H = (A B - C) / Z, then the H MSM straight from the
 //!   device buffer (no host round trip);
-//! * [`GpuSlot::sparse_stage`]: the L, A and B MSMs in G1 and the B MSM in G2, of the CPU's
-//!   0/1/tail split (B's serves both groups).
+//! * [`GpuSlot::sparse_stage`]: the splits of L, A and B up (the CPU's 0/1/tail split: bitmaps
+//!   of the ones, tail indices and scalars; B's once, for both groups), then the L, A and B MSMs
+//!   in G1 and the B MSM in G2 from those device copies.
 //!
 //! The inner functions are generic over [`Exec`] so that `bytes.rs` can run them dry.
 
@@ -24,7 +26,7 @@ use crate::curve::{G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
 use crate::layout::scalars_as_u32;
-use crate::msm::{self, Bases, MsmStats};
+use crate::msm::{self, Bases, MsmStats, SplitOnDevice};
 use crate::ntt::{h_poly, CInput, TablePtrs};
 use crate::plan::Precomputation;
 use crate::resident::{
@@ -207,8 +209,10 @@ impl GpuSlot {
 
     /// The sparse stage: the L, A and B MSMs in G1 and, with [`SparseGroups::G1AndG2`], the B
     /// MSM in G2 of the split scalars (`lease_bytes`: `bytes::sparse_stage_bytes`, which covers
-    /// both groups), all in the device's kernel turn (its uploads are small and interleaved
-    /// with its kernels).
+    /// both groups). The splits of L, A and B (bitmaps of the ones, tail indices and scalars;
+    /// B's once) go up before the slot asks for the device's kernel turn, so that they overlap
+    /// another slot's kernels; the MSMs run in the turn from the device copies (streamed bases
+    /// are still copied chunk by chunk in it).
     pub fn sparse_stage(
         &self,
         lease_bytes: u64,
@@ -237,12 +241,17 @@ impl GpuSlot {
         let bases = resident.stage_bases(host)?;
         let arena = Arena::new(lease_bytes, "sparse stage");
         self.run(Lane::Compute, &arena, |e| {
+            let mut msm = MsmStats::default();
+            let inputs = upload_sparse_inputs(e, plan, &mut msm)?;
+            // the splits are up (another slot's kernels ran meanwhile): the kernels' turn
             let turn = self.kernel_turn();
-            let r = sparse_stage_device(e, plan, &bases, groups, &MsmConfig::default());
+            let cfg = MsmConfig::default();
+            let r = sparse_stage_uploaded(e, plan, &inputs, &bases, groups, &cfg, &mut msm);
+            drop(inputs);
             let synced = e.sync();
             let turn_wait_s = turn.waited().as_secs_f64();
             drop(turn);
-            let (msms, msm) = r?;
+            let msms = r?;
             synced?;
             Ok((msms, SparseStageTimes { turn_wait_s, msm }))
         })
@@ -294,7 +303,59 @@ pub(crate) fn h_stage_device<E: Exec>(
     Ok((h, times))
 }
 
-/// The sparse MSMs of `groups`, one after the other.
+/// The splits of a plan's sparse queries on the device: L's, A's and B's (B's serves its G1 and
+/// G2 MSMs).
+#[derive(Debug)]
+pub(crate) struct SparseInputs<B> {
+    l: SplitOnDevice<B>,
+    a: SplitOnDevice<B>,
+    b: SplitOnDevice<B>,
+}
+
+/// Copies the splits of L, A and B to the device (each synchronised; their time in
+/// `stats.upload_ms`).
+pub(crate) fn upload_sparse_inputs<E: Exec>(
+    e: &E,
+    plan: &MsmPlan,
+    stats: &mut MsmStats,
+) -> Result<SparseInputs<E::Buf>, GpuError> {
+    Ok(SparseInputs {
+        l: msm::upload_split(e, &plan.l, stats)?,
+        a: msm::upload_split(e, &plan.a, stats)?,
+        b: msm::upload_split(e, &plan.b, stats)?,
+    })
+}
+
+/// The sparse MSMs of `groups`, one after the other, from the splits `inputs` on the device
+/// ([`upload_sparse_inputs`] of `plan`); uploads nothing of the splits.
+pub(crate) fn sparse_stage_uploaded<E: Exec>(
+    e: &E,
+    plan: &MsmPlan,
+    inputs: &SparseInputs<E::Buf>,
+    bases: &StageBases<'_>,
+    groups: SparseGroups,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<SparseMsms, GpuError> {
+    let mut one = |b: Bases<'_>, s: &SparseScalars, d: &SplitOnDevice<E::Buf>| {
+        msm::sparse_uploaded::<E, G1>(e, b, s, d, cfg, stats)
+    };
+    let l = one(bases.l, &plan.l, &inputs.l)?;
+    let a = one(bases.a, &plan.a, &inputs.a)?;
+    let b_g1 = one(bases.b_g1, &plan.b, &inputs.b)?;
+    let b_g2 = match groups {
+        SparseGroups::G1AndG2 => Some(msm::sparse_uploaded::<E, G2>(
+            e, bases.b_g2, &plan.b, &inputs.b, cfg, stats,
+        )?),
+        SparseGroups::G1Only => None,
+    };
+    Ok(SparseMsms { l, a, b_g1, b_g2 })
+}
+
+/// The splits up ([`upload_sparse_inputs`]), then the sparse MSMs of `groups`
+/// ([`sparse_stage_uploaded`]); the splits are freed (and the lane synchronised) before it
+/// returns.
+#[cfg(test)]
 pub(crate) fn sparse_stage_device<E: Exec>(
     e: &E,
     plan: &MsmPlan,
@@ -303,15 +364,11 @@ pub(crate) fn sparse_stage_device<E: Exec>(
     cfg: &MsmConfig,
 ) -> Result<(SparseMsms, MsmStats), GpuError> {
     let mut stats = MsmStats::default();
-    let mut one = |b: Bases<'_>, s: &SparseScalars| msm::sparse::<E, G1>(e, b, s, cfg, &mut stats);
-    let l = one(bases.l, &plan.l)?;
-    let a = one(bases.a, &plan.a)?;
-    let b_g1 = one(bases.b_g1, &plan.b)?;
-    let b_g2 = match groups {
-        SparseGroups::G1AndG2 => Some(msm::sparse::<E, G2>(
-            e, bases.b_g2, &plan.b, cfg, &mut stats,
-        )?),
-        SparseGroups::G1Only => None,
-    };
-    Ok((SparseMsms { l, a, b_g1, b_g2 }, stats))
+    let inputs = upload_sparse_inputs(e, plan, &mut stats)?;
+    let r = sparse_stage_uploaded(e, plan, &inputs, bases, groups, cfg, &mut stats);
+    drop(inputs);
+    let synced = e.sync();
+    let msms = r?;
+    synced?;
+    Ok((msms, stats))
 }
