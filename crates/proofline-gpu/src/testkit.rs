@@ -725,8 +725,8 @@ impl TestGpu {
         Ok((r, stats))
     }
 
-    /// Sparse MSM of a CPU split over resident bases (the split's lists are uploaded in the
-    /// call, as in the pipeline's sparse stage).
+    /// Sparse MSM of a CPU split over resident bases (the split is uploaded in the call, timed
+    /// in `MsmStats::upload_ms`; the pipeline's sparse stage uploads it before its kernel turn).
     pub fn msm_sparse_resident(
         &self,
         bases: &DeviceData,
