@@ -3,8 +3,8 @@
 //! Each slot has its own stream, so one slot's uploads (DMA, and the CPU filling the pinned
 //! staging buffers) can overlap another slot's kernels. Two slots' kernels running side by side,
 //! though, share the SMs and the L2 and finish later than the same kernels one after the other
-//! (a 32 GiB partition's stages: 1.46 s per partition side by side against 1.30 s of kernels in
-//! turn, docs/gpu-kernels.md). With [`SlotKernels::InTurn`] a slot uploads what a stage needs,
+//! (two slots on an H200 at the 32 GiB shape: 1.41 s per partition side by side, 1.35 s in
+//! turn, for 1.30 s of kernels; docs/gpu-kernels.md). With [`SlotKernels::InTurn`] a slot uploads what a stage needs,
 //! then waits for the device's kernel turn, runs the stage's kernels, synchronises its stream
 //! and hands the turn on: the slots take turns in the order they asked (a ticket queue), so no
 //! slot waits behind another more than once in a row.
