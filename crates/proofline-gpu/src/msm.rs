@@ -1004,20 +1004,16 @@ fn in_range(sorted: &[u32], lo: usize, hi: usize) -> std::ops::Range<usize> {
 pub(crate) struct SplitOnDevice<B> {
     /// The bitmap's words (none without ones).
     ones: Option<B>,
-    /// Ones in the split.
-    ones_count: usize,
-    /// The tail's indices, ascending (none without a tail).
+    /// The tail's indices, ascending, one word each (none without a tail).
     tail_index: Option<B>,
     /// The tail's scalars, [`FR_WORDS`] words each (none without a tail).
     tail_scalars: Option<B>,
-    /// Length of the tail.
-    tail: usize,
 }
 
 impl<B: DevBuf> SplitOnDevice<B> {
-    /// The bitmap of the ones, if any.
-    fn ones_bits(&self) -> Option<OnesBits> {
-        self.ones.as_ref().map(|b| OnesBits::of(b, self.ones_count))
+    /// Length of the tail on the device.
+    fn tail(&self) -> usize {
+        self.tail_index.as_ref().map_or(0, |b| b.words())
     }
 }
 
@@ -1057,10 +1053,8 @@ pub(crate) fn upload_split<E: Exec>(
     stats.upload_ms += ms_since(t);
     Ok(SplitOnDevice {
         ones,
-        ones_count: split.ones.len(),
         tail_index,
         tail_scalars,
-        tail,
     })
 }
 
@@ -1096,11 +1090,11 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
     let tail = split.tail_index.len();
-    if tail != split.tail_scalars.len() || tail != dev.tail {
+    if tail != split.tail_scalars.len() || tail != dev.tail() {
         return Err(GpuError::InvalidInput(format!(
             "{tail} tail indices, {} tail scalars, {} on the device",
             split.tail_scalars.len(),
-            dev.tail
+            dev.tail()
         )));
     }
     if let Bases::Host { points: h, .. } = bases {
@@ -1115,7 +1109,7 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
     }
     stats.points += split.num_bases;
     let ones_rounds = C::KERNELS.affine.map(|ak| ak.ones);
-    let ones = dev.ones_bits();
+    let ones = dev.ones.as_ref().map(|b| OnesBits::of(b, split.ones.len()));
     let mut total = C::Projective::identity();
     let gathered = if tail > 0 {
         Some(e.alloc(tail * C::AFFINE_WORDS)?)

@@ -13,6 +13,7 @@
 //!   synchronised before the data is handed to any other slot, and freed on it.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rayon::prelude::*;
 
@@ -26,7 +27,6 @@ use crate::device::{KernelTable, Shared};
 use crate::error::GpuError;
 use crate::exec::{check_copy, check_kernel, CopyDir, DevBuf, Exec, KernelArgs, Readback};
 use crate::oplog::{KernelSpan, Recording, SlotSpan};
-use crate::turn::Turn;
 
 /// Slot id used in the op log for work on the device's resident stream.
 pub const RESIDENT_LANE: usize = usize::MAX;
@@ -118,10 +118,22 @@ impl GpuSlot {
         Ok(r)
     }
 
-    /// Waits for the device's kernel turn (`turn.rs`); the slot holds it until the returned
-    /// turn is dropped, after its stream was synchronised.
-    pub(crate) fn kernel_turn(&self) -> Turn<'_> {
-        self.shared.turns.wait()
+    /// Runs `f` in the device's kernel turn (`turn.rs`): waits for the turn, runs `f` on `e`,
+    /// synchronises `e`'s lane (so nothing of `f` is in flight) and hands the turn on. Returns
+    /// `f`'s result and how long the slot waited for the turn.
+    pub(crate) fn in_kernel_turn<T>(
+        &self,
+        e: &SlotExec<'_>,
+        f: impl FnOnce() -> Result<T, GpuError>,
+    ) -> Result<(T, Duration), GpuError> {
+        let turn = self.shared.turns.wait();
+        let r = f();
+        let synced = e.sync();
+        let waited = turn.waited();
+        drop(turn);
+        let r = r?;
+        synced?;
+        Ok((r, waited))
     }
 
     pub(crate) fn stream(&self, lane: Lane) -> &Arc<CudaStream> {

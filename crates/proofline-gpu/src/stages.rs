@@ -194,14 +194,10 @@ impl GpuSlot {
                 upload_padded(e, evals[1], words)?,
             );
             // the uploads are done (another slot's kernels ran meanwhile): the kernels' turn
-            let turn = self.kernel_turn();
-            let r = h_stage_device(e, a, b, &t, bases.h, &NttConfig::default(), &msm, start);
-            let synced = e.sync();
-            let turn_wait = turn.waited();
-            drop(turn);
-            let (h, mut times) = r?;
-            synced?;
-            times.turn_wait_s = turn_wait.as_secs_f64();
+            let ((h, mut times), waited) = self.in_kernel_turn(e, || {
+                h_stage_device(e, a, b, &t, bases.h, &NttConfig::default(), &msm, start)
+            })?;
+            times.turn_wait_s = waited.as_secs_f64();
             times.h_poly_s = (times.h_poly_s - times.turn_wait_s).max(0.0);
             Ok((h, times))
         })
@@ -244,15 +240,13 @@ impl GpuSlot {
             let mut msm = MsmStats::default();
             let inputs = upload_sparse_inputs(e, plan, &mut msm)?;
             // the splits are up (another slot's kernels ran meanwhile): the kernels' turn
-            let turn = self.kernel_turn();
             let cfg = MsmConfig::default();
-            let r = sparse_stage_uploaded(e, plan, &inputs, &bases, groups, &cfg, &mut msm);
-            drop(inputs);
-            let synced = e.sync();
-            let turn_wait_s = turn.waited().as_secs_f64();
-            drop(turn);
-            let msms = r?;
-            synced?;
+            let (msms, waited) = self.in_kernel_turn(e, || {
+                let r = sparse_stage_uploaded(e, plan, &inputs, &bases, groups, &cfg, &mut msm);
+                drop(inputs);
+                r
+            })?;
+            let turn_wait_s = waited.as_secs_f64();
             Ok((msms, SparseStageTimes { turn_wait_s, msm }))
         })
     }
