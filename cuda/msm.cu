@@ -215,6 +215,194 @@ extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const s
     }
 }
 
+// ---- radix sort -------------------------------------------------------------------
+// The counting sort above is bound by its returned atomics, the two-level sort by its scattered
+// writes. The radix sort sorts one bucket set at a time by its bucket key (|d| - 1, c - 1 bits)
+// in least-significant-digit passes of at most RADIX_BITS bits, each pass a count per tile of
+// entries in shared memory, a scan of the counts, and a stable scatter whose ranks come from warp
+// ballots: no global atomics, and a tile writes each digit's entries as one run.
+//  1. msm_radix_prep: the histogram of the buckets (as pass 0 of msm_digits), each scalar out of
+//     Montgomery form as 8 words stored word-major (word k of point i at words[k * n + i], so
+//     that a window's two words are read coalesced), and the carry into each window as a bit
+//     mask (the signed digits' carries chain from the lowest window up);
+//  2. per set, per pass: msm_radix_count (tile_counts[digit * tiles + tile]), a scan,
+//     msm_radix_scatter (below: ranks within warps, one block barrier per tile). The first pass makes the set's entries from the words (window
+//     set * copies + t / tiles_per_window, points of tile t % tiles_per_window), later passes
+//     read (key, entry) pairs; the last writes the entries at the set's start in `vals`.
+//  3. msm_radix_ends: each bucket's end from its start and size.
+// Sorted by key within its set and the sets in order, an entry lands where the counting sort
+// would put its bucket: at [start, end) from the scan of the histogram.
+
+extern "C" __global__ void msm_radix_prep(const radix_prep_args a) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    const fr_t sm = fr_t::load(a.scalars + 8 * (size_t)i);
+    const fr_t s = sm.is_zero() ? sm : fr_t::from_mont(sm);
+#pragma unroll
+    for (u32 k = 0; k < 8; k++) a.words[(size_t)k * a.n + i] = s.v[k];
+    const u32 nb = 1u << (a.c - 1);
+    u32 carry = 0, mask = 0;
+    for (u32 w = 0; w < a.nw; w++) {
+        mask |= carry << w;
+        u32 d = window_bits(s, w * a.c, a.c) + carry;
+        if (d > nb) {
+            d = (1u << a.c) - d;
+            carry = 1;
+        } else {
+            carry = 0;
+        }
+        if (d != 0) atomicAdd(&a.counts[(w / a.copies) * nb + d - 1], 1u);
+    }
+    a.carries[i] = mask;
+}
+
+// The entries of the pass's set (after the first pass): its buckets' sizes summed, from the scan.
+DEVI u32 radix_items(const radix_pass_args& a) {
+    return a.first ? 0 : a.starts[(size_t)(a.set + 1) * a.nb] - a.starts[(size_t)a.set * a.nb];
+}
+
+// Entry j of tile `tile` in this pass: its key and entry; false where there is none (a zero
+// digit or past the points in the first pass, past the set's `items` entries in the others).
+DEVI bool radix_item(const radix_pass_args& a, u32 items, u32 tile, u32 j, u32& key, u32& val) {
+    if (a.first) {
+        const u32 wo = tile / a.tiles_per_window;
+        const u32 i = (tile % a.tiles_per_window) * RADIX_TILE + j;
+        if (i >= a.n) return false;
+        const u32 w = a.set * a.copies + wo;
+        if (w >= a.nw) return false;  // the last set may hold fewer windows than copies
+        const u32 off = w * a.c, k = off >> 5, sh = off & 31;
+        const u64 lo = k < 8 ? a.words[(size_t)k * a.n + i] : 0;
+        const u64 hi = k + 1 < 8 ? a.words[(size_t)(k + 1) * a.n + i] : 0;
+        u32 d = (u32)((lo | (hi << 32)) >> sh) & ((1u << a.c) - 1);
+        d += (a.carries[i] >> w) & 1;
+        u32 sign = 0;
+        if (d > a.nb) {
+            d = (1u << a.c) - d;
+            sign = 1;
+        }
+        if (d == 0) return false;
+        key = d - 1;
+        val = (i + (w % a.copies) * a.stride) | (sign << 31);
+        return true;
+    }
+    const size_t p = (size_t)tile * RADIX_TILE + j;
+    if (p >= items) return false;
+    const uint2 kv = reinterpret_cast<const uint2*>(a.pairs_in)[p];
+    key = kv.x;
+    val = kv.y;
+    return true;
+}
+
+extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_count(const radix_pass_args a) {
+    __shared__ u32 h[1u << RADIX_BITS];
+    const u32 bins = 1u << a.bits, dmask = bins - 1;
+    const u32 items = radix_items(a);
+    for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) h[d] = 0;
+    __syncthreads();
+    for (u32 j = threadIdx.x; j < RADIX_TILE; j += RADIX_THREADS) {
+        u32 key, val;
+        if (radix_item(a, items, blockIdx.x, j, key, val)) atomicAdd(&h[(key >> a.shift) & dmask], 1u);
+    }
+    __syncthreads();
+    for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS)
+        a.tile_counts[(size_t)d * a.tiles + blockIdx.x] = h[d];
+    // one count more, zero: its exclusive scan is the number of entries
+    if (blockIdx.x == 0 && threadIdx.x == 0) a.tile_counts[(size_t)bins * a.tiles] = 0;
+}
+
+// Stable: each warp ranks a contiguous part of the tile in batches of 32 entries, keeping its own
+// count per digit (the lanes with a lane's digit from one ballot per digit bit; no block barrier
+// between batches). The warps' counts then give each entry its place in the tile sorted by digit
+// (digits in order, in a digit the warps in order, in a warp the ranks): the entries are put
+// there in shared memory, and the tile is written out in that order, so that consecutive threads
+// write consecutive places of a digit's run (a scattered write per entry cost more than the
+// bytes). A tile's entries keep their order within each digit, as the passes after the first need.
+extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(const radix_pass_args a) {
+    constexpr u32 WARPS = RADIX_THREADS / 32;
+    constexpr u32 BATCHES = RADIX_TILE / RADIX_THREADS;
+    constexpr u32 BINS = 1u << RADIX_BITS;
+    __shared__ u32 wc[WARPS][BINS];
+    __shared__ u32 start[BINS];  // the digit's first place in the sorted tile
+    __shared__ u32 scan[BINS];
+    __shared__ u32 gbase[BINS];  // the digit's offset for the tile in the pass's output
+    __shared__ uint2 tile[RADIX_TILE];
+    const u32 bins = 1u << a.bits, dmask = bins - 1;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 below = (1u << lane) - 1;
+    for (u32 x = threadIdx.x; x < (WARPS << a.bits); x += RADIX_THREADS) wc[x >> a.bits][x & dmask] = 0;
+    __syncthreads();
+    const u32 items = radix_items(a);
+    u32 key[BATCHES], val[BATCHES], rank[BATCHES];
+#pragma unroll
+    for (u32 b = 0; b < BATCHES; b++) {
+        u32 k = 0, v = 0;
+        const bool valid = radix_item(a, items, blockIdx.x, (warp * BATCHES + b) * 32 + lane, k, v);
+        const u32 digit = (k >> a.shift) & dmask;
+        u32 peers = __ballot_sync(0xffffffffu, valid);
+        for (u32 bit = 0; bit < a.bits; bit++) {
+            const bool on = (digit >> bit) & 1;
+            const u32 lanes = __ballot_sync(0xffffffffu, valid && on);
+            peers &= on ? lanes : ~lanes;
+        }
+        const u32 before = valid ? wc[warp][digit] : 0;
+        __syncwarp();
+        if (valid && (peers & below) == 0) wc[warp][digit] = before + __popc(peers);
+        __syncwarp();
+        key[b] = k;
+        val[b] = v;
+        rank[b] = valid ? before + __popc(peers & below) : NONE;
+    }
+    __syncthreads();
+    // each digit's entries in the tile, then their first place (an exclusive scan over digits)
+    for (u32 d = threadIdx.x; d < BINS; d += RADIX_THREADS) {
+        u32 total = 0;
+        if (d < bins)
+            for (u32 w = 0; w < WARPS; w++) total += wc[w][d];
+        scan[d] = total;
+    }
+    __syncthreads();
+    for (u32 off = 1; off < BINS; off <<= 1) {
+        u32 add[(BINS + RADIX_THREADS - 1) / RADIX_THREADS];
+        for (u32 d = threadIdx.x, q = 0; d < BINS; d += RADIX_THREADS, q++) add[q] = d >= off ? scan[d - off] : 0;
+        __syncthreads();
+        for (u32 d = threadIdx.x, q = 0; d < BINS; d += RADIX_THREADS, q++) scan[d] += add[q];
+        __syncthreads();
+    }
+    // each warp's first place in each digit: the digit's, then the warps before it
+    for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) {
+        u32 run = d == 0 ? 0 : scan[d - 1];
+        start[d] = run;
+        gbase[d] = a.offsets[(size_t)d * a.tiles + blockIdx.x];
+        for (u32 w = 0; w < WARPS; w++) {
+            const u32 cnt = wc[w][d];
+            wc[w][d] = run;
+            run += cnt;
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (u32 b = 0; b < BATCHES; b++) {
+        if (rank[b] == NONE) continue;
+        tile[wc[warp][(key[b] >> a.shift) & dmask] + rank[b]] = make_uint2(key[b], val[b]);
+    }
+    __syncthreads();
+    // place e of the sorted tile goes to its digit's offset for the tile plus its place in the run
+    const u32 count = scan[BINS - 1];
+    const size_t set_start = a.last ? a.starts[(size_t)a.set * a.nb] : 0;
+    for (u32 e = threadIdx.x; e < count; e += RADIX_THREADS) {
+        const uint2 kv = tile[e];
+        const u32 d = (kv.x >> a.shift) & dmask;
+        const size_t pos = (size_t)gbase[d] + (e - start[d]);
+        if (a.last) a.out[set_start + pos] = kv.y;
+        else reinterpret_cast<uint2*>(a.out)[pos] = kv;
+    }
+}
+
+extern "C" __global__ void msm_radix_ends(const radix_ends_args a) {
+    const u32 g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g < a.m) a.ends[g] += a.counts[g];
+}
+
 // ---- exclusive scan (u32) ----------------------------------------------------
 extern "C" __global__ void scan_tiles(const scan_tiles_args a) {
     const u32* in = a.input;

@@ -35,6 +35,10 @@
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 
+struct uint2 {
+    unsigned x, y;
+};
+static inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
 struct uint4 {
     unsigned x, y, z, w;
 };

@@ -112,6 +112,13 @@ shared_consts! {
     SORT_BINS_MAX = 4096;
     /// Most fine bits of the two-level sort (2^12 shared-memory counters in its fine pass).
     SORT_FINE_BITS_MAX = 12;
+    /// Threads per block of the radix sort's passes (`msm_radix_count`, `msm_radix_scatter`).
+    RADIX_THREADS = 256;
+    /// Entries per block (tile) of a radix pass: RADIX_TILE / RADIX_THREADS rounds of one entry
+    /// per thread.
+    RADIX_TILE = 4096;
+    /// Most bits of the key one radix pass sorts by (2^RADIX_BITS shared-memory counters).
+    RADIX_BITS = 8;
     /// Threads per block of the batch-affine rounds (`msm_affine_fwd`, `msm_affine_bwd`).
     AFF_THREADS = 128;
     /// Blocks per multiprocessor in their `__launch_bounds__` (128 registers), and what a round
@@ -317,6 +324,55 @@ kernel_args! {
         fine_bits: u32,
         coarse: u32,
         nb: u32,
+    }
+    /// Radix sort, preparation: the bucket histogram into `counts` (as `msm_digits` pass 0),
+    /// each scalar out of Montgomery form into `words` (word k of point i at k * n + i) and the
+    /// carry into each window as bit w of `carries[i]` (nw <= 32).
+    "msm"::"msm_radix_prep" => RadixPrepArgs("radix_prep_args") {
+        scalars: DevPtr,
+        counts: DevPtrMut,
+        words: DevPtrMut,
+        carries: DevPtrMut,
+        n: u32,
+        c: u32,
+        nw: u32,
+        copies: u32,
+    }
+    /// Radix sort, one pass over bucket set `set`: the count of each digit (key bits
+    /// [shift, shift + bits)) per tile into tile_counts[digit * tiles + tile] and a zero after
+    /// them (`msm_radix_count`), or the stable scatter of the tile's entries from the scanned
+    /// counts in `offsets` (`msm_radix_scatter`). `first`: the entries come from `words` and
+    /// `carries` (window set * copies + tile / tiles_per_window), else (key, entry) pairs from
+    /// `pairs_in`, as many as the set's buckets hold (`starts`, the scan of the histogram, with
+    /// its total at index m). `last`: entries go to `out` from the set's start, else (key,
+    /// entry) pairs to `out` from 0.
+    "msm"::"msm_radix_count" | "msm"::"msm_radix_scatter" => RadixPassArgs("radix_pass_args") {
+        words: DevPtr,
+        carries: DevPtr,
+        pairs_in: DevPtr,
+        starts: DevPtr,
+        offsets: DevPtr,
+        tile_counts: DevPtrMut,
+        out: DevPtrMut,
+        n: u32,
+        c: u32,
+        nw: u32,
+        nb: u32,
+        copies: u32,
+        stride: u32,
+        set: u32,
+        tiles: u32,
+        tiles_per_window: u32,
+        shift: u32,
+        bits: u32,
+        first: u32,
+        last: u32,
+    }
+    /// Radix sort, last step: ends[g] = starts[g] + counts[g] for g < m (in place).
+    "msm"::"msm_radix_ends" => RadixEndsArgs("radix_ends_args") {
+        ends: DevPtrMut,
+        counts: DevPtr,
+        m: u32,
     }
     /// Fixed-base precomputation: out[i] = 2^c in[i] (affine G1), i < n; with c = 0 a copy.
     "msm"::"msm_precompute" => PrecomputeArgs("precompute_args") {

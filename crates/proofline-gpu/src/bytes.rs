@@ -9,12 +9,12 @@ use proofline_groth16::msm::SparseScalars;
 
 use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS, WINDOW_GROUPS};
 use crate::arena::{charge_in, GRANULE};
-use crate::config::{MsmAcc, MsmConfig, MsmSort};
+use crate::config::{MsmAcc, MsmConfig};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, Precomputation, SortPlan,
-    WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, Precomputation,
+    SortPlan, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -80,25 +80,42 @@ impl Sizer {
         let nw = sets.sets as usize;
         let tiles = m.div_ceil(crate::abi::SCAN_TILE as usize);
         let xyzz = C::XYZZ_WORDS;
-        let sorted = 2 * r(m) + r(e);
-        let with_buckets = sorted + r(xyzz * m);
-        let two_level = match self.cfg.sort {
-            MsmSort::TwoLevel => SortPlan::new(sets.sets, plan.nb),
-            MsmSort::Atomic => None,
+        let sort = ChunkSort::of(self.cfg.sort, len, sets);
+        // counts and ends: the radix sort's hold one value more (the total)
+        let ends_len = match sort {
+            ChunkSort::Radix(_) => m + 1,
+            ChunkSort::Atomic | ChunkSort::TwoLevel(_) => m,
         };
-        let scan = match two_level {
+        let sorted = 2 * r(ends_len) + r(e);
+        let with_buckets = sorted + r(xyzz * m);
+        let scan = match sort {
             // counts, ends, entries, the scan's tile sums
-            None => sorted + r(tiles),
+            ChunkSort::Atomic => sorted + r(tiles),
             // tile counts, their scan, fine keys (u16), coarse-sorted entries, the scan's tile
             // sums (freed, still charged: no synchronisation before the fine pass), then the
             // sorted counts, ends and entries
-            Some(sp) => {
+            ChunkSort::TwoLevel(sp) => {
                 let slots = sp.bins as usize * SortPlan::tiles(len) + 1;
                 2 * r(slots)
                     + r(e.div_ceil(2))
                     + r(e)
                     + r(slots.div_ceil(crate::abi::SCAN_TILE as usize))
                     + sorted
+            }
+            // counts, starts, entries, the scalars' words and carries, the histogram scan's tile
+            // sums (freed, still charged), the pairs between passes, the tile counts, their scan
+            // and its tile sums
+            ChunkSort::Radix(rp) => {
+                let set_entries = len * sets.copies as usize;
+                let between = rp.passes.len().saturating_sub(1).min(2) as u64;
+                let slots = rp.slots(sets);
+                sorted
+                    + r(8 * len)
+                    + r(len)
+                    + r((m + 1).div_ceil(crate::abi::SCAN_TILE as usize))
+                    + between * r(2 * set_entries)
+                    + 2 * r(slots)
+                    + r(slots.div_ceil(crate::abi::SCAN_TILE as usize))
             }
         };
         let accumulate = match (self.cfg.acc, C::KERNELS.affine) {
@@ -127,7 +144,7 @@ impl Sizer {
         };
         let segs = plan.segments() as usize;
         let groups = WINDOW_GROUPS.min(plan.segments()) as usize;
-        let reduce = 2 * r(m)
+        let reduce = 2 * r(ends_len)
             + r(xyzz * m)
             + r(2 * xyzz * nw * segs)
             + r(xyzz * nw * groups)

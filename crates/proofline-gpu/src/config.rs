@@ -17,6 +17,13 @@ pub enum MsmSort {
     /// global atomics; more memory during the sort (`bytes.rs`). Falls back to `Atomic` where
     /// its bins do not fit shared memory (`plan::SortPlan`).
     TwoLevel,
+    /// Least-significant-digit radix sort, one bucket set at a time: passes of at most
+    /// `RADIX_BITS` bits of the bucket, each a count per tile in shared memory, a scan and a
+    /// stable scatter ranked by warp ballots. No global atomics beyond the histogram, and each
+    /// tile writes a digit's entries as one run. More memory while sorting: the scalars out of
+    /// Montgomery form and two buffers of one set's (key, entry) pairs (`bytes.rs`). Falls back
+    /// to `Atomic` above 32 windows (`plan::RadixPlan`).
+    Radix,
 }
 
 /// How G2's bucket accumulation makes its mixed additions. G2's curve operations are
@@ -104,6 +111,13 @@ impl MsmConfig {
                 "sort=two-level",
                 MsmConfig {
                     sort: MsmSort::TwoLevel,
+                    ..d
+                },
+            ),
+            (
+                "sort=radix",
+                MsmConfig {
+                    sort: MsmSort::Radix,
                     ..d
                 },
             ),

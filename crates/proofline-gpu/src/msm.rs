@@ -29,19 +29,20 @@ use proofline_groth16::msm::SparseScalars;
 use crate::abi::{
     AffineHalveArgs, AffineRoundArgs, BatchInvArgs, BigFinalArgs, BigPartialArgs, BucketAccArgs,
     BucketFixupArgs, BucketReduceArgs, DevPtr, DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs,
-    OnesCountArgs, OnesExpandArgs, PrecomputeArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs,
-    SortCoarseArgs, SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS,
-    AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS,
-    SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixEndsArgs, RadixPassArgs, RadixPrepArgs,
+    ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs, SumOnesArgs,
+    WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK,
+    ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS,
+    SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
-use crate::config::{G2Madd, MsmAcc, MsmConfig, MsmSort};
+use crate::config::{G2Madd, MsmAcc, MsmConfig};
 use crate::curve::{AffineKernels, MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
 use crate::plan::{
-    affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, OnesRounds,
-    Precomputation, SortPlan, WindowPlan,
+    affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, ChunkSort,
+    OnesRounds, Precomputation, RadixPlan, SortPlan, WindowPlan,
 };
 use crate::stager::stream_chunks;
 
@@ -170,15 +171,31 @@ pub(crate) fn acc_target<C: MsmCurve>(sm_count: u32) -> u32 {
 }
 
 fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), GpuError> {
-    let tiles = m.div_ceil(SCAN_TILE as usize);
-    let sums = e.alloc(tiles)?;
+    let sums = e.alloc(scan_sums_len(m))?;
+    exclusive_scan_with(e, inp, out, m, sums.ptr())
+}
+
+/// Words of the tile sums an exclusive scan of `m` values needs.
+fn scan_sums_len(m: usize) -> usize {
+    m.div_ceil(SCAN_TILE as usize)
+}
+
+/// Exclusive scan of `m` values with the caller's tile sums (`scan_sums_len(m)` words).
+fn exclusive_scan_with<E: Exec>(
+    e: &E,
+    inp: u64,
+    out: u64,
+    m: usize,
+    sums: u64,
+) -> Result<(), GpuError> {
+    let tiles = scan_sums_len(m);
     e.launch(
         tiles as u32,
         SCAN_THREADS,
         &ScanTilesArgs {
             input: DevPtr(inp),
             output: DevPtrMut(out),
-            tile_sums: DevPtrMut(sums.ptr()),
+            tile_sums: DevPtrMut(sums),
             m: m as u32,
         },
     )?;
@@ -186,7 +203,7 @@ fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), Gp
         1,
         SCAN_SUMS_THREADS,
         &ScanSumsArgs {
-            sums: DevPtrMut(sums.ptr()),
+            sums: DevPtrMut(sums),
             count: tiles as u32,
         },
     )?;
@@ -195,7 +212,7 @@ fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), Gp
         ELEMENT_THREADS,
         &ScanAddArgs {
             output: DevPtrMut(out),
-            tile_sums: DevPtr(sums.ptr()),
+            tile_sums: DevPtr(sums),
             m: m as u32,
         },
     )?;
@@ -314,6 +331,101 @@ fn sort_two_level<E: Exec>(
         },
     )?;
     drop((tile_counts, offsets, keys, mid));
+    e.sync()?;
+    Ok(Sorted { counts, ends, vals })
+}
+
+/// Radix sort (see `cuda/msm.cu`): the histogram with the scalars' words and carries, its scan,
+/// then per bucket set the passes of `radix`, then each bucket's end. Counts and starts hold one
+/// value more (the total). Its temporaries are freed (and the lane synchronised) before it
+/// returns.
+fn sort_radix<E: Exec>(
+    e: &E,
+    sp: u64,
+    n: usize,
+    sets: &BucketSets,
+    stride: u32,
+    radix: &RadixPlan,
+) -> Result<Sorted<E::Buf>, GpuError> {
+    let plan = &sets.plan;
+    let m = sets.buckets();
+    let counts = e.zeros(m + 1)?;
+    let ends = e.alloc(m + 1)?;
+    let vals = e.alloc(n * plan.nw as usize)?;
+    let words = e.alloc(8 * n)?;
+    let carries = e.alloc(n)?;
+    e.launch(
+        grid(n, ELEMENT_THREADS),
+        ELEMENT_THREADS,
+        &RadixPrepArgs {
+            scalars: DevPtr(sp),
+            counts: DevPtrMut(counts.ptr()),
+            words: DevPtrMut(words.ptr()),
+            carries: DevPtrMut(carries.ptr()),
+            n: n as u32,
+            c: plan.c,
+            nw: plan.nw,
+            copies: sets.copies,
+        },
+    )?;
+    exclusive_scan(e, counts.ptr(), ends.ptr(), m + 1)?;
+    // (key, entry) pairs of one set between passes: two buffers where three passes or more
+    let set_entries = n * sets.copies as usize;
+    let between = radix.passes.len().saturating_sub(1).min(2);
+    let pairs = (0..between)
+        .map(|_| e.alloc(2 * set_entries))
+        .collect::<Result<Vec<_>, _>>()?;
+    let slots = radix.slots(sets);
+    let tile_counts = e.alloc(slots)?;
+    let offsets = e.alloc(slots)?;
+    let sums = e.alloc(scan_sums_len(slots))?;
+    let tiles = radix.tiles(sets);
+    let last = radix.passes.len() - 1;
+    for set in 0..sets.sets {
+        for (p, &(shift, bits)) in radix.passes.iter().enumerate() {
+            let slots = (1usize << bits) * tiles + 1;
+            let args = |out: u64| RadixPassArgs {
+                words: DevPtr(words.ptr()),
+                carries: DevPtr(carries.ptr()),
+                pairs_in: DevPtr(if p == 0 { 0 } else { pairs[(p - 1) % 2].ptr() }),
+                starts: DevPtr(ends.ptr()),
+                offsets: DevPtr(offsets.ptr()),
+                tile_counts: DevPtrMut(tile_counts.ptr()),
+                out: DevPtrMut(out),
+                n: n as u32,
+                c: plan.c,
+                nw: plan.nw,
+                nb: plan.nb,
+                copies: sets.copies,
+                stride,
+                set,
+                tiles: tiles as u32,
+                tiles_per_window: radix.tiles_per_window as u32,
+                shift,
+                bits,
+                first: u32::from(p == 0),
+                last: u32::from(p == last),
+            };
+            let out = if p == last {
+                vals.ptr()
+            } else {
+                pairs[p % 2].ptr()
+            };
+            e.launch_as("msm_radix_count", tiles as u32, RADIX_THREADS, &args(out))?;
+            exclusive_scan_with(e, tile_counts.ptr(), offsets.ptr(), slots, sums.ptr())?;
+            e.launch_as("msm_radix_scatter", tiles as u32, RADIX_THREADS, &args(out))?;
+        }
+    }
+    e.launch(
+        grid(m, ELEMENT_THREADS),
+        ELEMENT_THREADS,
+        &RadixEndsArgs {
+            ends: DevPtrMut(ends.ptr()),
+            counts: DevPtr(counts.ptr()),
+            m: m as u32,
+        },
+    )?;
+    drop((words, carries, pairs, tile_counts, offsets, sums));
     e.sync()?;
     Ok(Sorted { counts, ends, vals })
 }
@@ -651,17 +763,14 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     let m = sets.buckets();
     let max_entries = n * plan.nw as usize;
     // 1. sort the (point, window) entries by bucket
-    let sort = match cfg.sort {
-        MsmSort::TwoLevel => SortPlan::new(sets.sets, plan.nb),
-        MsmSort::Atomic => None,
-    };
     let Sorted {
         counts,
         ends: cursor,
         vals,
-    } = match sort {
-        Some(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
-        None => sort_atomic(e, sp, n, sets, stride)?,
+    } = match ChunkSort::of(cfg.sort, n, sets) {
+        ChunkSort::TwoLevel(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
+        ChunkSort::Radix(r) => sort_radix(e, sp, n, sets, stride, &r)?,
+        ChunkSort::Atomic => sort_atomic(e, sp, n, sets, stride)?,
     };
     // 2. bucket accumulation: the batch-affine rounds first (G1, `MsmAcc::BatchAffine`), then
     // the balanced XYZZ accumulation of what is left

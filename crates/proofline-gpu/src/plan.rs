@@ -8,9 +8,12 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use group::Group;
 
+use crate::config::MsmSort;
+
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK,
-    NTT_TILE_LOG, REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
+    NTT_TILE_LOG, RADIX_BITS, RADIX_TILE, REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX,
+    SORT_TILE,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -116,6 +119,82 @@ impl SortPlan {
     /// Coarse tiles (blocks of the coarse passes) of `n` points.
     pub fn tiles(n: usize) -> usize {
         n.div_ceil(SORT_TILE as usize).max(1)
+    }
+}
+
+/// The radix sort of one chunk (`MsmSort::Radix`, `msm_radix_*`): each bucket set's entries
+/// sorted by their key (the bucket within the set, c - 1 bits) in passes of at most
+/// [`RADIX_BITS`] bits, the lowest first, in tiles of [`RADIX_TILE`] entries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RadixPlan {
+    /// (shift, bits) of each pass, lowest bits first; the bits as even as they can be.
+    pub passes: Vec<(u32, u32)>,
+    /// Tiles over one window's points: a set's first pass has `copies` times as many.
+    pub tiles_per_window: usize,
+}
+
+impl RadixPlan {
+    /// The plan for `n` points in `sets`; `None` where the carries' masks (one bit per window)
+    /// cannot hold the windows, or the chunk's entries do not fit 32 bits (the caller then sorts
+    /// with global atomics).
+    pub fn new(n: usize, sets: &BucketSets) -> Option<Self> {
+        let plan = sets.plan;
+        if plan.nw > 32 || n == 0 || (n as u64) * u64::from(plan.nw) > u64::from(u32::MAX) {
+            return None;
+        }
+        let key_bits = plan.nb.trailing_zeros();
+        let count = key_bits.div_ceil(RADIX_BITS).max(1);
+        let mut passes = Vec::with_capacity(count as usize);
+        let mut shift = 0;
+        for p in 0..count {
+            let bits = key_bits / count + u32::from(p < key_bits % count);
+            passes.push((shift, bits));
+            shift += bits;
+        }
+        Some(RadixPlan {
+            passes,
+            tiles_per_window: n.div_ceil(RADIX_TILE as usize),
+        })
+    }
+
+    /// Tiles of one set's passes (its first pass's tiles: the later passes have at most as many
+    /// entries).
+    pub fn tiles(&self, sets: &BucketSets) -> usize {
+        self.tiles_per_window * sets.copies as usize
+    }
+
+    /// Counts of one pass (a digit per tile, and the total after them).
+    pub fn slots(&self, sets: &BucketSets) -> usize {
+        (1usize << self.max_bits()) * self.tiles(sets) + 1
+    }
+
+    /// The widest pass.
+    pub fn max_bits(&self) -> u32 {
+        self.passes.iter().map(|p| p.1).max().unwrap_or(0)
+    }
+}
+
+/// How one Pippenger chunk sorts its entries: the configured sort where its plan exists, else
+/// the counting sort with global atomics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChunkSort {
+    /// `MsmSort::Atomic`, and the fallback.
+    Atomic,
+    /// `MsmSort::TwoLevel` with its bins.
+    TwoLevel(SortPlan),
+    /// `MsmSort::Radix` with its passes.
+    Radix(RadixPlan),
+}
+
+impl ChunkSort {
+    /// The sort of a chunk of `n` points in `sets` under `sort`.
+    pub fn of(sort: MsmSort, n: usize, sets: &BucketSets) -> Self {
+        let plan = match sort {
+            MsmSort::Atomic => None,
+            MsmSort::TwoLevel => SortPlan::new(sets.sets, sets.plan.nb).map(ChunkSort::TwoLevel),
+            MsmSort::Radix => RadixPlan::new(n, sets).map(ChunkSort::Radix),
+        };
+        plan.unwrap_or(ChunkSort::Atomic)
     }
 }
 
@@ -578,6 +657,33 @@ pub fn coset_generator() -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn radix_passes_cover_the_key_once_in_order() {
+        // from 8 bits: at most 32 windows
+        for c in 8..=22u32 {
+            let sets = BucketSets::plain(WindowPlan::with_window(c));
+            let r = RadixPlan::new(1 << 20, &sets).expect("windows fit");
+            let mut next = 0;
+            for &(shift, bits) in &r.passes {
+                assert_eq!(shift, next, "c = {c}: {r:?}");
+                assert!(bits <= RADIX_BITS && bits > 0, "c = {c}: {r:?}");
+                next += bits;
+            }
+            assert_eq!(next, c - 1, "c = {c}: {r:?}");
+            let widest = r.passes.iter().map(|p| p.1).max().unwrap_or(0);
+            let narrowest = r.passes.iter().map(|p| p.1).min().unwrap_or(0);
+            assert!(widest - narrowest <= 1, "c = {c}: {r:?}");
+        }
+        let c20 = RadixPlan::new(1 << 24, &BucketSets::plain(WindowPlan::with_window(20))).unwrap();
+        assert_eq!(c20.passes, vec![(0, 7), (7, 6), (13, 6)]);
+        assert_eq!(c20.tiles_per_window, (1 << 24) / RADIX_TILE as usize);
+        // 255 bits in windows of 7: 37 windows, more than a carry mask holds
+        assert_eq!(
+            RadixPlan::new(1 << 10, &BucketSets::plain(WindowPlan::with_window(7))),
+            None
+        );
+    }
 
     #[test]
     fn ones_rounds_halve_to_what_is_left_and_fit_their_buffers() {

@@ -7,11 +7,12 @@
 //! Usage: proofline-gpu-bench [--sections ntt,msm,sparse,g2,partition] [--variants]
 //!        [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L] [--g2-log L]
 //!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib]
-//!        [--cold-pool] [--reps R] [--json PATH]
+//!        [--only NAME,...] [--cold-pool] [--reps R] [--json PATH]
 //!
 //! `--variants` times every kernel variant (`MsmConfig::variants`, `NttConfig::variants`) side
 //! by side in the same process, each row naming its variant; without it, the production
-//! defaults only. Variants must be compared within one run: the same binary varies by up to 8 %
+//! defaults only. `--only` (with `--variants`) keeps the variants of those names (e.g.
+//! `sort=atomic,sort=radix`), so that one call can spend its time on the comparison it is for. Variants must be compared within one run: the same binary varies by up to 8 %
 //! between device calls.
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
@@ -48,6 +49,7 @@ struct Opts {
     mix: ScalarMix,
     partition_points: usize,
     partition_mix: &'static str,
+    only: Option<Vec<String>>,
     cold_pool: bool,
     reps: usize,
     json: Option<String>,
@@ -65,6 +67,7 @@ fn parse() -> Result<Opts, String> {
         mix: ScalarMix::default(),
         partition_points: 130_278_541,
         partition_mix: "8mib",
+        only: None,
         cold_pool: false,
         reps: 5,
         json: None,
@@ -125,6 +128,9 @@ fn parse() -> Result<Opts, String> {
                 i += 1;
                 continue;
             }
+            "--only" => {
+                o.only = Some(val(i)?.split(',').map(str::to_string).collect());
+            }
             "--cold-pool" => {
                 o.cold_pool = true;
                 i += 1;
@@ -158,15 +164,24 @@ impl Opts {
             let chunk = MsmConfig::default().max_chunk_log;
             MsmConfig::variants()
                 .into_iter()
-                .filter(|(_, m)| m.max_chunk_log == chunk && keep(m))
+                .filter(|(name, m)| m.max_chunk_log == chunk && keep(m) && self.named(name))
                 .collect()
         } else {
             vec![("default", MsmConfig::default())]
         }
     }
+    /// Whether `--only` keeps the variant `name` (it keeps every one without `--only`).
+    fn named(&self, name: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    }
     fn ntt_variants(&self) -> Vec<(&'static str, NttConfig)> {
         if self.variants {
             NttConfig::variants()
+                .into_iter()
+                .filter(|(name, _)| self.named(name))
+                .collect()
         } else {
             vec![("default", NttConfig::default())]
         }
@@ -523,18 +538,18 @@ fn g2_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
 }
 
 /// The variants the partition runs under: the defaults, and with `--variants` each other MSM
-/// and NTT variant alone (one change from the defaults at a time).
+/// and NTT variant alone (one change from the defaults at a time; those `--only` names).
 fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let mut v = vec![("default".to_string(), msm, ntt)];
     if o.variants {
         for (name, m) in MsmConfig::variants() {
-            if m != msm {
+            if m != msm && o.named(name) {
                 v.push((name.to_string(), m, ntt));
             }
         }
         for (name, n) in NttConfig::variants() {
-            if n != ntt {
+            if n != ntt && o.named(name) {
                 v.push((name.to_string(), msm, n));
             }
         }
