@@ -690,13 +690,15 @@ mod tests {
         let want = cpu_msm(&points, &scalars);
         let b = e.upload(affines_as_u32(&points)).unwrap();
         let s = e.upload(scalars_as_u32(&scalars)).unwrap();
-        for copies in [2u32, 3, 16] {
-            let pre = Precomputation { window: 16, copies };
+        // windows of 16 bits: two radix passes; of 18 bits (15 windows in one set of 2^17
+        // buckets): three, through both buffers of pairs
+        for (window, copies) in [(16u32, 2u32), (16, 3), (16, 16), (18, 15)] {
+            let pre = Precomputation { window, copies };
             let all = e.alloc(n * 24 * copies as usize).unwrap();
             msm::precompute(&e, b.ptr(), n, &pre, all.ptr()).unwrap();
             let words = e.words(&all);
             let k = copies as usize - 1;
-            let shift = Scalar::from(2u64).pow_vartime([u64::from(16 * (copies - 1))]);
+            let shift = Scalar::from(2u64).pow_vartime([u64::from(window * (copies - 1))]);
             for i in [0usize, 5, n - 1] {
                 let got = G1Projective::from(points_from_words(&words[24 * (k * n + i)..][..24]));
                 assert_eq!(
@@ -716,7 +718,7 @@ mod tests {
                     &mut MsmStats::default(),
                 )
                 .unwrap();
-                assert_eq!(got, want, "{copies} copies, {name}");
+                assert_eq!(got, want, "windows of {window}, {copies} copies, {name}");
             }
         }
     }
