@@ -52,6 +52,18 @@ DEVI u32 window_bits(const fr_t& s, u32 off, u32 c) {
     return (u32)w & ((1u << c) - 1);
 }
 
+// The signed digit of a window whose c bits are `raw` with the carry `carry` from the window
+// below: |d| in [0, 2^(c-1)] and its sign; returns the carry into the window above.
+DEVI u32 signed_digit(u32 raw, u32 carry, u32 c, u32& d, u32& sign) {
+    d = raw + carry;
+    sign = 0;
+    if (d > (1u << (c - 1))) {
+        d = (1u << c) - d;
+        sign = 1;
+    }
+    return sign;
+}
+
 // pass 0: counts; pass 1: scatter into vals using cursor. Windows go in groups
 // of DIGIT_GROUP so that a group's atomics are issued before its stores wait
 // for the returned positions. Measured on the H200: no faster than one window
@@ -79,15 +91,8 @@ extern "C" __global__ void msm_digits(const msm_digits_args a) {
             g[j] = NONE;
             val[j] = 0;
             if (w < nw) {
-                u32 d = window_bits(s, w * c, c) + carry;
-                u32 sign = 0;
-                if (d > nb) {
-                    d = (1u << c) - d;
-                    sign = 1;
-                    carry = 1;
-                } else {
-                    carry = 0;
-                }
+                u32 d, sign;
+                carry = signed_digit(window_bits(s, w * c, c), carry, c, d, sign);
                 if (d != 0) {
                     g[j] = (w / a.copies) * nb + d - 1;
                     val[j] = (i + (w % a.copies) * a.stride) | (sign << 31);
@@ -126,18 +131,10 @@ extern "C" __global__ void msm_digits(const msm_digits_args a) {
 // Calls f(w, d, sign) for each non-zero signed digit d (with sign) of window w of s.
 template <class Fn>
 DEVI void for_each_digit(const fr_t& s, u32 c, u32 nw, Fn f) {
-    const u32 nb = 1u << (c - 1);
     u32 carry = 0;
     for (u32 w = 0; w < nw; w++) {
-        u32 d = window_bits(s, w * c, c) + carry;
-        u32 sign = 0;
-        if (d > nb) {
-            d = (1u << c) - d;
-            sign = 1;
-            carry = 1;
-        } else {
-            carry = 0;
-        }
+        u32 d, sign;
+        carry = signed_digit(window_bits(s, w * c, c), carry, c, d, sign);
         if (d != 0) f(w, d, sign);
     }
 }
@@ -226,7 +223,8 @@ extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const s
 //     that a window's two words are read coalesced), and the carry into each window as a bit
 //     mask (the signed digits' carries chain from the lowest window up);
 //  2. per set, per pass: msm_radix_count (tile_counts[digit * tiles + tile]), a scan,
-//     msm_radix_scatter (below: ranks within warps, one block barrier per tile). The first pass makes the set's entries from the words (window
+//     msm_radix_scatter (below: ranks within warps, the tile put in digit order in shared
+//     memory, then written out). The first pass makes the set's entries from the words (window
 //     set * copies + t / tiles_per_window, points of tile t % tiles_per_window), later passes
 //     read (key, entry) pairs; the last writes the entries at the set's start in `vals`.
 //  3. msm_radix_ends: each bucket's end from its start and size.
@@ -244,13 +242,8 @@ extern "C" __global__ void msm_radix_prep(const radix_prep_args a) {
     u32 carry = 0, mask = 0;
     for (u32 w = 0; w < a.nw; w++) {
         mask |= carry << w;
-        u32 d = window_bits(s, w * a.c, a.c) + carry;
-        if (d > nb) {
-            d = (1u << a.c) - d;
-            carry = 1;
-        } else {
-            carry = 0;
-        }
+        u32 d, sign;
+        carry = signed_digit(window_bits(s, w * a.c, a.c), carry, a.c, d, sign);
         if (d != 0) atomicAdd(&a.counts[(w / a.copies) * nb + d - 1], 1u);
     }
     a.carries[i] = mask;
@@ -273,13 +266,9 @@ DEVI bool radix_item(const radix_pass_args& a, u32 items, u32 tile, u32 j, u32& 
         const u32 off = w * a.c, k = off >> 5, sh = off & 31;
         const u64 lo = k < 8 ? a.words[(size_t)k * a.n + i] : 0;
         const u64 hi = k + 1 < 8 ? a.words[(size_t)(k + 1) * a.n + i] : 0;
-        u32 d = (u32)((lo | (hi << 32)) >> sh) & ((1u << a.c) - 1);
-        d += (a.carries[i] >> w) & 1;
-        u32 sign = 0;
-        if (d > a.nb) {
-            d = (1u << a.c) - d;
-            sign = 1;
-        }
+        const u32 raw = (u32)((lo | (hi << 32)) >> sh) & ((1u << a.c) - 1);
+        u32 d, sign;
+        signed_digit(raw, (a.carries[i] >> w) & 1, a.c, d, sign);
         if (d == 0) return false;
         key = d - 1;
         val = (i + (w % a.copies) * a.stride) | (sign << 31);
