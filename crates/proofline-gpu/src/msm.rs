@@ -383,7 +383,6 @@ fn sort_radix<E: Exec>(
     let last = radix.passes.len() - 1;
     for set in 0..sets.sets {
         for (p, &(shift, bits)) in radix.passes.iter().enumerate() {
-            let slots = (1usize << bits) * tiles + 1;
             let args = |out: u64| RadixPassArgs {
                 words: DevPtr(words.ptr()),
                 carries: DevPtr(carries.ptr()),
@@ -412,7 +411,8 @@ fn sort_radix<E: Exec>(
                 pairs[p % 2].ptr()
             };
             e.launch_as("msm_radix_count", tiles as u32, RADIX_THREADS, &args(out))?;
-            exclusive_scan_with(e, tile_counts.ptr(), offsets.ptr(), slots, sums.ptr())?;
+            let counts_len = radix.pass_slots(bits, sets);
+            exclusive_scan_with(e, tile_counts.ptr(), offsets.ptr(), counts_len, sums.ptr())?;
             e.launch_as("msm_radix_scatter", tiles as u32, RADIX_THREADS, &args(out))?;
         }
     }

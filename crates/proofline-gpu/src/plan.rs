@@ -163,9 +163,14 @@ impl RadixPlan {
         self.tiles_per_window * sets.copies as usize
     }
 
-    /// Counts of one pass (a digit per tile, and the total after them).
+    /// Counts of a pass of `bits` bits (a digit per tile, and the total after them).
+    pub fn pass_slots(&self, bits: u32, sets: &BucketSets) -> usize {
+        (1usize << bits) * self.tiles(sets) + 1
+    }
+
+    /// Counts of the widest pass: what the count buffers hold.
     pub fn slots(&self, sets: &BucketSets) -> usize {
-        (1usize << self.max_bits()) * self.tiles(sets) + 1
+        self.pass_slots(self.max_bits(), sets)
     }
 
     /// The widest pass.
