@@ -143,20 +143,6 @@ impl MsmConfig {
                     ..d
                 },
             ),
-            (
-                "acc=affine5",
-                MsmConfig {
-                    acc: MsmAcc::BatchAffine { rounds: 5 },
-                    ..d
-                },
-            ),
-            (
-                "acc=affine6",
-                MsmConfig {
-                    acc: MsmAcc::BatchAffine { rounds: 6 },
-                    ..d
-                },
-            ),
         ]
     }
 
@@ -200,86 +186,33 @@ impl HSequence {
     }
 }
 
-/// How many stages an NTT pass after the first fuses. A pass's tile holds `NTT_TILE` elements:
-/// t stages along the index bits [s, s + t) times 2^(10 - t) consecutive low indices, which are
-/// what a warp reads and writes as one run. More stages per pass mean fewer passes over the
-/// data (2^27 in three instead of four) and shorter runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum NttPassWidth {
-    /// At most 8 stages: runs of at least 4 elements (128 bytes).
-    #[default]
-    Runs4,
-    /// At most 9 stages: runs of at least 2 elements (64 bytes).
-    Runs2,
-    /// At most 10 stages: runs of at least 1 element (32 bytes, one sector).
-    Runs1,
-}
-
-impl NttPassWidth {
-    /// The most stages a pass after the first fuses.
-    pub fn max_later_stages(self) -> u32 {
-        match self {
-            NttPassWidth::Runs4 => 8,
-            NttPassWidth::Runs2 => 9,
-            NttPassWidth::Runs1 => 10,
-        }
-    }
-}
-
 /// The NTT variants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NttConfig {
     /// The H sequence.
     pub h: HSequence,
-    /// The passes after the first (every transform: the H sequence's and the plain ones).
-    pub passes: NttPassWidth,
 }
 
 impl NttConfig {
     /// Every variant, for the benchmark's side-by-side table.
     pub fn variants() -> Vec<(&'static str, NttConfig)> {
-        let d = NttConfig::default();
         vec![
             (
                 "h=separate",
                 NttConfig {
                     h: HSequence::Separate,
-                    ..d
                 },
             ),
             (
                 "h=fused",
                 NttConfig {
                     h: HSequence::Fused,
-                    ..d
                 },
             ),
             (
                 "h=quotient",
                 NttConfig {
                     h: HSequence::Quotient,
-                    ..d
-                },
-            ),
-            (
-                "passes=runs4",
-                NttConfig {
-                    passes: NttPassWidth::Runs4,
-                    ..d
-                },
-            ),
-            (
-                "passes=runs2",
-                NttConfig {
-                    passes: NttPassWidth::Runs2,
-                    ..d
-                },
-            ),
-            (
-                "passes=runs1",
-                NttConfig {
-                    passes: NttPassWidth::Runs1,
-                    ..d
                 },
             ),
         ]

@@ -350,7 +350,7 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::{HSequence, MsmConfig, NttConfig, NttPassWidth};
+    use crate::config::{HSequence, MsmConfig, NttConfig};
     use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -547,7 +547,7 @@ mod tests {
                 NttKind::CosetInverse,
             ] {
                 let mut d = e.upload(scalars_as_u32(&x)).unwrap();
-                ntt::ntt(&e, &mut d, &t, kind, &NttConfig::default()).unwrap();
+                ntt::ntt(&e, &mut d, &t, kind).unwrap();
                 let mut got = vec![Scalar::ZERO; n];
                 e.read(Readback::Values, &d, 0, scalars_as_u32_mut(&mut got))
                     .unwrap();
@@ -586,48 +586,8 @@ mod tests {
         let mut want = a.clone();
         cpu_h_poly(&mut want, &b, &c);
         for h in [HSequence::Fused, HSequence::Quotient] {
-            // at 2^19 the wider passes put the plain plan's nine later stages in one pass
-            for passes in [
-                NttPassWidth::Runs4,
-                NttPassWidth::Runs2,
-                NttPassWidth::Runs1,
-            ] {
-                let cfg = NttConfig { h, passes };
-                let got = h_poly_on(&e, &t, [&a, &b, &c], &cfg, CInput::Given);
-                assert!(got == want, "h_poly 2^{lg}, {h:?}, {passes:?}");
-            }
-        }
-    }
-
-    /// The plain transforms under every pass width at 2^20, where single-element runs put the
-    /// plain plan's ten later stages in one pass whose tiles keep no consecutive indices.
-    #[test]
-    fn ntt_pass_widths_match_cpu() {
-        let e = EmuExec::new(SMS);
-        let lg = 20u32;
-        let n = 1usize << lg;
-        let tables = build_tables(&e, lg).unwrap();
-        let t = tables.ptrs();
-        let x = random_scalars(n, 63);
-        for passes in [
-            NttPassWidth::Runs4,
-            NttPassWidth::Runs2,
-            NttPassWidth::Runs1,
-        ] {
-            let cfg = NttConfig {
-                passes,
-                ..NttConfig::default()
-            };
-            for kind in [NttKind::Forward, NttKind::CosetInverse] {
-                let mut d = e.upload(scalars_as_u32(&x)).unwrap();
-                ntt::ntt(&e, &mut d, &t, kind, &cfg).unwrap();
-                let mut got = vec![Scalar::ZERO; n];
-                e.read(Readback::Values, &d, 0, scalars_as_u32_mut(&mut got))
-                    .unwrap();
-                let mut want = x.clone();
-                cpu_ntt(&mut want, kind);
-                assert!(got == want, "{kind:?} 2^{lg}, {passes:?}");
-            }
+            let got = h_poly_on(&e, &t, [&a, &b, &c], &NttConfig { h }, CInput::Given);
+            assert!(got == want, "h_poly 2^{lg}, {h:?}");
         }
     }
 

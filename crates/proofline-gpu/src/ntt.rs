@@ -21,7 +21,7 @@ use crate::abi::{
     StageTablesArgs, ELEMENT_THREADS, FR_WORDS, FUSED_TOP_H_FROM_C, FUSED_TOP_PRODUCT, NTT_THREADS,
     NTT_TILE_LOG,
 };
-use crate::config::{HSequence, NttConfig, NttPassWidth};
+use crate::config::{HSequence, NttConfig};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
@@ -343,14 +343,13 @@ fn run_passes<E: Exec>(
     load: Load,
     store: Store,
     output: Output,
-    width: NttPassWidth,
 ) -> Result<(), GpuError> {
     let log_n = t.log_n;
     let bitrev = matches!(output, Output::BitReversedInto(_));
     let mut passes = if order == Order::Dif && bitrev {
-        ntt_passes_bitrev(log_n, width)
+        ntt_passes_bitrev(log_n)
     } else {
-        ntt_passes(log_n, width)
+        ntt_passes(log_n)
     };
     if order == Order::Dif {
         passes.reverse();
@@ -387,7 +386,6 @@ pub(crate) fn ntt<E: Exec>(
     data: &mut E::Buf,
     t: &TablePtrs,
     kind: NttKind,
-    cfg: &NttConfig,
 ) -> Result<(), GpuError> {
     let n = 1usize << t.log_n;
     if data.words() < n * FR_WORDS as usize {
@@ -401,7 +399,7 @@ pub(crate) fn ntt<E: Exec>(
         return Ok(()); // every transform of one element is the identity
     }
     let tmp = e.alloc(n * FR_WORDS as usize)?;
-    ntt_into(e, data.ptr(), tmp.ptr(), t, kind, cfg)?;
+    ntt_into(e, data.ptr(), tmp.ptr(), t, kind)?;
     *data = tmp;
     Ok(())
 }
@@ -415,7 +413,6 @@ pub(crate) fn ntt_into<E: Exec>(
     dst: u64,
     t: &TablePtrs,
     kind: NttKind,
-    cfg: &NttConfig,
 ) -> Result<(), GpuError> {
     let out = Output::BitReversedInto(dst);
     let g = Scale {
@@ -443,7 +440,7 @@ pub(crate) fn ntt_into<E: Exec>(
         NttKind::Inverse => (t.tw_inv, Load::default(), Store::scaled(ninv)),
         NttKind::CosetInverse => (t.tw_inv, Load::default(), Store::scaled(ninv_ginv)),
     };
-    run_passes(e, src, tw, t, Order::Dif, load, store, out, cfg.passes)?;
+    run_passes(e, src, tw, t, Order::Dif, load, store, out)?;
     Ok(())
 }
 
@@ -511,14 +508,14 @@ pub(crate) fn h_poly_at<E: Exec>(
     let fused = t.log_n > NTT_TILE_LOG;
     if cfg.h == HSequence::Quotient && fused {
         // the product, if any, is taken as c's first pass loads a and b
-        return h_poly_quotient(e, a, b, c, t, c_in, cfg.passes);
+        return h_poly_quotient(e, a, b, c, t, c_in);
     }
     if c_in == CInput::Product {
         pointwise_product(e, c, a, b, 1usize << t.log_n)?;
     }
     match cfg.h {
-        HSequence::Fused if fused => h_poly_fused(e, a, b, c, t, cfg.passes),
-        _ => h_poly_separate(e, a, b, c, t, cfg.passes),
+        HSequence::Fused if fused => h_poly_fused(e, a, b, c, t),
+        _ => h_poly_separate(e, a, b, c, t),
     }
 }
 
@@ -543,14 +540,7 @@ pub(crate) fn pointwise_product<E: Exec>(
 }
 
 /// The H sequence with separate passes and a pointwise kernel (7 transforms).
-fn h_poly_separate<E: Exec>(
-    e: &E,
-    a: u64,
-    b: u64,
-    c: u64,
-    t: &TablePtrs,
-    width: NttPassWidth,
-) -> Result<HIn, GpuError> {
+fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     let n = 1usize << t.log_n;
     let ninv_g = Scale {
         c: t.n_inv,
@@ -574,7 +564,6 @@ fn h_poly_separate<E: Exec>(
                 Load::default(),
                 Store::default(),
                 Output::InPlace,
-                width,
             )?;
             // * n^-1 g^i on load, then -> natural-order coset evaluations
             run_passes(
@@ -586,7 +575,6 @@ fn h_poly_separate<E: Exec>(
                 Load::scaled(ninv_g, FactorIndex::BitReversed),
                 Store::default(),
                 Output::InPlace,
-                width,
             )?;
         }
     }
@@ -615,7 +603,6 @@ fn h_poly_separate<E: Exec>(
         Load::default(),
         Store::scaled(ninv_ginv),
         Output::BitReversedInto(b),
-        width,
     )?;
     Ok(HIn::B)
 }
@@ -685,9 +672,8 @@ fn coset_then_top<E: Exec>(
     [pa, pb]: [u64; 2],
     t: &TablePtrs,
     pointwise: TopPointwise,
-    width: NttPassWidth,
 ) -> Result<Vec<NttPass>, GpuError> {
-    let plan = ntt_passes_bitrev(t.log_n, width);
+    let plan = ntt_passes_bitrev(t.log_n);
     to_coset(e, x, t, &plan, LastPass::Leave)?;
     let top = &plan[plan.len() - 1];
     e.launch_as(
@@ -743,18 +729,11 @@ fn final_inverse<E: Exec>(
 /// plan of the bit-reversing inverse, whose top pass then also runs the pointwise step and the
 /// final inverse's first pass into a; the final inverse continues on a and stores
 /// bit-reversed, scaled by n^-1 g^-j, into b.
-fn h_poly_fused<E: Exec>(
-    e: &E,
-    a: u64,
-    b: u64,
-    c: u64,
-    t: &TablePtrs,
-    width: NttPassWidth,
-) -> Result<HIn, GpuError> {
+fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     for x in [a, b] {
-        to_coset(e, x, t, &ntt_passes(t.log_n, width), LastPass::Run)?;
+        to_coset(e, x, t, &ntt_passes(t.log_n), LastPass::Run)?;
     }
-    let plan = coset_then_top(e, c, a, [a, b], t, TopPointwise::HFromC, width)?;
+    let plan = coset_then_top(e, c, a, [a, b], t, TopPointwise::HFromC)?;
     let ninv_ginv = Scale {
         c: 0,
         lo: t.nginv_lo,
@@ -778,7 +757,6 @@ fn h_poly_quotient<E: Exec>(
     c: u64,
     t: &TablePtrs,
     c_in: CInput,
-    width: NttPassWidth,
 ) -> Result<HIn, GpuError> {
     let load = match c_in {
         CInput::Product => Load {
@@ -802,10 +780,9 @@ fn h_poly_quotient<E: Exec>(
         load,
         Store::scaled(nz_inv),
         Output::InPlace,
-        width,
     )?;
-    to_coset(e, a, t, &ntt_passes(t.log_n, width), LastPass::Run)?;
-    let plan = coset_then_top(e, b, a, [a, 0], t, TopPointwise::Product, width)?;
+    to_coset(e, a, t, &ntt_passes(t.log_n), LastPass::Run)?;
+    let plan = coset_then_top(e, b, a, [a, 0], t, TopPointwise::Product)?;
     let store = Store {
         scale: Some(Scale {
             c: 0,

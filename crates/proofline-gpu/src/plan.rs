@@ -8,7 +8,7 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use group::Group;
 
-use crate::config::{MsmSort, NttPassWidth};
+use crate::config::MsmSort;
 
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK,
@@ -547,30 +547,34 @@ pub struct NttPass {
     pub hb: u32,
 }
 
+/// Largest number of stages fused in a pass after the first one (tiles keep
+/// at least 4 consecutive low indices, i.e. 128-byte runs).
+pub const NTT_MAX_LATER_STAGES: u32 = 8;
+
 /// Top index bits of the bit-reversing pass's tiles (runs of 4 consecutive
 /// outputs, 128 bytes, per warp store instead of scattered 32-byte writes).
 pub const NTT_BITREV_TOP_BITS: u32 = 2;
 
 /// Passes (in increasing stage order) that cover all log_n stages: the first
 /// pass takes up to 10 stages on contiguous tiles; the rest are split into
-/// the fewest passes of at most `width`'s stages, balanced, and each tile is
-/// filled to 2^10 elements with consecutive low indices.
-pub fn ntt_passes(log_n: u32, width: NttPassWidth) -> Vec<NttPass> {
-    ntt_passes_with(log_n, 0, width.max_later_stages())
+/// the fewest passes of at most [`NTT_MAX_LATER_STAGES`] stages, balanced, and
+/// each tile is filled to 2^10 elements with consecutive low indices.
+pub fn ntt_passes(log_n: u32) -> Vec<NttPass> {
+    ntt_passes_with(log_n, 0)
 }
 
 /// The plan of a DIF whose last pass (stages 0..) writes bit-reversed: above
 /// one tile, that pass takes 10 - [`NTT_BITREV_TOP_BITS`] stages and spans the
 /// top [`NTT_BITREV_TOP_BITS`] index bits too (see `hb` in cuda/ntt.cu).
-pub fn ntt_passes_bitrev(log_n: u32, width: NttPassWidth) -> Vec<NttPass> {
+pub fn ntt_passes_bitrev(log_n: u32) -> Vec<NttPass> {
     if log_n <= NTT_TILE_LOG {
-        ntt_passes(log_n, width)
+        ntt_passes(log_n)
     } else {
-        ntt_passes_with(log_n, NTT_BITREV_TOP_BITS, width.max_later_stages())
+        ntt_passes_with(log_n, NTT_BITREV_TOP_BITS)
     }
 }
 
-fn ntt_passes_with(log_n: u32, hb: u32, max_later: u32) -> Vec<NttPass> {
+fn ntt_passes_with(log_n: u32, hb: u32) -> Vec<NttPass> {
     let mut v = Vec::new();
     let first = (NTT_TILE_LOG - hb).min(log_n);
     if first == 0 {
@@ -586,7 +590,7 @@ fn ntt_passes_with(log_n: u32, hb: u32, max_later: u32) -> Vec<NttPass> {
     if rest == 0 {
         return v;
     }
-    let k = rest.div_ceil(max_later);
+    let k = rest.div_ceil(NTT_MAX_LATER_STAGES);
     let mut s = first;
     for i in 0..k {
         let t = rest / k + u32::from(i < rest % k);
@@ -930,50 +934,33 @@ mod tests {
 
     #[test]
     fn ntt_pass_plan_covers_all_stages() {
-        use NttPassWidth::{Runs1, Runs2, Runs4};
-        for width in [Runs4, Runs2, Runs1] {
-            for log_n in 1..=28 {
-                for (p, bitrev) in [
-                    (ntt_passes(log_n, width), false),
-                    (ntt_passes_bitrev(log_n, width), true),
-                ] {
-                    let mut s = 0;
-                    for (i, pass) in p.iter().enumerate() {
-                        assert_eq!(pass.s_lo, s);
-                        assert!(pass.lg_l <= pass.s_lo);
-                        assert!(pass.t + pass.lg_l + pass.hb <= NTT_TILE_LOG);
-                        assert!(pass.t >= 1);
-                        if i > 0 {
-                            assert!(pass.t <= width.max_later_stages());
-                        }
-                        // top batch bits: first pass of a bit-reversing plan only,
-                        // untouched by that pass's stages
-                        if pass.hb > 0 {
-                            assert!(bitrev && i == 0 && pass.lg_l == 0);
-                            assert!(pass.t + pass.hb <= log_n);
-                        }
-                        s += pass.t;
+        for log_n in 1..=28 {
+            for (p, bitrev) in [(ntt_passes(log_n), false), (ntt_passes_bitrev(log_n), true)] {
+                let mut s = 0;
+                for (i, pass) in p.iter().enumerate() {
+                    assert_eq!(pass.s_lo, s);
+                    assert!(pass.lg_l <= pass.s_lo);
+                    assert!(pass.t + pass.lg_l + pass.hb <= NTT_TILE_LOG);
+                    assert!(pass.t >= 1);
+                    // top batch bits: first pass of a bit-reversing plan only,
+                    // untouched by that pass's stages
+                    if pass.hb > 0 {
+                        assert!(bitrev && i == 0 && pass.lg_l == 0);
+                        assert!(pass.t + pass.hb <= log_n);
                     }
-                    assert_eq!(s, log_n);
+                    s += pass.t;
                 }
+                assert_eq!(s, log_n);
             }
         }
-        assert_eq!(ntt_passes_bitrev(24, Runs4).len(), 3);
-        assert_eq!(ntt_passes_bitrev(24, Runs4)[0].hb, NTT_BITREV_TOP_BITS);
-        assert!(ntt_passes_bitrev(24, Runs4)
+        assert_eq!(ntt_passes_bitrev(24).len(), 3);
+        assert_eq!(ntt_passes_bitrev(24)[0].hb, NTT_BITREV_TOP_BITS);
+        assert!(ntt_passes_bitrev(24)
             .iter()
             .all(|p| p.t + p.lg_l + p.hb == NTT_TILE_LOG));
-        assert_eq!(ntt_passes(24, Runs4).len(), 3);
-        assert_eq!(ntt_passes(27, Runs4).len(), 4);
-        assert!(ntt_passes(27, Runs4)
-            .iter()
-            .all(|p| p.t + p.lg_l == NTT_TILE_LOG));
-        // wider later passes: 2^27 in three passes (10 + 9 + 8 stages; the bit-reversing plan's
-        // 8 + 10 + 9 only with single-element runs)
-        assert_eq!(ntt_passes(27, Runs2).len(), 3);
-        assert_eq!(ntt_passes_bitrev(27, Runs2).len(), 4);
-        assert_eq!(ntt_passes_bitrev(27, Runs1).len(), 3);
-        assert_eq!(ntt_passes(20, Runs1)[1].lg_l, 0);
+        assert_eq!(ntt_passes(24).len(), 3);
+        assert_eq!(ntt_passes(27).len(), 4);
+        assert!(ntt_passes(27).iter().all(|p| p.t + p.lg_l == NTT_TILE_LOG));
     }
 
     #[test]

@@ -333,7 +333,7 @@ impl TestGpu {
         let arena = Arena::new(2 * charge_of(n * FR_WORDS as usize), "test ntt");
         self.run(&arena, |e| {
             let mut d = e.upload(scalars_as_u32(data))?;
-            ntt::ntt(e, &mut d, &t, kind, &NttConfig::default())?;
+            ntt::ntt(e, &mut d, &t, kind)?;
             e.read(Readback::Values, &d, 0, scalars_as_u32_mut(data))
         })
     }
@@ -558,7 +558,6 @@ impl TestGpu {
         d: &mut DeviceData,
         tables: &TestTables,
         kind: NttKind,
-        cfg: &NttConfig,
     ) -> Result<(), GpuError> {
         let t = tables.0.ptrs();
         if tables.0.log_n != ntt::log2_exact(d.len)? {
@@ -569,7 +568,7 @@ impl TestGpu {
         }
         let out = self.run(&unbounded(), |e| {
             let tmp = e.alloc(d.len * FR_WORDS as usize)?;
-            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind, cfg)?;
+            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind)?;
             Ok(tmp.into_resident())
         })?;
         d.words = out;

@@ -285,39 +285,25 @@ fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         let mut d = g.scalars(&host[..n])?;
         let tables = g.ntt_tables(lg)?;
         let reps = if lg >= 26 { 3 } else { o.reps };
-        // the plain transforms under each pass width among the variants
-        let mut widths = Vec::new();
-        for (name, cfg) in o.ntt_variants() {
-            if widths.contains(&cfg.passes) {
-                continue;
-            }
-            widths.push(cfg.passes);
+        let v = time(reps, || g.ntt_resident(&mut d, &tables, NttKind::Forward))?;
+        let m = median(v.clone());
+        r.row("NTT forward", format!("2^{lg}"), "-", m, String::new());
+        r.results
+            .push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
+        if lg == 24 || lg == o.ntt_max {
             let v = time(reps, || {
-                g.ntt_resident(&mut d, &tables, NttKind::Forward, &cfg)
+                g.ntt_resident(&mut d, &tables, NttKind::CosetInverse)
             })?;
             let m = median(v.clone());
-            r.row("NTT forward", format!("2^{lg}"), name, m, String::new());
+            r.row(
+                "NTT coset inverse",
+                format!("2^{lg}"),
+                "-",
+                m,
+                String::new(),
+            );
             r.results
-                .push(json!({"bench": "ntt_forward", "log_n": lg, "variant": name,
-                "config": cfg, "ms_median": m, "ms": v}));
-            if lg == 24 || lg == o.ntt_max {
-                let v = time(reps, || {
-                    g.ntt_resident(&mut d, &tables, NttKind::CosetInverse, &cfg)
-                })?;
-                let m = median(v.clone());
-                r.row(
-                    "NTT coset inverse",
-                    format!("2^{lg}"),
-                    name,
-                    m,
-                    String::new(),
-                );
-                r.results
-                    .push(json!({"bench": "ntt_coset_inverse", "log_n": lg,
-                    "variant": name, "config": cfg, "ms_median": m, "ms": v}));
-            }
-        }
-        if lg == 24 || lg == o.ntt_max {
+                .push(json!({"bench": "ntt_coset_inverse", "log_n": lg, "ms_median": m, "ms": v}));
             let mut b = g.scalars(&host[..n])?;
             let mut c = g.scalars(&host[..n])?;
             for (name, cfg) in o.ntt_variants() {
