@@ -378,7 +378,6 @@ DEVI void affine_bwd_inflight(const affine_round_args& a) {
         async_commit();
         const u32 o = first + 32 * (cnt - 1 - j);
         u32* out = a.out + A::WORDS * (size_t)o;
-        const F prefix = F::load(out);
         async_wait<S - 1>();
         const aff_loc l = loc[0];
         const uint4* slot = mine + (j % S) * 2 * PC * AFF_THREADS;
@@ -388,7 +387,7 @@ DEVI void affine_bwd_inflight(const affine_round_args& a) {
         if (has_q) q = ring_point<C>(slot + PC * AFF_THREADS, l.vq);
         F d;
         const AffKind kind = aff_kind<C>(p, q, has_q, d);
-        const F dinv = F::mul(inv, prefix);
+        const F dinv = F::mul(inv, F::load(out));
         inv = F::mul(inv, d);
         aff_sum<C>(kind, p, q, dinv).store(out);
 #pragma unroll
