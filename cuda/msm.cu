@@ -593,16 +593,6 @@ extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM) msm
 extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM) msm_affine_bwd(const affine_round_args a) {
     affine_bwd<G1>(a);
 }
-// the same passes with their gathers in flight (MsmConfig::gathers): AFF_FWD_INFLIGHT positions'
-// x coordinates (36 KB of shared memory per block), AFF_BWD_INFLIGHT positions' points (48 KB)
-extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM)
-    msm_affine_fwd_inflight(const affine_round_args a) {
-    affine_fwd_inflight<G1, AFF_FWD_INFLIGHT>(a);
-}
-extern "C" __global__ void __launch_bounds__(AFF_THREADS, AFF_BLOCKS_PER_SM)
-    msm_affine_bwd_inflight(const affine_round_args a) {
-    affine_bwd_inflight<G1, AFF_BWD_INFLIGHT>(a);
-}
 extern "C" __global__ void __launch_bounds__(AFF_INV_THREADS) fp_batch_inv_up(const batch_inv_args a) {
     batch_inv_up<fp_t>(a);
 }

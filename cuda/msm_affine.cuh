@@ -40,14 +40,19 @@ DEVI typename C::A aff_point(const affine_round_args& a, u32 k) {
     return p;
 }
 
-// The kind of the sum of p and q (q absent: p is the odd one out) and its denominator d (never
-// zero; one where there is no division).
+// The operands of output position o of bucket g (whose outputs start at `ostart`): p, and q
+// unless p is the odd one out; the kind of the sum and its denominator (never zero).
 template <class C>
-DEVI AffKind aff_kind(const typename C::A& p, const typename C::A& q, bool has_q,
-                      typename C::F& d) {
+DEVI AffKind aff_operands(const affine_round_args& a, u32 g, u32 o, u32 ostart, typename C::A& p,
+                          typename C::A& q, typename C::F& d) {
     typedef typename C::F F;
+    const u32 cnt = a.counts[g];
+    const u32 i = o - ostart;
+    const u32 first = a.ends[g] - cnt + 2 * i;
+    p = aff_point<C>(a, first);
     d = F::one();
-    if (!has_q) return AFF_LEFT;
+    if (2 * i + 1 == cnt) return AFF_LEFT;
+    q = aff_point<C>(a, first + 1);
     if (p.is_inf()) return AFF_RIGHT;
     if (q.is_inf()) return AFF_LEFT;
     F dx = F::sub(q.x, p.x);
@@ -61,20 +66,6 @@ DEVI AffKind aff_kind(const typename C::A& p, const typename C::A& q, bool has_q
         return AFF_DBL;
     }
     return AFF_INF;
-}
-
-// The operands of output position o of bucket g (whose outputs start at `ostart`): p, and q
-// unless p is the odd one out; the kind of the sum and its denominator (never zero).
-template <class C>
-DEVI AffKind aff_operands(const affine_round_args& a, u32 g, u32 o, u32 ostart, typename C::A& p,
-                          typename C::A& q, typename C::F& d) {
-    const u32 cnt = a.counts[g];
-    const u32 i = o - ostart;
-    const u32 first = a.ends[g] - cnt + 2 * i;
-    p = aff_point<C>(a, first);
-    const bool has_q = 2 * i + 1 != cnt;
-    if (has_q) q = aff_point<C>(a, first + 1);
-    return aff_kind<C>(p, q, has_q, d);
 }
 
 // The denominator of output position o as aff_operands gives it, reading only the x coordinates
@@ -154,32 +145,6 @@ DEVI void affine_fwd(const affine_round_args& a) {
     acc.store(a.totals + F::WORDS * (size_t)t);
 }
 
-// The sum of p and q of `kind`, dinv the inverse of its denominator.
-template <class C>
-DEVI typename C::A aff_sum(AffKind kind, const typename C::A& p, const typename C::A& q,
-                           const typename C::F& dinv) {
-    typedef typename C::A A;
-    typedef typename C::F F;
-    switch (kind) {
-    case AFF_LEFT: return p;
-    case AFF_RIGHT: return q;
-    case AFF_INF: return A::inf();
-    default: {
-        F lambda;
-        if (kind == AFF_ADD) {
-            lambda = F::mul(F::sub(q.y, p.y), dinv);
-        } else {
-            F xx = F::sqr(p.x);
-            lambda = F::mul(F::add(xx, F::dbl(xx)), dinv);
-        }
-        A r;
-        r.x = F::sub(F::sub(F::sqr(lambda), p.x), q.x);
-        r.y = F::sub(F::mul(lambda, F::sub(p.x, r.x)), p.y);
-        return r;
-    }
-    }
-}
-
 template <class C>
 DEVI void affine_bwd(const affine_round_args& a) {
     typedef typename C::A A;
@@ -200,198 +165,24 @@ DEVI void affine_bwd(const affine_round_args& a) {
         const AffKind kind = aff_operands<C>(a, g, o, ostart, p, q, d);
         const F dinv = F::mul(inv, F::load(a.out + A::WORDS * (size_t)o));
         inv = F::mul(inv, d);
-        aff_sum<C>(kind, p, q, dinv).store(a.out + A::WORDS * (size_t)o);
-    }
-}
-
-// ---- the passes with their gathers in flight ------------------------------------------------
-// The passes above wait on their loads one after the other at each position: the bucket's ends
-// and count, then the entries, then the points (random bases in the first round), with 128
-// registers per thread leaving 16 warps per multiprocessor to cover that latency (ncu at 2^24:
-// the forward pass at 55 % of the DRAM bandwidth and 17 % of its issue slots). These passes
-// locate the operands of the next S - 1 positions ahead of the one they work on and copy their
-// coordinates into shared memory with cp.async, so that a thread has S positions' gathers in
-// flight. Each thread owns its slices of the ring (S slots of `chunks` 16-byte chunks, chunk c
-// of thread j at [c][j]: a warp's accesses of one chunk are consecutive), so no barrier is
-// needed. The same positions and results as affine_fwd / affine_bwd.
-
-constexpr u32 AFF_HAS_Q = 1u << 31;
-
-// Where a position's operands are: its bucket (AFF_HAS_Q set unless p is the odd one out) and
-// the entries of p and q.
-struct aff_loc {
-    u32 g, vp, vq;
-};
-
-template <class C>
-DEVI aff_loc aff_locate(const affine_round_args& a, u32 g, u32 o, u32 ostart) {
-    const u32 cnt = a.counts[g];
-    const u32 i = o - ostart;
-    const u32 first = a.ends[g] - cnt + 2 * i;
-    aff_loc l;
-    l.vp = entry_at(a.vals, first);
-    if (2 * i + 1 == cnt) {
-        l.g = g;
-        l.vq = 0;
-    } else {
-        l.g = g | AFF_HAS_Q;
-        l.vq = entry_at(a.vals, first + 1);
-    }
-    return l;
-}
-
-// Starts copying the first `chunks` 16-byte chunks of p (and of q) into `slot` (this thread's
-// chunk 0; q's from chunk `chunks`).
-template <class C, u32 CHUNKS>
-DEVI void aff_fetch(const affine_round_args& a, const aff_loc& l, uint4* slot) {
-    typedef typename C::A A;
-    const u32* pp = a.src + A::WORDS * (size_t)(l.vp & 0x7fffffffu);
-#pragma unroll
-    for (u32 c = 0; c < CHUNKS; c++) async_copy16(slot + c * AFF_THREADS, pp + 4 * c);
-    if (l.g & AFF_HAS_Q) {
-        const u32* qp = a.src + A::WORDS * (size_t)(l.vq & 0x7fffffffu);
-#pragma unroll
-        for (u32 c = 0; c < CHUNKS; c++)
-            async_copy16(slot + (CHUNKS + c) * AFF_THREADS, qp + 4 * c);
-    }
-}
-
-// A field element from this thread's chunks at `p` (chunk c at p[c * AFF_THREADS]).
-template <class F>
-DEVI F ring_field(const uint4* p) {
-    F r;
-#pragma unroll
-    for (u32 c = 0; c < F::WORDS / 4; c++) {
-        const uint4 u = p[c * AFF_THREADS];
-        r.v[4 * c] = u.x;
-        r.v[4 * c + 1] = u.y;
-        r.v[4 * c + 2] = u.z;
-        r.v[4 * c + 3] = u.w;
-    }
-    return r;
-}
-
-// A point of the ring (its entry's sign applied).
-template <class C>
-DEVI typename C::A ring_point(const uint4* p, u32 v) {
-    typedef typename C::F F;
-    typename C::A r;
-    r.x = ring_field<F>(p);
-    r.y = ring_field<F>(p + (F::WORDS / 4) * AFF_THREADS);
-    if ((v >> 31) != 0) r.y = F::neg(r.y);
-    return r;
-}
-
-// affine_fwd with S positions' x coordinates in flight.
-template <class C, u32 S>
-DEVI void affine_fwd_inflight(const affine_round_args& a) {
-    typedef typename C::F F;
-    constexpr u32 FC = F::WORDS / 4;  // chunks per coordinate
-    constexpr u32 AFF_PREFIX_WORDS = (F::WORDS + 7) / 8 * 8;
-    __shared__ uint4 ring[S * 2 * FC * AFF_THREADS];
-    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= a.threads) return;
-    F acc = F::one();
-    u32 first = 0;
-    const u32 cnt = aff_positions(a, t, first);
-    uint4* const mine = ring + threadIdx.x;
-    // the walk that locates positions ahead: bucket g holds position `first + 32 j` next
-    u32 g = cnt > 0 ? bucket_of(a.out_ends, a.m, first) : 0;
-    aff_loc loc[S];
-    auto start = [&](u32 j) -> aff_loc {
-        const u32 o = first + 32 * j;
-        while (a.out_ends[g] <= o) g++;
-        const aff_loc l = aff_locate<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
-        aff_fetch<C, FC>(a, l, mine + (j % S) * 2 * FC * AFF_THREADS);
-        return l;
-    };
-#pragma unroll
-    for (u32 j = 0; j + 1 < S; j++) {
-        if (j < cnt) loc[j] = start(j);
-        async_commit();
-    }
-    for (u32 k = 0; k < cnt; k++) {
-        if (k + S - 1 < cnt) loc[S - 1] = start(k + S - 1);
-        async_commit();
-        async_wait<S - 1>();
-        const aff_loc l = loc[0];
-        const u32 o = first + 32 * k;
-        F d = F::one();
-        if (l.g & AFF_HAS_Q) {
-            const uint4* slot = mine + (k % S) * 2 * FC * AFF_THREADS;
-            const F px = ring_field<F>(slot), qx = ring_field<F>(slot + FC * AFF_THREADS);
-            const F dx = F::sub(qx, px);
-            if (!px.is_zero() && !qx.is_zero() && !dx.is_zero()) {
-                d = dx;
+        A r;
+        switch (kind) {
+        case AFF_LEFT: r = p; break;
+        case AFF_RIGHT: r = q; break;
+        case AFF_INF: r = A::inf(); break;
+        default: {
+            F lambda;
+            if (kind == AFF_ADD) {
+                lambda = F::mul(F::sub(q.y, p.y), dinv);
             } else {
-                // an infinity, a doubling or a sum to infinity: the whole points decide
-                const u32 bg = l.g & ~AFF_HAS_Q;
-                typename C::A p, q;
-                aff_operands<C>(a, bg, o, a.out_ends[bg] - aff_half(a.counts[bg]), p, q, d);
+                F xx = F::sqr(p.x);
+                lambda = F::mul(F::add(xx, F::dbl(xx)), dinv);
             }
+            r.x = F::sub(F::sub(F::sqr(lambda), p.x), q.x);
+            r.y = F::sub(F::mul(lambda, F::sub(p.x, r.x)), p.y);
         }
-        u32* out = a.out + C::A::WORDS * (size_t)o;
-        acc.store(out);
-#pragma unroll
-        for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
-            *reinterpret_cast<uint4*>(out + w) = make_uint4(0, 0, 0, 0);
-        acc = F::mul(acc, d);
-#pragma unroll
-        for (u32 j = 0; j + 1 < S; j++) loc[j] = loc[j + 1];
-    }
-    acc.store(a.totals + F::WORDS * (size_t)t);
-}
-
-// affine_bwd with S positions' points in flight (walking its positions backwards).
-template <class C, u32 S>
-DEVI void affine_bwd_inflight(const affine_round_args& a) {
-    typedef typename C::A A;
-    typedef typename C::F F;
-    constexpr u32 PC = A::WORDS / 4;  // chunks per point
-    __shared__ uint4 ring[S * 2 * PC * AFF_THREADS];
-    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= a.threads) return;
-    u32 first = 0;
-    const u32 cnt = aff_positions(a, t, first);
-    if (cnt == 0) return;
-    uint4* const mine = ring + threadIdx.x;
-    F inv = F::load(a.inv + F::WORDS * (size_t)t);
-    // the walk that locates positions ahead, from the last: step j is position
-    // `first + 32 (cnt - 1 - j)`
-    u32 g = bucket_of(a.out_ends, a.m, first + 32 * (cnt - 1));
-    aff_loc loc[S];
-    auto start = [&](u32 j) -> aff_loc {
-        const u32 o = first + 32 * (cnt - 1 - j);
-        u32 ostart;
-        while ((ostart = a.out_ends[g] - aff_half(a.counts[g])) > o) g--;
-        const aff_loc l = aff_locate<C>(a, g, o, ostart);
-        aff_fetch<C, PC>(a, l, mine + (j % S) * 2 * PC * AFF_THREADS);
-        return l;
-    };
-#pragma unroll
-    for (u32 j = 0; j + 1 < S; j++) {
-        if (j < cnt) loc[j] = start(j);
-        async_commit();
-    }
-    for (u32 j = 0; j < cnt; j++) {
-        if (j + S - 1 < cnt) loc[S - 1] = start(j + S - 1);
-        async_commit();
-        const u32 o = first + 32 * (cnt - 1 - j);
-        u32* out = a.out + A::WORDS * (size_t)o;
-        async_wait<S - 1>();
-        const aff_loc l = loc[0];
-        const uint4* slot = mine + (j % S) * 2 * PC * AFF_THREADS;
-        const bool has_q = (l.g & AFF_HAS_Q) != 0;
-        const A p = ring_point<C>(slot, l.vp);
-        A q;
-        if (has_q) q = ring_point<C>(slot + PC * AFF_THREADS, l.vq);
-        F d;
-        const AffKind kind = aff_kind<C>(p, q, has_q, d);
-        const F dinv = F::mul(inv, F::load(out));
-        inv = F::mul(inv, d);
-        aff_sum<C>(kind, p, q, dinv).store(out);
-#pragma unroll
-        for (u32 i = 0; i + 1 < S; i++) loc[i] = loc[i + 1];
+        }
+        r.store(a.out + A::WORDS * (size_t)o);
     }
 }
 

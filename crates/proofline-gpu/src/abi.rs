@@ -126,12 +126,6 @@ shared_consts! {
     AFF_BLOCKS_PER_SM = 4;
     /// The same for G2's rounds (255 registers).
     AFF_BLOCKS_PER_SM_G2 = 2;
-    /// Positions whose x coordinates a thread of `msm_affine_fwd_inflight` has in flight (its
-    /// shared memory: AFF_FWD_INFLIGHT x 96 bytes per thread).
-    AFF_FWD_INFLIGHT = 3;
-    /// Positions whose points a thread of `msm_affine_bwd_inflight` has in flight (its shared
-    /// memory: AFF_BWD_INFLIGHT x 192 bytes per thread, at most 48 KB per block).
-    AFF_BWD_INFLIGHT = 2;
     /// Leaves of one product tree of the batched inversion (its threads per block): one tree
     /// per block of values, one over the blocks' products, so at most AFF_INV_THREADS^2 values.
     AFF_INV_THREADS = 256;
@@ -415,7 +409,7 @@ kernel_args! {
     /// prefix products of the denominators into the output slots and each thread's product; the
     /// backward pass reads the inverses of those products and writes the sums over the prefixes.
     /// `vals` of 0: position k of `src` is point k.
-    "msm"::"msm_affine_fwd" | "msm"::"msm_affine_bwd" | "msm"::"msm_affine_fwd_inflight" | "msm"::"msm_affine_bwd_inflight" | "msm_g2"::"msm_g2_affine_fwd" | "msm_g2"::"msm_g2_affine_bwd" => AffineRoundArgs("affine_round_args") {
+    "msm"::"msm_affine_fwd" | "msm"::"msm_affine_bwd" | "msm_g2"::"msm_g2_affine_fwd" | "msm_g2"::"msm_g2_affine_bwd" => AffineRoundArgs("affine_round_args") {
         src: DevPtr,
         vals: DevPtr,
         ends: DevPtr,

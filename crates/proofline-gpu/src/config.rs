@@ -68,19 +68,6 @@ impl Default for MsmAcc {
     }
 }
 
-/// How the batch-affine rounds' passes read their operands (G1; G2's rounds read them directly).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum RoundGathers {
-    /// Each position's bucket data, entries and points loaded as the thread reaches it, one
-    /// after the other (`msm_affine_fwd`, `msm_affine_bwd`).
-    #[default]
-    Direct,
-    /// The operands of the next positions located ahead and their coordinates copied into
-    /// shared memory with `cp.async` while the thread works on the current one
-    /// (`msm_affine_fwd_inflight`, `msm_affine_bwd_inflight`).
-    InFlight,
-}
-
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmConfig {
@@ -96,8 +83,6 @@ pub struct MsmConfig {
     pub g2_madd: G2Madd,
     /// The bucket accumulation.
     pub acc: MsmAcc,
-    /// How the batch-affine rounds read their operands.
-    pub gathers: RoundGathers,
 }
 
 impl Default for MsmConfig {
@@ -107,7 +92,6 @@ impl Default for MsmConfig {
             max_chunk_log: 26,
             g2_madd: G2Madd::default(),
             acc: MsmAcc::default(),
-            gathers: RoundGathers::default(),
         }
     }
 }
@@ -156,20 +140,6 @@ impl MsmConfig {
                 "acc=xyzz",
                 MsmConfig {
                     acc: MsmAcc::Xyzz,
-                    ..d
-                },
-            ),
-            (
-                "gathers=direct",
-                MsmConfig {
-                    gathers: RoundGathers::Direct,
-                    ..d
-                },
-            ),
-            (
-                "gathers=in-flight",
-                MsmConfig {
-                    gathers: RoundGathers::InFlight,
                     ..d
                 },
             ),

@@ -11,7 +11,6 @@ use crate::abi::{
     G2_AFFINE_WORDS, G2_JACOBIAN_WORDS, G2_XYZZ_WORDS, JACOBIAN_WORDS, RED_THREADS, RED_THREADS_G2,
     XYZZ_WORDS,
 };
-use crate::config::RoundGathers;
 use crate::layout::{affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32};
 use crate::plan::{OnesRounds, AFFINE_GROUP_ENTRIES, AFFINE_GROUP_ENTRIES_G2};
 
@@ -39,9 +38,6 @@ pub(crate) struct CurveKernels {
 pub(crate) struct AffineKernels {
     pub(crate) fwd: &'static str,
     pub(crate) bwd: &'static str,
-    /// The forward and backward passes with their gathers in flight, where the group has them
-    /// ([`RoundGathers::InFlight`]).
-    pub(crate) inflight: Option<(&'static str, &'static str)>,
     pub(crate) inv_up: &'static str,
     pub(crate) inv_top: &'static str,
     pub(crate) inv_down: &'static str,
@@ -53,17 +49,6 @@ pub(crate) struct AffineKernels {
     pub(crate) group_entries: usize,
     /// How a sparse query's ones are summed by the rounds.
     pub(crate) ones: OnesRounds,
-}
-
-impl AffineKernels {
-    /// The (forward, backward) passes `gathers` asks for, or the direct ones where the group
-    /// has no others.
-    pub(crate) fn passes(&self, gathers: RoundGathers) -> (&'static str, &'static str) {
-        match (gathers, self.inflight) {
-            (RoundGathers::InFlight, Some(p)) => p,
-            _ => (self.fwd, self.bwd),
-        }
-    }
 }
 
 /// A group the MSM kernels support.
@@ -123,7 +108,6 @@ impl MsmCurve for G1 {
         affine: Some(AffineKernels {
             fwd: "msm_affine_fwd",
             bwd: "msm_affine_bwd",
-            inflight: Some(("msm_affine_fwd_inflight", "msm_affine_bwd_inflight")),
             inv_up: "fp_batch_inv_up",
             inv_top: "fp_batch_inv_top",
             inv_down: "fp_batch_inv_down",
@@ -168,9 +152,6 @@ impl MsmCurve for G2 {
         affine: Some(AffineKernels {
             fwd: "msm_g2_affine_fwd",
             bwd: "msm_g2_affine_bwd",
-            // a G2 position's two points take 384 bytes: two in flight per thread would not fit
-            // a block's 48 KB of shared memory
-            inflight: None,
             inv_up: "fp2_batch_inv_up",
             inv_top: "fp2_batch_inv_top",
             inv_down: "fp2_batch_inv_down",

@@ -35,7 +35,7 @@ use crate::abi::{
     ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS,
     SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
-use crate::config::{G2Madd, MsmAcc, MsmConfig, RoundGathers};
+use crate::config::{G2Madd, MsmAcc, MsmConfig};
 use crate::curve::{AffineKernels, MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
@@ -634,17 +634,7 @@ fn batch_affine<E: Exec, C: MsmCurve>(
             )?;
             total = t[0] as usize;
             let out_ends = word_at(ends.ptr(), 1);
-            affine_round(
-                e,
-                ak,
-                cfg.gathers,
-                &src,
-                out_ends,
-                out.ptr(),
-                mp,
-                total,
-                &inv,
-            )?;
+            affine_round(e, ak, &src, out_ends, out.ptr(), mp, total, &inv)?;
             src = RoundInput {
                 points: out.ptr(),
                 vals: 0,
@@ -714,7 +704,6 @@ impl<B: DevBuf> InvScratch<B> {
 fn affine_round<E: Exec>(
     e: &E,
     ak: AffineKernels,
-    gathers: RoundGathers,
     src: &RoundInput,
     out_ends: u64,
     out: u64,
@@ -743,8 +732,7 @@ fn affine_round<E: Exec>(
         threads: threads as u32,
     };
     let blocks = grid(threads, AFF_THREADS);
-    let (fwd, bwd) = ak.passes(gathers);
-    e.launch_as(fwd, blocks, AFF_THREADS, &args)?;
+    e.launch_as(ak.fwd, blocks, AFF_THREADS, &args)?;
     let inv_blocks = threads.div_ceil(AFF_INV_THREADS as usize) as u32;
     let inv_args = BatchInvArgs {
         values: DevPtr(inv.totals.ptr()),
@@ -756,7 +744,7 @@ fn affine_round<E: Exec>(
     e.launch_as(ak.inv_up, inv_blocks, AFF_INV_THREADS, &inv_args)?;
     e.launch_as(ak.inv_top, 1, AFF_INV_THREADS, &inv_args)?;
     e.launch_as(ak.inv_down, inv_blocks, AFF_INV_THREADS, &inv_args)?;
-    e.launch_as(bwd, blocks, AFF_THREADS, &args)
+    e.launch_as(ak.bwd, blocks, AFF_THREADS, &args)
 }
 
 /// One Pippenger chunk of n > 0 points in the bucket sets of `sets` (bases at `bp`, their
@@ -1055,8 +1043,7 @@ fn ones_affine<E: Exec, C: MsmCurve>(
         for r in 0..grp.rounds() {
             let out = &pts[r % 2];
             let out_ends = sizes_dev.at(r + 1);
-            let outs = grp.sizes[r + 1];
-            affine_round(e, ak, cfg.gathers, &src, out_ends, out.ptr(), 1, outs, &inv)?;
+            affine_round(e, ak, &src, out_ends, out.ptr(), 1, grp.sizes[r + 1], &inv)?;
             src = RoundInput {
                 points: out.ptr(),
                 vals: 0,
