@@ -183,17 +183,6 @@ pub struct DeviceOptions {
     pub slot_kernels: SlotKernels,
 }
 
-/// The L2 cache's fetch granularity on a miss ([`GpuDevice::set_l2_fetch`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum L2Fetch {
-    /// One 32-byte sector.
-    Bytes32,
-    /// Two sectors.
-    Bytes64,
-    /// Four sectors (a whole line).
-    Bytes128,
-}
-
 /// State shared by a device and its slots: the context, the kernels, the stream resident data
 /// is uploaded and freed on, the op log and the timing reference.
 pub(crate) struct Shared {
@@ -337,37 +326,6 @@ impl GpuDevice {
     pub fn memory_info(&self) -> Result<(usize, usize), GpuError> {
         self.logged(DeviceOp::MemoryInfo, || {
             Ok(self.shared.ctx.mem_get_info()?)
-        })
-    }
-
-    /// The most bytes the L2 cache fetches from device memory on a miss
-    /// (`CU_LIMIT_MAX_L2_FETCH_GRANULARITY`; a hint the driver may clamp).
-    pub fn l2_fetch_bytes(&self) -> Result<usize, GpuError> {
-        self.shared.ctx.bind_to_thread()?;
-        let mut v = 0usize;
-        // SAFETY: plain driver call on the bound context, writing into `v`.
-        unsafe {
-            sys::cuCtxGetLimit(&mut v, sys::CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY).result()?
-        };
-        Ok(v)
-    }
-
-    /// Sets the L2 cache's fetch granularity for the device's context: the random 32-byte
-    /// sectors the MSMs gather (a base's coordinates) are fetched without their neighbours at
-    /// 32, with them at 64 or 128.
-    pub fn set_l2_fetch(&self, fetch: L2Fetch) -> Result<(), GpuError> {
-        let bytes = match fetch {
-            L2Fetch::Bytes32 => 32,
-            L2Fetch::Bytes64 => 64,
-            L2Fetch::Bytes128 => 128,
-        };
-        self.logged(DeviceOp::SetL2Fetch, || {
-            // SAFETY: plain driver call on the bound context.
-            unsafe {
-                sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY, bytes)
-                    .result()?
-            };
-            Ok(())
         })
     }
 

@@ -60,7 +60,7 @@ pub mod kernels {
 
 pub use arena::Arena;
 pub use config::{G2Madd, HSequence, MsmAcc, MsmConfig, MsmSort, NttConfig};
-pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, L2Fetch, PoolUsage};
+pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
 pub use msm::{MsmStats, STREAM_CHUNK};
 pub use ntt::{CInput, NttKind};

@@ -37,8 +37,6 @@ pub enum DeviceOp {
     SynchronizeDevice,
     /// Reset the pool's high-water marks.
     ResetHighWater,
-    /// Set the L2 cache's fetch granularity.
-    SetL2Fetch,
 }
 
 /// One device-global call: host seconds since the log's start.

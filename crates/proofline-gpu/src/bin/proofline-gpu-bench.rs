@@ -7,7 +7,7 @@
 //! Usage: proofline-gpu-bench [--sections ntt,msm,sparse,g2,partition] [--variants]
 //!        [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L] [--g2-log L]
 //!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib]
-//!        [--only NAME,...] [--cold-pool] [--l2-fetch 32|64|128] [--reps R] [--json PATH]
+//!        [--only NAME,...] [--cold-pool] [--reps R] [--json PATH]
 //!
 //! `--variants` times every kernel variant (`MsmConfig::variants`, `NttConfig::variants`) side
 //! by side in the same process, each row naming its variant; without it, the production
@@ -18,9 +18,6 @@
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
 //! synchronisation), which is how the figures up to commit 2b5a484 were taken.
-//!
-//! `--l2-fetch BYTES` sets the L2 cache's fetch granularity on a miss for the run (a
-//! device-global driver limit: compare runs of one call); the report says the value in force.
 //!
 //! Sparse MSMs take the CPU's 0/1/tail split (`SparseScalars`), as the pipeline does: the lists
 //! of ones and of the tail are uploaded in the timed call (the split itself is not timed).
@@ -34,7 +31,7 @@ use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
 };
 use proofline_gpu::{
-    probe, CInput, GpuError, L2Fetch, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation,
+    probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation,
 };
 use proofline_groth16::msm::SparseScalars;
 use serde_json::json;
@@ -54,7 +51,6 @@ struct Opts {
     partition_mix: &'static str,
     only: Option<Vec<String>>,
     cold_pool: bool,
-    l2_fetch: Option<L2Fetch>,
     reps: usize,
     json: Option<String>,
 }
@@ -73,7 +69,6 @@ fn parse() -> Result<Opts, String> {
         partition_mix: "8mib",
         only: None,
         cold_pool: false,
-        l2_fetch: None,
         reps: 5,
         json: None,
     };
@@ -140,14 +135,6 @@ fn parse() -> Result<Opts, String> {
                 o.cold_pool = true;
                 i += 1;
                 continue;
-            }
-            "--l2-fetch" => {
-                o.l2_fetch = Some(match val(i)?.as_str() {
-                    "32" => L2Fetch::Bytes32,
-                    "64" => L2Fetch::Bytes64,
-                    "128" => L2Fetch::Bytes128,
-                    other => return Err(format!("--l2-fetch: {other} bytes (32, 64, 128)")),
-                })
             }
             "-h" | "--help" => return Err("see the module doc for usage".into()),
             _ => return Err(format!("unknown argument {a}")),
@@ -252,20 +239,7 @@ fn run(o: &Opts) -> Result<(serde_json::Value, Vec<Row>), GpuError> {
     // As the daemon's VRAM allocator does: freed memory stays cached in the pool across
     // synchronisations (with the default threshold, 0, every call's buffers are allocated cold).
     let g = TestGpu::open(0, o.cold_pool)?;
-    if let Some(f) = o.l2_fetch {
-        g.device().set_l2_fetch(f)?;
-    }
     let mut r = Report::default();
-    let l2_fetch = g.device().l2_fetch_bytes()?;
-    r.row(
-        "L2 fetch granularity",
-        "-".into(),
-        "-",
-        0.0,
-        format!("{l2_fetch} bytes"),
-    );
-    r.results
-        .push(json!({"bench": "l2_fetch_bytes", "bytes": l2_fetch}));
     eprintln!(
         "device: {:?}; {}",
         g.device().info(),
