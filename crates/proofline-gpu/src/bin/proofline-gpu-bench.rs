@@ -23,7 +23,9 @@
 //! of ones and of the tail are uploaded in the timed call (the split itself is not timed).
 //! The partition benchmark gives each query (A, B, L; B in G2 with B's split) the share of the
 //! aux points and the zero/one/other split measured on a real PoRep partition
-//! (`--partition-mix`, default the 8MiB circuit's, docs/filecoin.md).
+//! (`--partition-mix`, default the 8MiB circuit's, docs/filecoin.md). It reports the total and
+//! the kernels' time without the sparse splits' uploads, which the pipeline's sparse stage
+//! makes before its kernel turn.
 
 use std::time::Instant;
 
