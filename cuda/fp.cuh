@@ -18,8 +18,6 @@ __device__ __constant__ u32 FP_PM2[12] = {0xffffaaa9, 0xb9feffff, 0xb153ffff, 0x
                                           0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea};
 
 struct FpParams {
-    // the multiplication (a MONT_MUL_* of proofline_abi.cuh)
-    static constexpr u32 mul_kind = FP_MUL;
     static constexpr int n = 12;
     static DEVI const u32* mod() { return FP_MOD; }
     static DEVI const u32* one() { return FP_ONE; }

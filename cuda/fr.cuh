@@ -17,8 +17,6 @@ __device__ __constant__ u32 FR_ONE[8] = {0xfffffffe, 0x00000001, 0x00034802, 0x5
 __device__ __constant__ u32 FR_M0 = 0xffffffff;
 
 struct FrParams {
-    // the multiplication (a MONT_MUL_* of proofline_abi.cuh)
-    static constexpr u32 mul_kind = FR_MUL;
     static constexpr int n = 8;
     static DEVI const u32* mod() { return FR_MOD; }
     static DEVI const u32* one() { return FR_ONE; }

@@ -28,9 +28,7 @@
 // portable path (schoolbook CIOS on 64-bit products) with the same results; the
 // PTX carry chains exist only in the device build.
 #pragma once
-#include "carry.cuh"
 #include "common.cuh"
-#include "proofline_abi.cuh"
 
 template <class P>
 struct mont_t {
@@ -101,7 +99,7 @@ struct mont_t {
         for (int i = 0; i < n; i++) v[i] = borrow ? v[i] : t[i];
     }
 
-    static DEVI mont_t mul_cios(const mont_t& a, const mont_t& b) {
+    static DEVI mont_t mul(const mont_t& a, const mont_t& b) {
         mont_t even;
         u32 odd[n];
 #pragma unroll
@@ -132,7 +130,7 @@ struct mont_t {
             for (int i = 0; i < n; i++) v[i] = t[i];
     }
 
-    static DEVI mont_t mul_cios(const mont_t& a, const mont_t& b) {
+    static DEVI mont_t mul(const mont_t& a, const mont_t& b) {
         u32 t[n + 2];
         for (int i = 0; i < n + 2; i++) t[i] = 0;
         for (int i = 0; i < n; i++) {
@@ -162,121 +160,6 @@ struct mont_t {
         return r;
     }
 #endif
-    // ---- Karatsuba (MONT_MUL_KARATSUBA) -------------------------------------
-    // Written over carry.cuh's steps, so the host emulation runs the same chains.
-
-    // acc[0, 2 h) = x y for h-word x and y (h even). Row i adds x y_i at word i in two chains:
-    // the products of the even words of x (word pairs i + j, i + j + 1) and those of the odd
-    // words, each chain's carry added into the words above it (zero until this row).
-    template <int h>
-    static DEVI void mul_wide(u32* acc, const u32* x, const u32* y) {
-#pragma unroll
-        for (int k = 0; k < 2 * h; k++) acc[k] = 0;
-#pragma unroll
-        for (int i = 0; i < h; i++) {
-            mad_wide_cc(acc[i], acc[i + 1], x[0], y[i]);
-#pragma unroll
-            for (int j = 2; j < h; j += 2) madc_wide_cc(acc[i + j], acc[i + j + 1], x[j], y[i]);
-            if (i + h + 1 < 2 * h) {
-                acc[i + h] = addc_cc(acc[i + h], 0);
-                acc[i + h + 1] = addc(acc[i + h + 1], 0);
-            } else {
-                acc[i + h] = addc(acc[i + h], 0);
-            }
-            mad_wide_cc(acc[i + 1], acc[i + 2], x[1], y[i]);
-#pragma unroll
-            for (int j = 3; j < h; j += 2) madc_wide_cc(acc[i + j], acc[i + j + 1], x[j], y[i]);
-            if (i + h + 1 < 2 * h) acc[i + h + 1] = addc(acc[i + h + 1], 0);
-        }
-    }
-
-    // d = |x - y| for h-word x and y; all ones when x < y, else 0.
-    template <int h>
-    static DEVI u32 abs_diff(u32* d, const u32* x, const u32* y) {
-        d[0] = sub_cc(x[0], y[0]);
-#pragma unroll
-        for (int k = 1; k < h; k++) d[k] = subc_cc(x[k], y[k]);
-        const u32 neg = subc(0, 0);
-        // two's complement when negative: (d ^ neg) + (neg & 1)
-        d[0] = add_cc(d[0] ^ neg, neg & 1);
-#pragma unroll
-        for (int k = 1; k < h; k++) d[k] = addc_cc(d[k] ^ neg, 0);
-        return neg;
-    }
-
-    // a b R^-1 mod p: the product a b (2n words) by one level of Karatsuba (a = a0 + a1 B,
-    // B = 2^(16 n): a b = z0 + (z0 + z2 - (a0 - a1)(b0 - b1)) B + z2 B^2 with z0 = a0 b0 and
-    // z2 = a1 b1, the middle product over the differences' magnitudes), then Montgomery's
-    // reduction one word at a time.
-    static DEVI mont_t mul_karatsuba(const mont_t& a, const mont_t& b) {
-        constexpr int h = n / 2;
-        static_assert(h % 2 == 0, "the Karatsuba halves need an even number of words");
-        u32 p[2 * n];
-        mul_wide<h>(p, a.v, b.v);
-        mul_wide<h>(p + n, a.v + h, b.v + h);
-        u32 da[h], db[h], zm[n], mid[n + 1];
-        const u32 sa = abs_diff<h>(da, a.v, a.v + h);
-        const u32 sb = abs_diff<h>(db, b.v, b.v + h);
-        mul_wide<h>(zm, da, db);
-        // (a0 - a1)(b0 - b1) = +-zm, minus when the differences' signs differ; the middle is
-        // z0 + z2 -+ zm (n + 1 words, never negative): with m all ones (same signs) that is
-        // z0 + z2 + (zm ^ m) + 1, the 1 put in as the first addition's carry.
-        const u32 m = ~(sa ^ sb);
-        (void)add_cc(m & 1, 0xffffffffu);
-        mid[0] = addc_cc(p[0], p[n]);
-#pragma unroll
-        for (int k = 1; k < n; k++) mid[k] = addc_cc(p[k], p[n + k]);
-        mid[n] = addc(0, 0);
-        mid[0] = add_cc(mid[0], zm[0] ^ m);
-#pragma unroll
-        for (int k = 1; k < n; k++) mid[k] = addc_cc(mid[k], zm[k] ^ m);
-        mid[n] = addc(mid[n], m);
-        // p += mid B (the sum is a b < 2^(64 n): no carry out of the top word)
-        p[h] = add_cc(p[h], mid[0]);
-#pragma unroll
-        for (int k = 1; k <= n; k++) p[h + k] = addc_cc(p[h + k], mid[k]);
-#pragma unroll
-        for (int k = h + n + 1; k < 2 * n - 1; k++) p[k] = addc_cc(p[k], 0);
-        p[2 * n - 1] = addc(p[2 * n - 1], 0);
-        // Reduction: a window t of n + 1 words over p, from its low end; each row adds
-        // mi p, mi = t[0] (-p^-1) mod 2^32, so that t[0] becomes zero, moves the window up one
-        // word and takes in p's next word. The window stays below 2^(32 n + 1) + 2^32 p, so
-        // its top word never carries out; at the end it holds a b R^-1 + (a multiple of p) < 2p.
-        u32 t[n + 1];
-#pragma unroll
-        for (int k = 0; k < n; k++) t[k] = p[k];
-        t[n] = 0;
-#pragma unroll
-        for (int i = 0; i < n; i++) {
-            const u32 mi = t[0] * P::m0();
-            mad_wide_cc(t[0], t[1], P::mod()[0], mi);
-#pragma unroll
-            for (int j = 2; j < n; j += 2) madc_wide_cc(t[j], t[j + 1], P::mod()[j], mi);
-            t[n] = addc(t[n], 0);
-            mad_wide_cc(t[1], t[2], P::mod()[1], mi);
-#pragma unroll
-            for (int j = 3; j < n; j += 2) madc_wide_cc(t[j], t[j + 1], P::mod()[j], mi);
-#pragma unroll
-            for (int k = 0; k < n; k++) t[k] = t[k + 1];
-            t[n - 1] = add_cc(t[n - 1], p[n + i]);
-            t[n] = addc(0, 0);
-        }
-        mont_t r;
-#pragma unroll
-        for (int k = 0; k < n; k++) r.v[k] = t[k];
-        r.final_sub();
-        return r;
-    }
-
-    // The field's multiplication (`P::mul_kind`, a MONT_MUL_* of proofline_abi.cuh).
-    static DEVI mont_t mul(const mont_t& a, const mont_t& b) {
-        if constexpr (P::mul_kind == MONT_MUL_KARATSUBA) {
-            return mul_karatsuba(a, b);
-        } else {
-            return mul_cios(a, b);
-        }
-    }
-
     // Squaring: the same carry-chain multiply. For moduli with a spare top bit
     // (both of ours) a dedicated squaring saves too little to pay for its
     // extra merge passes in this interleaved form.

@@ -68,16 +68,6 @@ shared_consts! {
     G2_JACOBIAN_WORDS = 72;
     /// u32 words per G2 XYZZ bucket.
     G2_XYZZ_WORDS = 96;
-    /// Montgomery multiplication by interleaved rows (CIOS): 2 n^2 + n word products
-    /// (`cuda/mont.cuh`).
-    MONT_MUL_CIOS = 0;
-    /// Montgomery multiplication as a one-level Karatsuba product (3 (n/2)^2 word products) and
-    /// a separate reduction (n^2 + n): a quarter fewer products for the multiply half.
-    MONT_MUL_KARATSUBA = 1;
-    /// The multiplication of Fr (`cuda/fr.cuh`): one of the `MONT_MUL_*`.
-    FR_MUL = 0;
-    /// The multiplication of Fp and so of Fp2 (`cuda/fp.cuh`): one of the `MONT_MUL_*`.
-    FP_MUL = 0;
     /// Threads per block of the element-wise kernels (digits, scatter, pointwise, gathers).
     ELEMENT_THREADS = 256;
     /// log2 of the shared-memory tile of `ntt_pass`, in elements.
