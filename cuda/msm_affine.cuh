@@ -246,16 +246,21 @@ DEVI void batch_inv_up(const batch_inv_args& a) {
     if (j == 0) F::load(tree_node<F>(tree, 1)).store(a.blk + F::WORDS * (size_t)blockIdx.x);
 }
 
-// One block: blk[b] = 1 / blk[b], b < blocks (at most AFF_INV_THREADS), with one inversion.
+// One block: blk[b] = 1 / blk[b], b < blocks (at most 2 AFF_INV_THREADS), with one inversion.
+// Leaf j is the product of blk[2j] and blk[2j + 1] (one where absent); its inverse times the one
+// value gives the other's.
 template <class F>
 DEVI void batch_inv_top(const batch_inv_args& a) {
     __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];
     const u32 j = threadIdx.x;
-    tree_up<F>(tree, j, j < a.blocks ? F::load(a.blk + F::WORDS * (size_t)j) : F::one());
+    const F lo = 2 * j < a.blocks ? F::load(a.blk + F::WORDS * (size_t)(2 * j)) : F::one();
+    const F hi = 2 * j + 1 < a.blocks ? F::load(a.blk + F::WORDS * (size_t)(2 * j + 1)) : F::one();
+    tree_up<F>(tree, j, F::mul(lo, hi));
     if (j == 0) root_inv(F::load(tree_node<F>(tree, 1))).store(tree_node<F>(tree, 1));
     __syncthreads();
     const F inv = tree_down<F>(tree, j);
-    if (j < a.blocks) inv.store(a.blk + F::WORDS * (size_t)j);
+    if (2 * j < a.blocks) F::mul(inv, hi).store(a.blk + F::WORDS * (size_t)(2 * j));
+    if (2 * j + 1 < a.blocks) F::mul(inv, lo).store(a.blk + F::WORDS * (size_t)(2 * j + 1));
 }
 
 // Block b: out[i] = 1 / values[i] for its values, from blk[b] = 1 / (their product).

@@ -127,7 +127,8 @@ shared_consts! {
     /// The same for G2's rounds (255 registers).
     AFF_BLOCKS_PER_SM_G2 = 2;
     /// Leaves of one product tree of the batched inversion (its threads per block): one tree
-    /// per block of values, one over the blocks' products, so at most AFF_INV_THREADS^2 values.
+    /// per block of values, one over the blocks' products (two blocks' to a leaf), so at most
+    /// 2 AFF_INV_THREADS^2 values.
     AFF_INV_THREADS = 256;
     /// Points per block of the big-bucket kernel.
     BIG_PER_BLOCK = 2048;

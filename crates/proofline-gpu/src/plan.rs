@@ -354,12 +354,15 @@ pub const AFFINE_GROUP_ENTRIES: usize = 1 << 27;
 pub const AFFINE_GROUP_ENTRIES_G2: usize = 1 << 26;
 
 /// Threads of one batch-affine round: one wave (`blocks_per_sm` blocks of AFF_THREADS per
-/// multiprocessor, as the rounds' kernels are bounded), at most AFF_INV_THREADS^2 (what the two
-/// levels of the batched inversion invert), in whole warps.
+/// multiprocessor, as the rounds' kernels are bounded), at most [`AFF_INV_MAX`], in whole warps.
 pub fn affine_threads(sm_count: u32, blocks_per_sm: u32) -> usize {
     let wave = sm_count.max(1) * blocks_per_sm.max(1) * AFF_THREADS;
-    (wave.min(AFF_INV_THREADS * AFF_INV_THREADS) / 32 * 32) as usize
+    (wave.min(AFF_INV_MAX) / 32 * 32) as usize
 }
+
+/// Most values the two levels of the batched inversion invert: AFF_INV_THREADS per block of the
+/// first level, two blocks' products to each leaf of the single tree of the second.
+pub const AFF_INV_MAX: u32 = 2 * AFF_INV_THREADS * AFF_INV_THREADS;
 
 /// One group of bucket sets in the batch-affine rounds: its buckets and the capacities of its
 /// two point buffers (rounds alternate between them, the first round writes the first).
@@ -768,9 +771,12 @@ mod tests {
                 }
             }
         }
-        assert!(
-            affine_threads(132, AFF_BLOCKS_PER_SM) <= (AFF_INV_THREADS * AFF_INV_THREADS) as usize
+        // an H200's whole wave fits the inversion
+        assert_eq!(
+            affine_threads(132, AFF_BLOCKS_PER_SM),
+            (132 * AFF_BLOCKS_PER_SM * AFF_THREADS) as usize
         );
+        assert!(affine_threads(1000, AFF_BLOCKS_PER_SM) <= AFF_INV_MAX as usize);
         assert_eq!(
             affine_threads(2, AFF_BLOCKS_PER_SM),
             (2 * AFF_BLOCKS_PER_SM * AFF_THREADS) as usize
