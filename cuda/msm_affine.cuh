@@ -249,6 +249,8 @@ DEVI void batch_inv_up(const batch_inv_args& a) {
 // One block: blk[b] = 1 / blk[b], b < blocks (at most 2 AFF_INV_THREADS), with one inversion.
 // Leaf j is the product of blk[2j] and blk[2j + 1] (one where absent); its inverse times the one
 // value gives the other's.
+static_assert(AFF_INV_MAX == 2 * AFF_INV_THREADS * AFF_INV_THREADS,
+              "the top tree takes two blocks' products per leaf");
 template <class F>
 DEVI void batch_inv_top(const batch_inv_args& a) {
     __shared__ uint4 tree[2 * AFF_INV_THREADS * (F::WORDS / 4)];

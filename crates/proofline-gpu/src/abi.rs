@@ -127,9 +127,11 @@ shared_consts! {
     /// The same for G2's rounds (255 registers).
     AFF_BLOCKS_PER_SM_G2 = 2;
     /// Leaves of one product tree of the batched inversion (its threads per block): one tree
-    /// per block of values, one over the blocks' products (two blocks' to a leaf), so at most
-    /// 2 AFF_INV_THREADS^2 values.
+    /// per block of values, one over the blocks' products (two blocks' to a leaf).
     AFF_INV_THREADS = 256;
+    /// Most values the batched inversion inverts: AFF_INV_THREADS per block of the first level,
+    /// two blocks' products to each leaf of the single tree of the second.
+    AFF_INV_MAX = 2 * AFF_INV_THREADS * AFF_INV_THREADS;
     /// Points per block of the big-bucket kernel.
     BIG_PER_BLOCK = 2048;
     /// Threads per block of `msm_ones_count` / `msm_ones_expand`: one bitmap word each.

@@ -867,40 +867,30 @@ mod tests {
 
     /// The batch-affine rounds' batched inversion (a product tree per block, the binary
     /// inversion at the root of the tree over the blocks, back down) against blst, over several
-    /// blocks and a last partial one, with 1 and p - 1 among the values.
+    /// blocks and a last partial one, with 1 and p - 1 among the values; and over more blocks
+    /// than the top tree has leaves (301: its leaves take two blocks each, the last unpaired).
     #[test]
     fn batched_fp_inversion_matches_blst() {
-        use crate::abi::{BatchInvArgs, AFF_INV_THREADS};
+        use crate::abi::AFF_INV_THREADS;
         use rand_chacha::rand_core::SeedableRng;
         let e = EmuExec::new(SMS);
+        let ak = G1::KERNELS.affine.expect("G1 has batch-affine rounds");
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(37);
-        let n = 3 * AFF_INV_THREADS as usize + 17;
-        let mut a: Vec<blst::blst_fp> = (0..n).map(|_| random_fp(&mut rng)).collect();
-        // SAFETY: plain blst field arithmetic.
-        unsafe {
-            blst::blst_fp_from_uint64(&mut a[0], [1u64, 0, 0, 0, 0, 0].as_ptr());
-            blst::blst_fp_cneg(&mut a[1], &a[0], true);
+        let per_block = AFF_INV_THREADS as usize;
+        for n in [3 * per_block + 17, 300 * per_block + 17] {
+            let mut a: Vec<blst::blst_fp> = (0..n).map(|_| random_fp(&mut rng)).collect();
+            // SAFETY: plain blst field arithmetic.
+            unsafe {
+                blst::blst_fp_from_uint64(&mut a[0], [1u64, 0, 0, 0, 0, 0].as_ptr());
+                blst::blst_fp_cneg(&mut a[1], &a[0], true);
+            }
+            let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
+            let values = e.upload(&aw).unwrap();
+            let blk = e.alloc(n.div_ceil(per_block) * 12).unwrap();
+            let out = e.alloc(n * 12).unwrap();
+            msm::batch_invert(&e, ak, values.ptr(), blk.ptr(), out.ptr(), n).unwrap();
+            assert_fp_inverses(e.words(&out), &a);
         }
-        let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
-        let values = e.upload(&aw).unwrap();
-        let blocks = n.div_ceil(AFF_INV_THREADS as usize);
-        let blk = e.alloc(blocks * 12).unwrap();
-        let out = e.alloc(n * 12).unwrap();
-        let args = BatchInvArgs {
-            values: DevPtr(values.ptr()),
-            blk: DevPtrMut(blk.ptr()),
-            out: DevPtrMut(out.ptr()),
-            n: n as u32,
-            blocks: blocks as u32,
-        };
-        for (kernel, grid) in [
-            ("fp_batch_inv_up", blocks as u32),
-            ("fp_batch_inv_top", 1),
-            ("fp_batch_inv_down", blocks as u32),
-        ] {
-            e.launch_as(kernel, grid, AFF_INV_THREADS, &args).unwrap();
-        }
-        assert_fp_inverses(e.words(&out), &a);
     }
 
     #[test]

@@ -31,9 +31,9 @@ use crate::abi::{
     BucketFixupArgs, BucketReduceArgs, DevPtr, DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs,
     OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixEndsArgs, RadixPassArgs, RadixPrepArgs,
     ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs, SumOnesArgs,
-    WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK,
-    ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS,
-    SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
+    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_THREADS, SCAN_SUMS_THREADS,
+    SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -733,18 +733,41 @@ fn affine_round<E: Exec>(
     };
     let blocks = grid(threads, AFF_THREADS);
     e.launch_as(ak.fwd, blocks, AFF_THREADS, &args)?;
-    let inv_blocks = threads.div_ceil(AFF_INV_THREADS as usize) as u32;
+    batch_invert(
+        e,
+        ak,
+        inv.totals.ptr(),
+        inv.blk.ptr(),
+        inv.inv.ptr(),
+        threads,
+    )?;
+    e.launch_as(ak.bwd, blocks, AFF_THREADS, &args)
+}
+
+/// `out[i] = 1 / values[i]` for the `n` (at most [`AFF_INV_MAX`]) non-zero field elements at
+/// `values`, with one inversion (`cuda/msm_affine.cuh`: a product tree per block of
+/// AFF_INV_THREADS values, one over the blocks' products, and back down); `blk` holds a field
+/// element per block of values.
+pub(crate) fn batch_invert<E: Exec>(
+    e: &E,
+    ak: AffineKernels,
+    values: u64,
+    blk: u64,
+    out: u64,
+    n: usize,
+) -> Result<(), GpuError> {
+    debug_assert!(n <= AFF_INV_MAX as usize);
+    let inv_blocks = n.div_ceil(AFF_INV_THREADS as usize) as u32;
     let inv_args = BatchInvArgs {
-        values: DevPtr(inv.totals.ptr()),
-        blk: DevPtrMut(inv.blk.ptr()),
-        out: DevPtrMut(inv.inv.ptr()),
-        n: threads as u32,
+        values: DevPtr(values),
+        blk: DevPtrMut(blk),
+        out: DevPtrMut(out),
+        n: n as u32,
         blocks: inv_blocks,
     };
     e.launch_as(ak.inv_up, inv_blocks, AFF_INV_THREADS, &inv_args)?;
     e.launch_as(ak.inv_top, 1, AFF_INV_THREADS, &inv_args)?;
-    e.launch_as(ak.inv_down, inv_blocks, AFF_INV_THREADS, &inv_args)?;
-    e.launch_as(ak.bwd, blocks, AFF_THREADS, &args)
+    e.launch_as(ak.inv_down, inv_blocks, AFF_INV_THREADS, &inv_args)
 }
 
 /// One Pippenger chunk of n > 0 points in the bucket sets of `sets` (bases at `bp`, their

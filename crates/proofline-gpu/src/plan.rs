@@ -11,9 +11,9 @@ use group::Group;
 use crate::config::MsmSort;
 
 pub use crate::abi::{
-    ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK,
-    NTT_TILE_LOG, RADIX_BITS, RADIX_TILE, REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX,
-    SORT_TILE,
+    ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
+    BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_TILE, REDUCE_SEGMENT, SORT_BINS_MAX,
+    SORT_FINE_BITS_MAX, SORT_TILE,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -359,10 +359,6 @@ pub fn affine_threads(sm_count: u32, blocks_per_sm: u32) -> usize {
     let wave = sm_count.max(1) * blocks_per_sm.max(1) * AFF_THREADS;
     (wave.min(AFF_INV_MAX) / 32 * 32) as usize
 }
-
-/// Most values the two levels of the batched inversion invert: AFF_INV_THREADS per block of the
-/// first level, two blocks' products to each leaf of the single tree of the second.
-pub const AFF_INV_MAX: u32 = 2 * AFF_INV_THREADS * AFF_INV_THREADS;
 
 /// One group of bucket sets in the batch-affine rounds: its buckets and the capacities of its
 /// two point buffers (rounds alternate between them, the first round writes the first).
@@ -776,7 +772,11 @@ mod tests {
             affine_threads(132, AFF_BLOCKS_PER_SM),
             (132 * AFF_BLOCKS_PER_SM * AFF_THREADS) as usize
         );
-        assert!(affine_threads(1000, AFF_BLOCKS_PER_SM) <= AFF_INV_MAX as usize);
+        // more multiprocessors than the inversion takes threads: capped at what it takes
+        assert_eq!(
+            affine_threads(1000, AFF_BLOCKS_PER_SM),
+            AFF_INV_MAX as usize
+        );
         assert_eq!(
             affine_threads(2, AFF_BLOCKS_PER_SM),
             (2 * AFF_BLOCKS_PER_SM * AFF_THREADS) as usize
