@@ -22,6 +22,7 @@ use cudarc::driver::{
     CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
+use crate::abi::dynamic_shared;
 use crate::arena::{Account, Arena, Charge};
 use crate::device::{KernelTable, Shared};
 use crate::error::GpuError;
@@ -519,7 +520,7 @@ impl Exec for SlotExec<'_> {
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (block, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: dynamic_shared(kernel),
         };
         let mut b = self.stream.launch_builder(f);
         b.arg(args);
