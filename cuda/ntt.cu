@@ -86,8 +86,7 @@ struct scale_t {
 };
 
 // The tile of one pass: 2^t elements along index bits [s_lo, s_lo + t) times 2^lg_l
-// consecutive low indices, times 2^hb top index bits (see below); tile number `tile` of the
-// pass (a block's blockIdx.x, unless the block loops over tiles).
+// consecutive low indices, times 2^hb top index bits (see below), as block blockIdx.x sees it.
 // hb > 0 (only with s_lo = lg_l = 0, the pass of stages 0.. of a plan whose DIF writes
 // bit-reversed): the tile also spans the top hb index bits, which no stage of the pass
 // touches. Bit reversal sends them to the lowest output bits, so the store visits them fastest
@@ -95,21 +94,21 @@ struct scale_t {
 // thread.
 struct tile_t {
     u32 log_n, s_lo, t, lg_l, hb;
-    u32 L, E, lowblock, tile;
+    u32 L, E, lowblock;
     size_t base;
-    DEVI tile_t(u32 log_n_, u32 s_lo_, u32 t_, u32 lg_l_, u32 hb_, u32 tile_)
-        : log_n(log_n_), s_lo(s_lo_), t(t_), lg_l(lg_l_), hb(hb_), tile(tile_) {
+    DEVI tile_t(u32 log_n_, u32 s_lo_, u32 t_, u32 lg_l_, u32 hb_)
+        : log_n(log_n_), s_lo(s_lo_), t(t_), lg_l(lg_l_), hb(hb_) {
         L = 1u << lg_l;
         E = 1u << (t + lg_l + hb);
         const u32 low_blocks = (1u << s_lo) >> lg_l;
-        lowblock = tile % low_blocks;
-        const size_t high = tile / low_blocks;
+        lowblock = blockIdx.x % low_blocks;
+        const size_t high = blockIdx.x / low_blocks;
         base = ((size_t)lowblock << lg_l) + (high << (s_lo + t));
     }
     // global index of tile element e
     DEVI size_t gidx(u32 e) const {
         if (hb != 0)
-            return (size_t)(e & ((1u << t) - 1)) + ((size_t)tile << t) +
+            return (size_t)(e & ((1u << t) - 1)) + ((size_t)blockIdx.x << t) +
                    ((size_t)(e >> t) << (log_n - hb));
         return base + (e & (L - 1)) + ((size_t)(e >> lg_l) << s_lo);
     }
@@ -136,35 +135,6 @@ DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const u32* mul,
         }
     }
     __syncthreads();
-}
-
-// Starts copying this thread's elements of the tile of `in` (those tile_load gives it) into sm
-// with cp.async; an async_wait covering the copies makes them visible to the thread.
-DEVI void tile_fetch(uint4* sm, const tile_t& tl, const u32* in) {
-#pragma unroll
-    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
-        u32 e = threadIdx.x + jj * NTT_THREADS;
-        if (e >= tl.E) break;
-        const uint4* src = reinterpret_cast<const uint4*>(in + 8 * tl.gidx(e));
-        async_copy16(sm + e, src);
-        async_copy16(sm + NTT_TILE + e, src + 1);
-    }
-}
-
-// tile_load's factors on this thread's fetched elements of sm (mul at each element's index,
-// ls at its index, bit-reversed with lrev); no barrier.
-DEVI void tile_scale(uint4* sm, const tile_t& tl, const u32* mul, const scale_t& ls, u32 lrev) {
-    if (!ls.on() && mul == nullptr) return;
-#pragma unroll
-    for (u32 jj = 0; jj < NTT_TILE / NTT_THREADS; jj++) {
-        u32 e = threadIdx.x + jj * NTT_THREADS;
-        if (e >= tl.E) break;
-        size_t g = tl.gidx(e);
-        fr_t x = load_sm(sm, e);
-        if (mul != nullptr) x = fr_t::mul(x, fr_t::load(mul + 8 * g));
-        if (ls.on()) x = fr_t::mul(x, ls.factor(lrev ? bitrev((u32)g, tl.log_n) : (u32)g));
-        store_sm(sm, e, x);
-    }
 }
 
 // The t stages of the tile in shared memory, with the twiddles of `tw`; each step ends with a
@@ -304,7 +274,7 @@ DEVI void ntt_pass_body(const ntt_pass_args& a) {
     __shared__ uint4 sm[NTT_TILE * 2];
     const scale_t ls{a.load_c, a.load_lo, a.load_hi, a.lo_bits};
     const scale_t ss{a.store_c, a.store_lo, a.store_hi, a.lo_bits};
-    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb, blockIdx.x);
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
     tile_load(sm, tl, a.input, a.load_mul, ls, a.load_rev);
     tile_stages(sm, tl, a.tw, a.dif);
     tile_store(sm, tl, a.output, ss, a.store_sub, a.bitrev_out);
@@ -316,42 +286,6 @@ DEVI void ntt_pass_body(const ntt_pass_args& a) {
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_pass(const ntt_pass_args a) {
     ntt_pass_body(a);
-}
-
-// ntt_pass with each block looping over tiles (tile, tile + gridDim.x, ...) and the next tile's
-// load in flight: its cp.async copies go into the second of two shared-memory tiles while the
-// block runs the current tile's stages and stores it. A block's loads thus overlap its own
-// arithmetic, where with one tile per block they overlap only other resident blocks' work (and
-// blocks that start together load together). The same arguments, the same results.
-extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
-    ntt_pass_prefetch(const ntt_pass_args a) {
-    // two tiles of two planes each
-    DYNAMIC_SHARED(uint4, sm, NTT_PREFETCH_SHARED / 16);
-    static_assert(NTT_PREFETCH_SHARED == 2 * 2 * NTT_TILE * 16, "two tiles of NTT_TILE elements");
-    const scale_t ls{a.load_c, a.load_lo, a.load_hi, a.lo_bits};
-    const scale_t ss{a.store_c, a.store_lo, a.store_hi, a.lo_bits};
-    const u32 tiles = 1u << (a.log_n - a.t - a.lg_l - a.hb);
-    u32 tile = blockIdx.x;
-    if (tile >= tiles) return;
-    tile_fetch(sm, tile_t(a.log_n, a.s_lo, a.t, a.lg_l, a.hb, tile), a.input);
-    async_commit();
-    for (u32 i = 0;; i++) {
-        uint4* cur = sm + (i & 1) * 2 * NTT_TILE;
-        uint4* nxt = sm + ((i & 1) ^ 1) * 2 * NTT_TILE;
-        const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb, tile);
-        const u32 next = tile + gridDim.x;
-        // nxt was the previous tile's: its stores are behind the barrier that ended that tile
-        if (next < tiles) tile_fetch(nxt, tile_t(a.log_n, a.s_lo, a.t, a.lg_l, a.hb, next), a.input);
-        async_commit();
-        async_wait<1>();
-        tile_scale(cur, tl, a.load_mul, ls, a.load_rev);
-        __syncthreads();
-        tile_stages(cur, tl, a.tw, a.dif);
-        tile_store(cur, tl, a.output, ss, a.store_sub, a.bitrev_out);
-        if (next >= tiles) break;
-        tile = next;
-        __syncthreads();
-    }
 }
 
 extern "C" __global__ void fr_pointwise_product(const pointwise_product_args p) {
@@ -388,7 +322,7 @@ extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_fused_mid(const ntt_fused_args a) {
     __shared__ uint4 sm[NTT_TILE * 2];
-    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb, blockIdx.x);
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
     const scale_t none{nullptr, nullptr, nullptr, 0};
     const scale_t mid{nullptr, a.scale_lo, a.scale_hi, a.lo_bits};
     tile_load(sm, tl, a.data, nullptr, none, 0);
@@ -409,7 +343,7 @@ extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
 extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
     ntt_fused_top(const ntt_fused_args a) {
     __shared__ uint4 sm[NTT_TILE * 2];
-    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb, blockIdx.x);
+    const tile_t tl(a.log_n, a.s_lo, a.t, a.lg_l, a.hb);
     const scale_t none{nullptr, nullptr, nullptr, 0};
     tile_load(sm, tl, a.data, nullptr, none, 0);
     tile_stages(sm, tl, a.tw_first, 0);

@@ -43,19 +43,6 @@ pub struct ArgsLayout {
     pub offsets: &'static [(&'static str, usize)],
 }
 
-/// The kernels that take dynamic shared memory, with its size in bytes: every launch of one
-/// asks for this much, and the loader raises the kernel's limit to it (above the 48 KiB a
-/// kernel gets without asking). Kernels not listed take none.
-pub const DYNAMIC_SHARED: &[(&str, u32)] = &[("ntt_pass_prefetch", NTT_PREFETCH_SHARED)];
-
-/// The dynamic shared memory of `kernel` in bytes ([`DYNAMIC_SHARED`]; 0 for the others).
-pub fn dynamic_shared(kernel: &str) -> u32 {
-    DYNAMIC_SHARED
-        .iter()
-        .find(|(k, _)| *k == kernel)
-        .map_or(0, |(_, bytes)| *bytes)
-}
-
 macro_rules! shared_consts {
     ($( $(#[$doc:meta])* $name:ident = $value:expr; )*) => {
         $( $(#[$doc])* pub const $name: u32 = $value; )*
@@ -91,9 +78,6 @@ shared_consts! {
     NTT_THREADS = 256;
     /// Blocks per multiprocessor in `ntt_pass`'s `__launch_bounds__` (80 registers).
     NTT_MIN_BLOCKS = 3;
-    /// Dynamic shared memory of `ntt_pass_prefetch`, in bytes: two tiles of NTT_TILE elements
-    /// (32 bytes each), the one being worked on and the next one arriving.
-    NTT_PREFETCH_SHARED = 2 * NTT_TILE * 32;
     /// `ntt_fused_top`'s pointwise step: x = (pa pb - x) zinv (H from C's coset evaluations).
     FUSED_TOP_H_FROM_C = 0;
     /// `ntt_fused_top`'s pointwise step: x = pa x (the coset evaluations of A B).
@@ -224,7 +208,7 @@ kernel_args! {
     /// multiplies each loaded element by `load_mul` at the same index; `store_sub` (0: none)
     /// subtracts `store_sub` at the element's source index from each stored element (after its
     /// scaling).
-    "ntt"::"ntt_pass" | "ntt"::"ntt_pass_prefetch" => NttPassArgs("ntt_pass_args") {
+    "ntt"::"ntt_pass" => NttPassArgs("ntt_pass_args") {
         input: DevPtr,
         output: DevPtrMut,
         tw: DevPtr,

@@ -186,26 +186,11 @@ impl HSequence {
     }
 }
 
-/// How the blocks of a plain NTT pass (`ntt_pass`) take the pass's tiles.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum NttTiles {
-    /// One tile per block: the block loads its tile, runs the stages and stores it
-    /// (`ntt_pass`). The production default.
-    #[default]
-    OnePerBlock,
-    /// A wave of blocks (NTT_MIN_BLOCKS per multiprocessor) that each loop over tiles with the
-    /// next tile's load in flight into a second shared-memory tile (`ntt_pass_prefetch`, 64
-    /// KiB of shared memory per block): a block's loads overlap its own stages.
-    Prefetch,
-}
-
 /// The NTT variants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NttConfig {
     /// The H sequence.
     pub h: HSequence,
-    /// How plain passes take their tiles (the H sequence's fused passes take one per block).
-    pub tiles: NttTiles,
 }
 
 impl NttConfig {
@@ -216,35 +201,18 @@ impl NttConfig {
                 "h=separate",
                 NttConfig {
                     h: HSequence::Separate,
-                    ..NttConfig::default()
                 },
             ),
             (
                 "h=fused",
                 NttConfig {
                     h: HSequence::Fused,
-                    ..NttConfig::default()
                 },
             ),
             (
                 "h=quotient",
                 NttConfig {
                     h: HSequence::Quotient,
-                    ..NttConfig::default()
-                },
-            ),
-            (
-                "tiles=one-per-block",
-                NttConfig {
-                    tiles: NttTiles::OnePerBlock,
-                    ..NttConfig::default()
-                },
-            ),
-            (
-                "tiles=prefetch",
-                NttConfig {
-                    tiles: NttTiles::Prefetch,
-                    ..NttConfig::default()
                 },
             ),
         ]

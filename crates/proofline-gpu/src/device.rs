@@ -13,7 +13,7 @@ use cudarc::driver::sys::{self, CUmemPool_attribute as PoolAttr};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
-use crate::abi::{dynamic_shared, ARGS_LAYOUTS};
+use crate::abi::ARGS_LAYOUTS;
 use crate::error::GpuError;
 use crate::kernels;
 use crate::oplog::{DeviceLog, DeviceOp, Recording};
@@ -141,15 +141,7 @@ impl KernelTable {
                 .flat_map(|a| a.kernels.iter())
                 .filter(|(module, _)| module == m)
             {
-                let f = module.load_function(kernel)?;
-                let shared = dynamic_shared(kernel);
-                if shared > 0 {
-                    f.set_attribute(
-                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        shared as i32,
-                    )?;
-                }
-                functions.insert(*kernel, f);
+                functions.insert(*kernel, module.load_function(kernel)?);
             }
             loaded.push(module);
         }

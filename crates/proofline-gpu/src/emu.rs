@@ -350,7 +350,7 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::{HSequence, MsmConfig, NttConfig, NttTiles};
+    use crate::config::{HSequence, MsmConfig, NttConfig};
     use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -546,16 +546,14 @@ mod tests {
                 NttKind::CosetForward,
                 NttKind::CosetInverse,
             ] {
+                let mut d = e.upload(scalars_as_u32(&x)).unwrap();
+                ntt::ntt(&e, &mut d, &t, kind).unwrap();
+                let mut got = vec![Scalar::ZERO; n];
+                e.read(Readback::Values, &d, 0, scalars_as_u32_mut(&mut got))
+                    .unwrap();
                 let mut want = x.clone();
                 cpu_ntt(&mut want, kind);
-                for tiles in [NttTiles::OnePerBlock, NttTiles::Prefetch] {
-                    let mut d = e.upload(scalars_as_u32(&x)).unwrap();
-                    ntt::ntt(&e, &mut d, &t, kind, tiles).unwrap();
-                    let mut got = vec![Scalar::ZERO; n];
-                    e.read(Readback::Values, &d, 0, scalars_as_u32_mut(&mut got))
-                        .unwrap();
-                    assert!(got == want, "{kind:?} 2^{lg} {tiles:?}");
-                }
+                assert!(got == want, "{kind:?} 2^{lg}");
             }
             let (a, b) = (x.clone(), random_scalars(n, 7));
             let product = prover::pointwise_product(&a, &b);
@@ -588,11 +586,8 @@ mod tests {
         let mut want = a.clone();
         cpu_h_poly(&mut want, &b, &c);
         for h in [HSequence::Fused, HSequence::Quotient] {
-            for tiles in [NttTiles::OnePerBlock, NttTiles::Prefetch] {
-                let cfg = NttConfig { h, tiles };
-                let got = h_poly_on(&e, &t, [&a, &b, &c], &cfg, CInput::Given);
-                assert!(got == want, "h_poly 2^{lg}, {h:?}, {tiles:?}");
-            }
+            let got = h_poly_on(&e, &t, [&a, &b, &c], &NttConfig { h }, CInput::Given);
+            assert!(got == want, "h_poly 2^{lg}, {h:?}");
         }
     }
 

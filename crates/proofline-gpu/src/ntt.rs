@@ -18,10 +18,10 @@ use ff::Field;
 
 use crate::abi::{
     DevPtr, DevPtrMut, HPointwiseArgs, NttFusedArgs, NttPassArgs, PointwiseProductArgs,
-    StageTablesArgs, ELEMENT_THREADS, FR_WORDS, FUSED_TOP_H_FROM_C, FUSED_TOP_PRODUCT,
-    NTT_MIN_BLOCKS, NTT_THREADS, NTT_TILE_LOG,
+    StageTablesArgs, ELEMENT_THREADS, FR_WORDS, FUSED_TOP_H_FROM_C, FUSED_TOP_PRODUCT, NTT_THREADS,
+    NTT_TILE_LOG,
 };
-use crate::config::{HSequence, NttConfig, NttTiles};
+use crate::config::{HSequence, NttConfig};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
@@ -294,24 +294,15 @@ fn launch_pass<E: Exec>(
     load: Load,
     store: Store,
     bitrev_out: bool,
-    tiles: NttTiles,
 ) -> Result<(), GpuError> {
     let tile = 1usize << (p.t + p.lg_l + p.hb);
-    let count = (1usize << t.log_n) / tile;
-    let (kernel, blocks) = match tiles {
-        NttTiles::OnePerBlock => ("ntt_pass", count),
-        NttTiles::Prefetch => (
-            "ntt_pass_prefetch",
-            count.min((e.sm_count() * NTT_MIN_BLOCKS) as usize),
-        ),
-    };
+    let blocks = (1usize << t.log_n) / tile;
     let src = if load.from != 0 { load.from } else { src };
     let (ls, lidx) = load
         .scale
         .unwrap_or((Scale::default(), FactorIndex::Natural));
     let ss = store.scale.unwrap_or_default();
-    e.launch_as(
-        kernel,
+    e.launch(
         blocks as u32,
         NTT_THREADS,
         &NttPassArgs {
@@ -352,7 +343,6 @@ fn run_passes<E: Exec>(
     load: Load,
     store: Store,
     output: Output,
-    tiles: NttTiles,
 ) -> Result<(), GpuError> {
     let log_n = t.log_n;
     let bitrev = matches!(output, Output::BitReversedInto(_));
@@ -383,7 +373,6 @@ fn run_passes<E: Exec>(
             if first { load } else { Load::default() },
             if last { store } else { Store::default() },
             bitrev_out,
-            tiles,
         )?;
     }
     Ok(())
@@ -397,7 +386,6 @@ pub(crate) fn ntt<E: Exec>(
     data: &mut E::Buf,
     t: &TablePtrs,
     kind: NttKind,
-    tiles: NttTiles,
 ) -> Result<(), GpuError> {
     let n = 1usize << t.log_n;
     if data.words() < n * FR_WORDS as usize {
@@ -411,7 +399,7 @@ pub(crate) fn ntt<E: Exec>(
         return Ok(()); // every transform of one element is the identity
     }
     let tmp = e.alloc(n * FR_WORDS as usize)?;
-    ntt_into(e, data.ptr(), tmp.ptr(), t, kind, tiles)?;
+    ntt_into(e, data.ptr(), tmp.ptr(), t, kind)?;
     *data = tmp;
     Ok(())
 }
@@ -425,7 +413,6 @@ pub(crate) fn ntt_into<E: Exec>(
     dst: u64,
     t: &TablePtrs,
     kind: NttKind,
-    tiles: NttTiles,
 ) -> Result<(), GpuError> {
     let out = Output::BitReversedInto(dst);
     let g = Scale {
@@ -453,7 +440,7 @@ pub(crate) fn ntt_into<E: Exec>(
         NttKind::Inverse => (t.tw_inv, Load::default(), Store::scaled(ninv)),
         NttKind::CosetInverse => (t.tw_inv, Load::default(), Store::scaled(ninv_ginv)),
     };
-    run_passes(e, src, tw, t, Order::Dif, load, store, out, tiles)?;
+    run_passes(e, src, tw, t, Order::Dif, load, store, out)?;
     Ok(())
 }
 
@@ -521,14 +508,14 @@ pub(crate) fn h_poly_at<E: Exec>(
     let fused = t.log_n > NTT_TILE_LOG;
     if cfg.h == HSequence::Quotient && fused {
         // the product, if any, is taken as c's first pass loads a and b
-        return h_poly_quotient(e, a, b, c, t, c_in, cfg.tiles);
+        return h_poly_quotient(e, a, b, c, t, c_in);
     }
     if c_in == CInput::Product {
         pointwise_product(e, c, a, b, 1usize << t.log_n)?;
     }
     match cfg.h {
-        HSequence::Fused if fused => h_poly_fused(e, a, b, c, t, cfg.tiles),
-        _ => h_poly_separate(e, a, b, c, t, cfg.tiles),
+        HSequence::Fused if fused => h_poly_fused(e, a, b, c, t),
+        _ => h_poly_separate(e, a, b, c, t),
     }
 }
 
@@ -553,14 +540,7 @@ pub(crate) fn pointwise_product<E: Exec>(
 }
 
 /// The H sequence with separate passes and a pointwise kernel (7 transforms).
-fn h_poly_separate<E: Exec>(
-    e: &E,
-    a: u64,
-    b: u64,
-    c: u64,
-    t: &TablePtrs,
-    tiles: NttTiles,
-) -> Result<HIn, GpuError> {
+fn h_poly_separate<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     let n = 1usize << t.log_n;
     let ninv_g = Scale {
         c: t.n_inv,
@@ -584,7 +564,6 @@ fn h_poly_separate<E: Exec>(
                 Load::default(),
                 Store::default(),
                 Output::InPlace,
-                tiles,
             )?;
             // * n^-1 g^i on load, then -> natural-order coset evaluations
             run_passes(
@@ -596,7 +575,6 @@ fn h_poly_separate<E: Exec>(
                 Load::scaled(ninv_g, FactorIndex::BitReversed),
                 Store::default(),
                 Output::InPlace,
-                tiles,
             )?;
         }
     }
@@ -625,7 +603,6 @@ fn h_poly_separate<E: Exec>(
         Load::default(),
         Store::scaled(ninv_ginv),
         Output::BitReversedInto(b),
-        tiles,
     )?;
     Ok(HIn::B)
 }
@@ -649,7 +626,6 @@ fn to_coset<E: Exec>(
     t: &TablePtrs,
     plan: &[NttPass],
     last: LastPass,
-    tiles: NttTiles,
 ) -> Result<(), GpuError> {
     let pass = |p: &NttPass, tw: u64, order: Order| {
         launch_pass(
@@ -663,7 +639,6 @@ fn to_coset<E: Exec>(
             Load::default(),
             Store::default(),
             false,
-            tiles,
         )
     };
     for p in plan[1..].iter().rev() {
@@ -697,10 +672,9 @@ fn coset_then_top<E: Exec>(
     [pa, pb]: [u64; 2],
     t: &TablePtrs,
     pointwise: TopPointwise,
-    tiles: NttTiles,
 ) -> Result<Vec<NttPass>, GpuError> {
     let plan = ntt_passes_bitrev(t.log_n);
-    to_coset(e, x, t, &plan, LastPass::Leave, tiles)?;
+    to_coset(e, x, t, &plan, LastPass::Leave)?;
     let top = &plan[plan.len() - 1];
     e.launch_as(
         "ntt_fused_top",
@@ -720,7 +694,6 @@ fn final_inverse<E: Exec>(
     t: &TablePtrs,
     plan: &[NttPass],
     store: Store,
-    tiles: NttTiles,
 ) -> Result<(), GpuError> {
     let k = plan.len();
     for p in plan[1..k - 1].iter().rev() {
@@ -735,7 +708,6 @@ fn final_inverse<E: Exec>(
             Load::default(),
             Store::default(),
             false,
-            tiles,
         )?;
     }
     launch_pass(
@@ -749,7 +721,6 @@ fn final_inverse<E: Exec>(
         Load::default(),
         store,
         true,
-        tiles,
     )
 }
 
@@ -758,24 +729,17 @@ fn final_inverse<E: Exec>(
 /// plan of the bit-reversing inverse, whose top pass then also runs the pointwise step and the
 /// final inverse's first pass into a; the final inverse continues on a and stores
 /// bit-reversed, scaled by n^-1 g^-j, into b.
-fn h_poly_fused<E: Exec>(
-    e: &E,
-    a: u64,
-    b: u64,
-    c: u64,
-    t: &TablePtrs,
-    tiles: NttTiles,
-) -> Result<HIn, GpuError> {
+fn h_poly_fused<E: Exec>(e: &E, a: u64, b: u64, c: u64, t: &TablePtrs) -> Result<HIn, GpuError> {
     for x in [a, b] {
-        to_coset(e, x, t, &ntt_passes(t.log_n), LastPass::Run, tiles)?;
+        to_coset(e, x, t, &ntt_passes(t.log_n), LastPass::Run)?;
     }
-    let plan = coset_then_top(e, c, a, [a, b], t, TopPointwise::HFromC, tiles)?;
+    let plan = coset_then_top(e, c, a, [a, b], t, TopPointwise::HFromC)?;
     let ninv_ginv = Scale {
         c: 0,
         lo: t.nginv_lo,
         hi: t.ginv_hi,
     };
-    final_inverse(e, a, b, t, &plan, Store::scaled(ninv_ginv), tiles)?;
+    final_inverse(e, a, b, t, &plan, Store::scaled(ninv_ginv))?;
     Ok(HIn::B)
 }
 
@@ -793,7 +757,6 @@ fn h_poly_quotient<E: Exec>(
     c: u64,
     t: &TablePtrs,
     c_in: CInput,
-    tiles: NttTiles,
 ) -> Result<HIn, GpuError> {
     let load = match c_in {
         CInput::Product => Load {
@@ -817,10 +780,9 @@ fn h_poly_quotient<E: Exec>(
         load,
         Store::scaled(nz_inv),
         Output::InPlace,
-        tiles,
     )?;
-    to_coset(e, a, t, &ntt_passes(t.log_n), LastPass::Run, tiles)?;
-    let plan = coset_then_top(e, b, a, [a, 0], t, TopPointwise::Product, tiles)?;
+    to_coset(e, a, t, &ntt_passes(t.log_n), LastPass::Run)?;
+    let plan = coset_then_top(e, b, a, [a, 0], t, TopPointwise::Product)?;
     let store = Store {
         scale: Some(Scale {
             c: 0,
@@ -829,7 +791,7 @@ fn h_poly_quotient<E: Exec>(
         }),
         minus: c,
     };
-    final_inverse(e, a, b, t, &plan, store, tiles)?;
+    final_inverse(e, a, b, t, &plan, store)?;
     Ok(HIn::B)
 }
 

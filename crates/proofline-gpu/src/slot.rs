@@ -22,7 +22,6 @@ use cudarc::driver::{
     CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
-use crate::abi::dynamic_shared;
 use crate::arena::{Account, Arena, Charge};
 use crate::device::{KernelTable, Shared};
 use crate::error::GpuError;
@@ -520,7 +519,7 @@ impl Exec for SlotExec<'_> {
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (block, 1, 1),
-            shared_mem_bytes: dynamic_shared(kernel),
+            shared_mem_bytes: 0,
         };
         let mut b = self.stream.launch_builder(f);
         b.arg(args);

@@ -326,16 +326,6 @@ impl TestGpu {
 
     /// NTT of `data` (length a power of two), natural order in and out.
     pub fn ntt(&self, data: &mut [Scalar], kind: NttKind) -> Result<(), GpuError> {
-        self.ntt_with(data, kind, &NttConfig::default())
-    }
-
-    /// [`TestGpu::ntt`] with the passes of `cfg` (its `tiles`).
-    pub fn ntt_with(
-        &self,
-        data: &mut [Scalar],
-        kind: NttKind,
-        cfg: &NttConfig,
-    ) -> Result<(), GpuError> {
         let log_n = ntt::log2_exact(data.len())?;
         let n = data.len();
         let tables = self.tables(log_n)?;
@@ -343,7 +333,7 @@ impl TestGpu {
         let arena = Arena::new(2 * charge_of(n * FR_WORDS as usize), "test ntt");
         self.run(&arena, |e| {
             let mut d = e.upload(scalars_as_u32(data))?;
-            ntt::ntt(e, &mut d, &t, kind, cfg.tiles)?;
+            ntt::ntt(e, &mut d, &t, kind)?;
             e.read(Readback::Values, &d, 0, scalars_as_u32_mut(data))
         })
     }
@@ -561,14 +551,13 @@ impl TestGpu {
         Ok(TestTables(self.tables(log_n)?))
     }
 
-    /// NTT of resident scalars with the passes of `cfg` (timed by benchmarks; does not read
-    /// back): the transform writes into a fresh buffer, which replaces the old one.
+    /// NTT of resident scalars (timed by benchmarks; does not read back): the transform writes
+    /// into a fresh buffer, which replaces the old one.
     pub fn ntt_resident(
         &self,
         d: &mut DeviceData,
         tables: &TestTables,
         kind: NttKind,
-        cfg: &NttConfig,
     ) -> Result<(), GpuError> {
         let t = tables.0.ptrs();
         if tables.0.log_n != ntt::log2_exact(d.len)? {
@@ -579,7 +568,7 @@ impl TestGpu {
         }
         let out = self.run(&unbounded(), |e| {
             let tmp = e.alloc(d.len * FR_WORDS as usize)?;
-            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind, cfg.tiles)?;
+            ntt::ntt_into(e, d.words.ptr(), tmp.ptr(), &t, kind)?;
             Ok(tmp.into_resident())
         })?;
         d.words = out;

@@ -12,7 +12,7 @@ use group::prime::PrimeCurveAffine;
 use group::Group;
 use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
 use proofline_gpu::testkit::*;
-use proofline_gpu::{MsmConfig, NttConfig, NttKind, NttTiles, Precomputation, Residency};
+use proofline_gpu::{MsmConfig, NttConfig, NttKind, Precomputation, Residency};
 use proofline_groth16::msm::SparseScalars;
 use proofline_groth16::prover;
 use rand::{RngCore, SeedableRng};
@@ -225,31 +225,6 @@ fn ntt_small_matches_cpu() {
             cpu_ntt(&mut want, kind);
             assert!(got == want, "ntt {kind:?} 2^{lg}");
         }
-    }
-}
-
-/// The NTT with blocks that loop over tiles (the next one's load in flight) equals the one with
-/// a tile per block, on random inputs, in every kind and at every size up to the suite's
-/// largest (where one wave of blocks takes many tiles each).
-#[test]
-fn ntt_prefetch_matches_one_tile_per_block() {
-    let Some(g) = gpu() else { return };
-    let sd = seed();
-    let prefetch = NttConfig {
-        tiles: NttTiles::Prefetch,
-        ..NttConfig::default()
-    };
-    let mut lg = 1;
-    while lg <= max_log() {
-        let x = random_scalars(1 << lg, sd + 100 + lg as u64);
-        for kind in KINDS {
-            let mut want = x.clone();
-            g.ntt(&mut want, kind).expect("ntt");
-            let mut got = x.clone();
-            g.ntt_with(&mut got, kind, &prefetch).expect("ntt");
-            assert!(got == want, "prefetch ntt {kind:?} 2^{lg}");
-        }
-        lg += if lg < 12 { 1 } else { 3 };
     }
 }
 

@@ -178,18 +178,6 @@ impl Opts {
             .as_ref()
             .is_none_or(|names| names.iter().any(|n| n == name))
     }
-    /// The variants of how plain passes take their tiles (`tiles=...`), for the transforms'
-    /// rows; without `--variants`, the production default.
-    fn ntt_pass_variants(&self) -> Vec<(&'static str, NttConfig)> {
-        if self.variants {
-            NttConfig::variants()
-                .into_iter()
-                .filter(|(name, _)| name.starts_with("tiles=") && self.named(name))
-                .collect()
-        } else {
-            vec![("default", NttConfig::default())]
-        }
-    }
     fn ntt_variants(&self) -> Vec<(&'static str, NttConfig)> {
         if self.variants {
             NttConfig::variants()
@@ -299,33 +287,25 @@ fn ntt_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         let mut d = g.scalars(&host[..n])?;
         let tables = g.ntt_tables(lg)?;
         let reps = if lg >= 26 { 3 } else { o.reps };
-        for (name, cfg) in o.ntt_pass_variants() {
+        let v = time(reps, || g.ntt_resident(&mut d, &tables, NttKind::Forward))?;
+        let m = median(v.clone());
+        r.row("NTT forward", format!("2^{lg}"), "-", m, String::new());
+        r.results
+            .push(json!({"bench": "ntt_forward", "log_n": lg, "ms_median": m, "ms": v}));
+        if lg == 24 || lg == o.ntt_max {
             let v = time(reps, || {
-                g.ntt_resident(&mut d, &tables, NttKind::Forward, &cfg)
+                g.ntt_resident(&mut d, &tables, NttKind::CosetInverse)
             })?;
             let m = median(v.clone());
-            r.row("NTT forward", format!("2^{lg}"), name, m, String::new());
+            r.row(
+                "NTT coset inverse",
+                format!("2^{lg}"),
+                "-",
+                m,
+                String::new(),
+            );
             r.results
-                .push(json!({"bench": "ntt_forward", "log_n": lg, "variant": name,
-                "config": cfg, "ms_median": m, "ms": v}));
-        }
-        if lg == 24 || lg == o.ntt_max {
-            for (name, cfg) in o.ntt_pass_variants() {
-                let v = time(reps, || {
-                    g.ntt_resident(&mut d, &tables, NttKind::CosetInverse, &cfg)
-                })?;
-                let m = median(v.clone());
-                r.row(
-                    "NTT coset inverse",
-                    format!("2^{lg}"),
-                    name,
-                    m,
-                    String::new(),
-                );
-                r.results
-                    .push(json!({"bench": "ntt_coset_inverse", "log_n": lg,
-                    "variant": name, "config": cfg, "ms_median": m, "ms": v}));
-            }
+                .push(json!({"bench": "ntt_coset_inverse", "log_n": lg, "ms_median": m, "ms": v}));
             let mut b = g.scalars(&host[..n])?;
             let mut c = g.scalars(&host[..n])?;
             for (name, cfg) in o.ntt_variants() {
