@@ -137,109 +137,6 @@ DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const u32* mul,
     __syncthreads();
 }
 
-// Local stages s + 1 (pairs x0, x2 and x1, x3) and s (pairs x0, x1 and x2, x3) of one quad whose
-// x0 has global index g0 modulo 2^s, in the order of `dif`: stage s + 1 pairs with w^ma and
-// w^(ma + n/4), stage s with w^(2 ma), for ma = g0 2^(log_n - s - 2).
-DEVI void radix4(fr_t& x0, fr_t& x1, fr_t& x2, fr_t& x3, const u32* tw, u32 log_n, u32 s,
-                 size_t g0, u32 dif) {
-    const size_t ma = g0 << (log_n - s - 2);
-    fr_t wb = twiddle(tw, s + 1, g0 + ((size_t)1 << s));
-    if (dif) {
-        fr_t y0 = fr_t::add(x0, x2), y2 = fr_t::sub(x0, x2);
-        fr_t y1 = fr_t::add(x1, x3), y3 = fr_t::mul(fr_t::sub(x1, x3), wb);
-        if (ma != 0) {
-            y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
-            fr_t wc = twiddle(tw, s, g0);
-            x1 = fr_t::mul(fr_t::sub(y0, y1), wc);
-            x3 = fr_t::mul(fr_t::sub(y2, y3), wc);
-        } else {
-            x1 = fr_t::sub(y0, y1);
-            x3 = fr_t::sub(y2, y3);
-        }
-        x0 = fr_t::add(y0, y1);
-        x2 = fr_t::add(y2, y3);
-    } else {
-        if (ma != 0) {
-            fr_t wc = twiddle(tw, s, g0);
-            x1 = fr_t::mul(x1, wc);
-            x3 = fr_t::mul(x3, wc);
-        }
-        fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
-        fr_t y2 = fr_t::add(x2, x3), y3 = fr_t::sub(x2, x3);
-        if (ma != 0) y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
-        y3 = fr_t::mul(y3, wb);
-        x0 = fr_t::add(y0, y2);
-        x2 = fr_t::sub(y0, y2);
-        x1 = fr_t::add(y1, y3);
-        x3 = fr_t::sub(y1, y3);
-    }
-}
-
-// x from the lane `mask` away (mask < 32; every lane of the warp takes part).
-DEVI fr_t shfl_xor(const fr_t& x, u32 mask) {
-    fr_t r;
-#pragma unroll
-    for (int w = 0; w < 8; w++) r.v[w] = __shfl_xor_sync(0xffffffffu, x.v[w], mask);
-    return r;
-}
-
-// The 4 x 4 transpose of x over the four lanes whose quad index q differs in its two low bits
-// (q at lane bit lg_l): afterwards slot j of the lane with q & 3 = c holds what slot c of the
-// lane with q & 3 = j held. Two exchanges: the high bits of lane and slot swapped (partner
-// lane bit 1), then the low bits (bit 0).
-DEVI void transpose4_lanes(fr_t (&x)[4], u32 q, u32 lg_l) {
-    const bool hi = (q >> 1) & 1, lo = q & 1;
-#pragma unroll
-    for (int p = 0; p < 2; p++) {
-        const fr_t r = shfl_xor(hi ? x[p] : x[p + 2], 2u << lg_l);
-        if (hi) x[p] = r;
-        else x[p + 2] = r;
-    }
-#pragma unroll
-    for (int p = 0; p < 4; p += 2) {
-        const fr_t r = shfl_xor(lo ? x[p] : x[p + 1], 1u << lg_l);
-        if (lo) x[p] = r;
-        else x[p + 1] = r;
-    }
-}
-
-// Whether tile_stages runs its local stages 0..3 as one step (tile_pair_in_warp): a whole tile
-// (every thread one quad per step), at least 4 stages, the four lanes of a quad group in one
-// warp (lg_l <= 3), and for DIF an even number of stages (its last two steps are then the
-// quads of local stages 2, 3 and 0, 1).
-DEVI bool pair_in_warp(const tile_t& tl, u32 dif) {
-    return tl.E == NTT_TILE && tl.t >= 4 && tl.lg_l <= 3 && (!dif || tl.t % 2 == 0);
-}
-
-// Local stages 0..3 of the tile in one step: DIF the quad of stages 3, 2 (elements 4L apart)
-// then the quad of stages 1, 0 (L apart), DIT the other way round. Between the two quads the
-// elements change hands within groups of four lanes of a warp (transpose4_lanes) instead of a
-// shared-memory round trip and a barrier. Ends with a barrier.
-DEVI void tile_pair_in_warp(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
-    const u32 lg_l = tl.lg_l, L = tl.L;
-    const u32 b = threadIdx.x;
-    const u32 lowpart = b & (L - 1), q = b >> lg_l;
-    const size_t low = ((size_t)tl.lowblock << lg_l) | lowpart;
-    // quad of local stages 2, 3: elements (16 (q >> 2) + (q & 3) + 4 j) L + lowpart, x0's index
-    // modulo 2^(s_lo + 2) carries q & 3; quad of stages 0, 1: (4 q + j) L + lowpart
-    const u32 e_hi = ((((q >> 2) << 4) | (q & 3)) << lg_l) | lowpart;
-    const u32 e_lo = ((q << 2) << lg_l) | lowpart;
-    const size_t g_hi = ((size_t)(q & 3) << tl.s_lo) | low;
-    const u32 first = dif ? e_hi : e_lo, last = dif ? e_lo : e_hi;
-    const u32 first_step = (dif ? 4 : 1) << lg_l, last_step = (dif ? 1 : 4) << lg_l;
-    fr_t x[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) x[j] = load_sm(sm, first + j * first_step);
-    if (dif) radix4(x[0], x[1], x[2], x[3], tw, tl.log_n, tl.s_lo + 2, g_hi, 1);
-    else radix4(x[0], x[1], x[2], x[3], tw, tl.log_n, tl.s_lo, low, 0);
-    transpose4_lanes(x, q, lg_l);
-    if (dif) radix4(x[0], x[1], x[2], x[3], tw, tl.log_n, tl.s_lo, low, 1);
-    else radix4(x[0], x[1], x[2], x[3], tw, tl.log_n, tl.s_lo + 2, g_hi, 0);
-#pragma unroll
-    for (int j = 0; j < 4; j++) store_sm(sm, last + j * last_step, x[j]);
-    __syncthreads();
-}
-
 // The t stages of the tile in shared memory, with the twiddles of `tw`; each step ends with a
 // barrier.
 DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
@@ -248,12 +145,8 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
     // Stages two at a time (radix 4: four elements in registers, one
     // shared-memory round trip and one barrier per two stages), then a
     // last radix-2 stage when t is odd. DIF runs local stages t-1 .. 0,
-    // DIT 0 .. t-1; local stages 0..3 in one step where pair_in_warp allows
-    // (DIT's first, DIF's last).
-    const bool pair = pair_in_warp(tl, dif);
-    if (pair && !dif) tile_pair_in_warp(sm, tl, tw, dif);
-    const u32 k_first = pair && !dif ? 4 : 0, k_end = pair && dif ? t - 4 : t;
-    for (u32 k = k_first; k < k_end; k += (k + 1 < t) ? 2 : 1) {
+    // DIT 0 .. t-1.
+    for (u32 k = 0; k < t; k += (k + 1 < t) ? 2 : 1) {
         const bool quad = k + 1 < t;
         if (quad) {
             // local stages r (pairs at distance h) and r + 1 (distance 2h)
@@ -271,9 +164,41 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 u32 eh = h << lg_l;
                 // global index of x0 modulo 2^s
                 size_t g0 = (((size_t)(q & (h - 1))) << s_lo) | ((size_t)lowblock << lg_l) | lowpart;
+                // twiddles: stage s + 1 pairs (x0, x2) with w^ma, (x1, x3) with
+                // w^(ma + n/4); stage s pairs (x0, x1), (x2, x3) with w^(2 ma)
+                size_t ma = g0 << (log_n - s - 2);
                 fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e0 + eh);
                 fr_t x2 = load_sm(sm, e0 + 2 * eh), x3 = load_sm(sm, e0 + 3 * eh);
-                radix4(x0, x1, x2, x3, tw, log_n, s, g0, dif);
+                fr_t wb = twiddle(tw, s + 1, g0 + ((size_t)1 << s));
+                if (dif) {
+                    fr_t y0 = fr_t::add(x0, x2), y2 = fr_t::sub(x0, x2);
+                    fr_t y1 = fr_t::add(x1, x3), y3 = fr_t::mul(fr_t::sub(x1, x3), wb);
+                    if (ma != 0) {
+                        y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
+                        fr_t wc = twiddle(tw, s, g0);
+                        x1 = fr_t::mul(fr_t::sub(y0, y1), wc);
+                        x3 = fr_t::mul(fr_t::sub(y2, y3), wc);
+                    } else {
+                        x1 = fr_t::sub(y0, y1);
+                        x3 = fr_t::sub(y2, y3);
+                    }
+                    x0 = fr_t::add(y0, y1);
+                    x2 = fr_t::add(y2, y3);
+                } else {
+                    if (ma != 0) {
+                        fr_t wc = twiddle(tw, s, g0);
+                        x1 = fr_t::mul(x1, wc);
+                        x3 = fr_t::mul(x3, wc);
+                    }
+                    fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
+                    fr_t y2 = fr_t::add(x2, x3), y3 = fr_t::sub(x2, x3);
+                    if (ma != 0) y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
+                    y3 = fr_t::mul(y3, wb);
+                    x0 = fr_t::add(y0, y2);
+                    x2 = fr_t::sub(y0, y2);
+                    x1 = fr_t::add(y1, y3);
+                    x3 = fr_t::sub(y1, y3);
+                }
                 store_sm(sm, e0, x0);
                 store_sm(sm, e0 + eh, x1);
                 store_sm(sm, e0 + 2 * eh, x2);
@@ -310,7 +235,7 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
         }
         __syncthreads();
     }
-    if (pair && dif) tile_pair_in_warp(sm, tl, tw, dif);
+
 }
 
 // Stores the tile: position e goes to out[bitrev_out ? rev(g) : g] (g its global index),
