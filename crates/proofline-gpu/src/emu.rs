@@ -891,6 +891,12 @@ mod tests {
             msm::batch_invert(&e, ak, values.ptr(), blk.ptr(), out.ptr(), n).unwrap();
             assert_fp_inverses(e.words(&out), &a);
         }
+        // one value more than the top tree's leaves can hold is refused before any launch
+        let over = crate::abi::AFF_INV_MAX as usize + 1;
+        assert!(matches!(
+            msm::batch_invert(&e, ak, 0, 0, 0, over),
+            Err(GpuError::InvalidInput(_))
+        ));
     }
 
     #[test]

@@ -744,10 +744,10 @@ fn affine_round<E: Exec>(
     e.launch_as(ak.bwd, blocks, AFF_THREADS, &args)
 }
 
-/// `out[i] = 1 / values[i]` for the `n` (at most [`AFF_INV_MAX`]) non-zero field elements at
-/// `values`, with one inversion (`cuda/msm_affine.cuh`: a product tree per block of
-/// AFF_INV_THREADS values, one over the blocks' products, and back down); `blk` holds a field
-/// element per block of values.
+/// `out[i] = 1 / values[i]` for the `n` non-zero field elements at `values`, with one inversion
+/// (`cuda/msm_affine.cuh`: a product tree per block of AFF_INV_THREADS values, one over the
+/// blocks' products, and back down); `blk` holds a field element per block of values. More
+/// than [`AFF_INV_MAX`] values is an error: the single top tree cannot hold their blocks.
 pub(crate) fn batch_invert<E: Exec>(
     e: &E,
     ak: AffineKernels,
@@ -756,7 +756,11 @@ pub(crate) fn batch_invert<E: Exec>(
     out: u64,
     n: usize,
 ) -> Result<(), GpuError> {
-    debug_assert!(n <= AFF_INV_MAX as usize);
+    if n > AFF_INV_MAX as usize {
+        return Err(GpuError::InvalidInput(format!(
+            "batched inversion of {n} values: at most {AFF_INV_MAX}"
+        )));
+    }
     let inv_blocks = n.div_ceil(AFF_INV_THREADS as usize) as u32;
     let inv_args = BatchInvArgs {
         values: DevPtr(values),
