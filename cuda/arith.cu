@@ -10,7 +10,8 @@
 #include "g2.cuh"
 #include "proofline_abi.cuh"
 
-// op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 4 = from_mont (fp_op_test also 5 = inverse)
+// op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 4 = from_mont (fp_op_test also 5 = inverse),
+// 6 = a (b - a) and 7 = a (a + b) through the unreduced difference and sum (mont.cuh's wide_t)
 extern "C" __global__ void fr_op_test(const fr_op_args args) {
     const u32* a = args.a;
     const u32* b = args.b;
@@ -24,6 +25,8 @@ extern "C" __global__ void fr_op_test(const fr_op_args args) {
         case 1: r = fr_t::sqr(x); break;
         case 2: r = fr_t::add(x, y); break;
         case 3: r = fr_t::sub(x, y); break;
+        case 6: r = fr_t::mul(x, fr_t::sub_wide(y, x)); break;
+        case 7: r = fr_t::mul(x, fr_t::add_wide(x, y)); break;
         default: r = fr_t::from_mont(x); break;
     }
     r.store(out + 8 * i);
@@ -43,6 +46,8 @@ extern "C" __global__ void fp_op_test(const fp_op_args args) {
         case 2: r = fp_t::add(x, y); break;
         case 3: r = fp_t::sub(x, y); break;
         case 4: r = fp_t::from_mont(x); break;
+        case 6: r = fp_t::mul(x, fp_t::sub_wide(y, x)); break;
+        case 7: r = fp_t::mul(x, fp_t::add_wide(x, y)); break;
         default: r = fp_t::inv(x); break;
     }
     r.store(out + 12 * i);

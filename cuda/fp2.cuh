@@ -2,7 +2,8 @@
 // layout-identical to blst_fp2 ({c0, c1}, each a 12-limb Montgomery fp_t; c0 first).
 //
 // Multiplication is Karatsuba (3 Fp multiplications), squaring (a0 + a1)(a0 - a1) + 2 a0 a1 u
-// (2 multiplications). Every result is fully reduced, as in fp_t. The interface is the one the
+// (2 multiplications); the sum or difference that is only multiplied is left unreduced
+// (fp_t::wide_t, mont.cuh). Every result is fully reduced, as in fp_t. The interface is the one the
 // curve formulas of curve.cuh use (the same as mont_t's).
 #pragma once
 #include "fp.cuh"
@@ -36,13 +37,13 @@ struct fp2_t {
     static DEVI fp2_t mul(const fp2_t& a, const fp2_t& b) {
         fp_t t0 = fp_t::mul(a.c0, b.c0);
         fp_t t1 = fp_t::mul(a.c1, b.c1);
-        fp_t s = fp_t::mul(fp_t::add(a.c0, a.c1), fp_t::add(b.c0, b.c1));
+        fp_t s = fp_t::mul(fp_t::add(a.c0, a.c1), fp_t::add_wide(b.c0, b.c1));
         return make(fp_t::sub(t0, t1), fp_t::sub(fp_t::sub(s, t0), t1));
     }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
     static DEVI fp2_t sqr(const fp2_t& a) {
         fp_t t = fp_t::mul(a.c0, a.c1);
-        return make(fp_t::mul(fp_t::add(a.c0, a.c1), fp_t::sub(a.c0, a.c1)), fp_t::dbl(t));
+        return make(fp_t::mul(fp_t::add(a.c0, a.c1), fp_t::sub_wide(a.c0, a.c1)), fp_t::dbl(t));
     }
     // 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); 0 for 0
     static DEVI fp2_t inv(const fp2_t& a) {

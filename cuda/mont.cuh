@@ -23,6 +23,18 @@
 // reduced values and the Montgomery accumulators never overflow n words.
 // All results are fully reduced (< modulus).
 //
+// Unreduced operands (`wide_t`): the Montgomery product of a reduced a and ANY
+// n-word b is below 2 modulus before its final subtraction (the accumulator
+// stays below a + modulus at every step whatever b's words are, and the result
+// is (a b + m modulus) / R < 2 modulus), so it comes out reduced. A sum or a
+// difference that is only multiplied can therefore skip its conditional
+// correction: add_wide gives a + b (< 2 modulus), sub_wide a - b + modulus (in
+// (0, 2 modulus)), and only mul(reduced, wide) takes them. The word-level
+// carries of the device multiplication were checked for this (b up to 2^(32 n)
+// - 1, a reduced; not for an unreduced a, whose accumulator can reach 3
+// modulus > 2^(32 n) for Fr) by a word-exact model, and the GPU tests compare
+// every kernel that uses it with the CPU.
+//
 // Host build: without __CUDA_ARCH__ (the kernels compiled by g++ for the tests'
 // host emulation, crates/proofline-gpu/emu/) mul, add, sub and final_sub take a
 // portable path (schoolbook CIOS on 64-bit products) with the same results; the
@@ -36,6 +48,12 @@ struct mont_t {
     // u32 words in memory
     static constexpr int WORDS = n;
     u32 v[n];
+
+    // An n-word value congruent to a field element, not necessarily below the modulus: the
+    // second operand of a multiplication, nothing else (see the file's header).
+    struct wide_t {
+        u32 v[n];
+    };
 
 #ifdef __CUDA_ARCH__
     // ---- carry-chain building blocks -------------------------------------
@@ -99,13 +117,14 @@ struct mont_t {
         for (int i = 0; i < n; i++) v[i] = borrow ? v[i] : t[i];
     }
 
-    static DEVI mont_t mul(const mont_t& a, const mont_t& b) {
+    // a (reduced) times b (any n words), reduced
+    static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
         mont_t even;
         u32 odd[n];
 #pragma unroll
         for (int i = 0; i < n; i += 2) {
-            mad_n_redc(even.v, odd, a.v, b.v[i], i == 0);
-            mad_n_redc(odd, even.v, a.v, b.v[i + 1], false);
+            mad_n_redc(even.v, odd, a.v, b[i], i == 0);
+            mad_n_redc(odd, even.v, a.v, b[i + 1], false);
         }
         // merge: result[k] = even[k] + odd[k+1]
         ASM("add.cc.u32 %0, %0, %1;" : "+r"(even.v[0]) : "r"(odd[1]));
@@ -130,13 +149,13 @@ struct mont_t {
             for (int i = 0; i < n; i++) v[i] = t[i];
     }
 
-    static DEVI mont_t mul(const mont_t& a, const mont_t& b) {
+    static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
         u32 t[n + 2];
         for (int i = 0; i < n + 2; i++) t[i] = 0;
         for (int i = 0; i < n; i++) {
             u64 c = 0;
             for (int j = 0; j < n; j++) {
-                u64 s = (u64)a.v[j] * b.v[i] + t[j] + c;
+                u64 s = (u64)a.v[j] * b[i] + t[j] + c;
                 t[j] = (u32)s;
                 c = s >> 32;
             }
@@ -160,6 +179,10 @@ struct mont_t {
         return r;
     }
 #endif
+    static DEVI mont_t mul(const mont_t& a, const mont_t& b) { return mul_words(a, b.v); }
+    // a (reduced) times an unreduced b
+    static DEVI mont_t mul(const mont_t& a, const wide_t& b) { return mul_words(a, b.v); }
+
     // Squaring: the same carry-chain multiply. For moduli with a spare top bit
     // (both of ours) a dedicated squaring saves too little to pay for its
     // extra merge passes in this interleaved form.
@@ -191,6 +214,29 @@ struct mont_t {
         for (int i = 0; i < n; i++) r.v[i] = borrow ? t[i] : r.v[i];
         return r;
     }
+    // a + b without the final subtraction (below 2 modulus)
+    static DEVI wide_t add_wide(const mont_t& a, const mont_t& b) {
+        wide_t r;
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+        return r;
+    }
+    // a - b + modulus (in (0, 2 modulus)), with no borrow test: (a + modulus) - b
+    static DEVI wide_t sub_wide(const mont_t& a, const mont_t& b) {
+        u32 t[n];
+        wide_t r;
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(a.v[0]), "r"(P::mod()[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(t[i]) : "r"(a.v[i]), "r"(P::mod()[i]));
+        ASM("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(t[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(t[i]), "r"(b.v[i]));
+        return r;
+    }
 #else
     static DEVI mont_t add(const mont_t& a, const mont_t& b) {
         mont_t r;
@@ -218,6 +264,33 @@ struct mont_t {
                 r.v[i] = (u32)x;
                 c = x >> 32;
             }
+        }
+        return r;
+    }
+    static DEVI wide_t add_wide(const mont_t& a, const mont_t& b) {
+        wide_t r;
+        u64 c = 0;
+        for (int i = 0; i < n; i++) {
+            u64 x = (u64)a.v[i] + b.v[i] + c;
+            r.v[i] = (u32)x;
+            c = x >> 32;
+        }
+        return r;
+    }
+    static DEVI wide_t sub_wide(const mont_t& a, const mont_t& b) {
+        u32 t[n];
+        wide_t r;
+        u64 c = 0;
+        for (int i = 0; i < n; i++) {
+            u64 x = (u64)a.v[i] + P::mod()[i] + c;
+            t[i] = (u32)x;
+            c = x >> 32;
+        }
+        u64 borrow = 0;
+        for (int i = 0; i < n; i++) {
+            u64 d = (u64)t[i] - b.v[i] - borrow;
+            r.v[i] = (u32)d;
+            borrow = (d >> 32) & 1;
         }
         return r;
     }

@@ -170,15 +170,17 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e0 + eh);
                 fr_t x2 = load_sm(sm, e0 + 2 * eh), x3 = load_sm(sm, e0 + 3 * eh);
                 fr_t wb = twiddle(tw, s + 1, g0 + ((size_t)1 << s));
+                // a difference or sum that is only multiplied skips its correction (wide_t)
                 if (dif) {
-                    fr_t y0 = fr_t::add(x0, x2), y2 = fr_t::sub(x0, x2);
-                    fr_t y1 = fr_t::add(x1, x3), y3 = fr_t::mul(fr_t::sub(x1, x3), wb);
+                    fr_t y0 = fr_t::add(x0, x2), y1 = fr_t::add(x1, x3), y2;
+                    fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x1, x3));
                     if (ma != 0) {
-                        y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
+                        y2 = fr_t::mul(twiddle(tw, s + 1, g0), fr_t::sub_wide(x0, x2));
                         fr_t wc = twiddle(tw, s, g0);
-                        x1 = fr_t::mul(fr_t::sub(y0, y1), wc);
-                        x3 = fr_t::mul(fr_t::sub(y2, y3), wc);
+                        x1 = fr_t::mul(wc, fr_t::sub_wide(y0, y1));
+                        x3 = fr_t::mul(wc, fr_t::sub_wide(y2, y3));
                     } else {
+                        y2 = fr_t::sub(x0, x2);
                         x1 = fr_t::sub(y0, y1);
                         x3 = fr_t::sub(y2, y3);
                     }
@@ -191,9 +193,9 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                         x3 = fr_t::mul(x3, wc);
                     }
                     fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
-                    fr_t y2 = fr_t::add(x2, x3), y3 = fr_t::sub(x2, x3);
-                    if (ma != 0) y2 = fr_t::mul(y2, twiddle(tw, s + 1, g0));
-                    y3 = fr_t::mul(y3, wb);
+                    fr_t y2 = ma != 0 ? fr_t::mul(twiddle(tw, s + 1, g0), fr_t::add_wide(x2, x3))
+                                      : fr_t::add(x2, x3);
+                    fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x2, x3));
                     x0 = fr_t::add(y0, y2);
                     x2 = fr_t::sub(y0, y2);
                     x1 = fr_t::add(y1, y3);
@@ -222,8 +224,8 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 fr_t y0, y1;
                 if (dif) {
                     y0 = fr_t::add(x0, x1);
-                    y1 = fr_t::sub(x0, x1);
-                    if (m != 0) y1 = fr_t::mul(y1, twiddle(tw, s, m));
+                    y1 = m != 0 ? fr_t::mul(twiddle(tw, s, m), fr_t::sub_wide(x0, x1))
+                                : fr_t::sub(x0, x1);
                 } else {
                     fr_t v = m != 0 ? fr_t::mul(x1, twiddle(tw, s, m)) : x1;
                     y0 = fr_t::add(x0, v);
@@ -298,8 +300,7 @@ extern "C" __global__ void fr_h_pointwise(const h_pointwise_args p) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= p.n) return;
     fr_t x = fr_t::mul(fr_t::load(p.a + 8 * i), fr_t::load(p.b + 8 * i));
-    x = fr_t::sub(x, fr_t::load(p.c + 8 * i));
-    fr_t::mul(x, fr_t::load(p.zinv)).store(p.a + 8 * i);
+    fr_t::mul(fr_t::load(p.zinv), fr_t::sub_wide(x, fr_t::load(p.c + 8 * i))).store(p.a + 8 * i);
 }
 
 // ---- the H sequence with fused passes -------------------------------------------------------
@@ -363,7 +364,7 @@ extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS)
             if (e >= tl.E) break;
             const size_t g = tl.gidx(e);
             fr_t v = fr_t::mul(fr_t::load(a.pa + 8 * g), fr_t::load(a.pb + 8 * g));
-            store_sm(sm, e, fr_t::mul(fr_t::sub(v, load_sm(sm, e)), zinv));
+            store_sm(sm, e, fr_t::mul(zinv, fr_t::sub_wide(v, load_sm(sm, e))));
         }
     }
     __syncthreads();

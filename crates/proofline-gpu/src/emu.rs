@@ -362,7 +362,7 @@ mod tests {
     use crate::plan::{OnesRounds, Precomputation};
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, mixed_scalars, random_g2_points, random_points,
-        random_scalars, ScalarMix,
+        random_scalars, FieldOp, ScalarMix,
     };
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
@@ -385,19 +385,27 @@ mod tests {
         let e = EmuExec::new(SMS);
         let n = 512;
         let mut a = random_scalars(n, 1);
-        let b = random_scalars(n, 2);
+        let mut b = random_scalars(n, 2);
         a[0] = Scalar::ZERO;
         a[1] = Scalar::ONE;
         a[2] = -Scalar::ONE;
+        // Montgomery words r - 1 (-1 / R): the largest unreduced sum and difference
+        let top = -Scalar::from(2u64).pow_vartime([256u64]).invert().unwrap();
+        a[3] = top;
+        b[3] = top;
+        a[4] = Scalar::ZERO;
+        b[4] = top;
         let da = e.upload(scalars_as_u32(&a)).unwrap();
         let db = e.upload(scalars_as_u32(&b)).unwrap();
         let out = e.alloc(n * FR_WORDS as usize).unwrap();
         type Op = fn(&Scalar, &Scalar) -> Scalar;
-        let ops: [(u32, Op); 4] = [
-            (0, |x, y| x * y),
-            (1, |x, _| x.square()),
-            (2, |x, y| x + y),
-            (3, |x, y| x - y),
+        let ops: [(FieldOp, Op); 6] = [
+            (FieldOp::Mul, |x, y| x * y),
+            (FieldOp::Sqr, |x, _| x.square()),
+            (FieldOp::Add, |x, y| x + y),
+            (FieldOp::Sub, |x, y| x - y),
+            (FieldOp::MulWideDifference, |x, y| x * (y - x)),
+            (FieldOp::MulWideSum, |x, y| x * (x + y)),
         ];
         for (op, f) in ops {
             e.launch(
@@ -408,7 +416,7 @@ mod tests {
                     b: DevPtr(db.ptr()),
                     out: DevPtrMut(out.ptr()),
                     n: n as u32,
-                    op,
+                    op: op as u32,
                 },
             )
             .unwrap();
@@ -417,7 +425,7 @@ mod tests {
                 assert_eq!(
                     &got[8 * i..8 * i + 8],
                     &mont_words(&f(&a[i], &b[i]))[..],
-                    "op {op} at {i}"
+                    "{op:?} at {i}"
                 );
             }
         }
@@ -447,14 +455,36 @@ mod tests {
             blst::blst_fp { l }
         };
         let mut a: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
-        let b: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
+        let mut b: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
         a[0] = blst::blst_fp { l: [0; 6] };
+        // Montgomery words p - 1: the largest unreduced sum (a = b) and difference (b over 0)
+        let p_minus_1 = blst::blst_fp {
+            l: [
+                0xb9fe_ffff_ffff_aaaa,
+                0x1eab_fffe_b153_ffff,
+                0x6730_d2a0_f6b0_f624,
+                0x6477_4b84_f385_12bf,
+                0x4b1b_a7b6_434b_acd7,
+                0x1a01_11ea_397f_e69a,
+            ],
+        };
+        a[1] = p_minus_1;
+        b[1] = p_minus_1;
+        b[0] = p_minus_1;
         let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
         let bw: Vec<u32> = b.iter().flat_map(fp_words).collect();
         let da = e.upload(&aw).unwrap();
         let db = e.upload(&bw).unwrap();
         let out = e.alloc(n * 12).unwrap();
-        for op in 0..5u32 {
+        for op in [
+            FieldOp::Mul,
+            FieldOp::Sqr,
+            FieldOp::Add,
+            FieldOp::Sub,
+            FieldOp::FromMont,
+            FieldOp::MulWideDifference,
+            FieldOp::MulWideSum,
+        ] {
             e.launch(
                 grid(n, ELEMENT_THREADS),
                 ELEMENT_THREADS,
@@ -463,27 +493,36 @@ mod tests {
                     b: DevPtr(db.ptr()),
                     out: DevPtrMut(out.ptr()),
                     n: n as u32,
-                    op,
+                    op: op as u32,
                 },
             )
             .unwrap();
             let got = e.words(&out);
             for i in 0..n {
                 let mut r = blst::blst_fp::default();
+                let mut d = blst::blst_fp::default();
                 // SAFETY: plain blst field arithmetic on valid values.
                 unsafe {
                     match op {
-                        0 => blst::blst_fp_mul(&mut r, &a[i], &b[i]),
-                        1 => blst::blst_fp_sqr(&mut r, &a[i]),
-                        2 => blst::blst_fp_add(&mut r, &a[i], &b[i]),
-                        3 => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
+                        FieldOp::Mul => blst::blst_fp_mul(&mut r, &a[i], &b[i]),
+                        FieldOp::Sqr => blst::blst_fp_sqr(&mut r, &a[i]),
+                        FieldOp::Add => blst::blst_fp_add(&mut r, &a[i], &b[i]),
+                        FieldOp::Sub => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
+                        FieldOp::MulWideDifference => {
+                            blst::blst_fp_sub(&mut d, &b[i], &a[i]);
+                            blst::blst_fp_mul(&mut r, &a[i], &d);
+                        }
+                        FieldOp::MulWideSum => {
+                            blst::blst_fp_add(&mut d, &a[i], &b[i]);
+                            blst::blst_fp_mul(&mut r, &a[i], &d);
+                        }
                         _ => blst::blst_fp_from(&mut r, &a[i]),
                     }
                 }
                 assert_eq!(
                     &got[12 * i..12 * i + 12],
                     &fp_words(&r)[..],
-                    "op {op} at {i}"
+                    "{op:?} at {i}"
                 );
             }
         }

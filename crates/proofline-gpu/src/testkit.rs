@@ -58,6 +58,10 @@ pub enum FieldOp {
     FromMont = 4,
     /// a^-1, 0 for 0 (Fp and Fp2 only)
     Inverse = 5,
+    /// a (b - a), the difference left unreduced into the multiplication (Fr and Fp only)
+    MulWideDifference = 6,
+    /// a (a + b), the sum left unreduced into the multiplication (Fr and Fp only)
+    MulWideSum = 7,
 }
 
 /// Curve operation selector for [`TestGpu::g1_op`].

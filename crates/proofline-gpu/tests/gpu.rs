@@ -98,10 +98,20 @@ fn fr_ops_match_blstrs() {
     let sd = seed();
     let n = 1 << 14;
     let mut a = random_scalars(n, sd);
-    let b = random_scalars(n, sd + 1);
+    let mut b = random_scalars(n, sd + 1);
     a[0] = Scalar::ZERO;
     a[1] = Scalar::ONE;
     a[2] = -Scalar::ONE;
+    // the largest unreduced sum (2r - 2) and difference (2r - 1): both operands, or b over a
+    // zero a, the element whose Montgomery words are r - 1 (-1 / R)
+    let top = -Scalar::from(2u64)
+        .pow_vartime([256u64])
+        .invert()
+        .expect("2 is invertible");
+    a[3] = top;
+    b[3] = top;
+    a[4] = Scalar::ZERO;
+    b[4] = top;
     for (op, f) in [
         (
             FieldOp::Mul,
@@ -110,6 +120,8 @@ fn fr_ops_match_blstrs() {
         (FieldOp::Sqr, |x, _| x.square()),
         (FieldOp::Add, |x, y| x + y),
         (FieldOp::Sub, |x, y| x - y),
+        (FieldOp::MulWideDifference, |x, y| x * (y - x)),
+        (FieldOp::MulWideSum, |x, y| x * (x + y)),
     ] {
         let got = g.fr_op(&a, &b, op).expect("fr_op");
         for i in 0..n {
@@ -145,8 +157,23 @@ fn fp_ops_match_blst() {
         blst::blst_fp { l }
     };
     let mut a: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
-    let b: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
+    let mut b: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
     a[0] = blst::blst_fp { l: [0; 6] };
+    // the element whose Montgomery words are p - 1, as both operands (the largest unreduced
+    // sum) and as b over a zero a (the largest unreduced difference)
+    let p_minus_1 = blst::blst_fp {
+        l: [
+            0xb9fe_ffff_ffff_aaaa,
+            0x1eab_fffe_b153_ffff,
+            0x6730_d2a0_f6b0_f624,
+            0x6477_4b84_f385_12bf,
+            0x4b1b_a7b6_434b_acd7,
+            0x1a01_11ea_397f_e69a,
+        ],
+    };
+    a[1] = p_minus_1;
+    b[1] = p_minus_1;
+    b[0] = p_minus_1;
     let aw: Vec<[u32; 12]> = a.iter().map(fp_words).collect();
     let bw: Vec<[u32; 12]> = b.iter().map(fp_words).collect();
     for op in [
@@ -156,6 +183,8 @@ fn fp_ops_match_blst() {
         FieldOp::Sub,
         FieldOp::FromMont,
         FieldOp::Inverse,
+        FieldOp::MulWideDifference,
+        FieldOp::MulWideSum,
     ] {
         let got = g.fp_op(&aw, &bw, op).expect("fp_op");
         for i in 0..n {
@@ -169,6 +198,16 @@ fn fp_ops_match_blst() {
                     FieldOp::Sub => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
                     FieldOp::FromMont => blst::blst_fp_from(&mut r, &a[i]),
                     FieldOp::Inverse => blst::blst_fp_eucl_inverse(&mut r, &a[i]),
+                    FieldOp::MulWideDifference => {
+                        let mut d = blst::blst_fp::default();
+                        blst::blst_fp_sub(&mut d, &b[i], &a[i]);
+                        blst::blst_fp_mul(&mut r, &a[i], &d);
+                    }
+                    FieldOp::MulWideSum => {
+                        let mut d = blst::blst_fp::default();
+                        blst::blst_fp_add(&mut d, &a[i], &b[i]);
+                        blst::blst_fp_mul(&mut r, &a[i], &d);
+                    }
                 }
             }
             assert_eq!(got[i], fp_words(&r), "{op:?} at {i}");
