@@ -29,11 +29,10 @@
 // is (a b + m modulus) / R < 2 modulus), so it comes out reduced. A sum or a
 // difference that is only multiplied can therefore skip its conditional
 // correction: add_wide gives a + b (< 2 modulus), sub_wide a - b + modulus (in
-// (0, 2 modulus)), and only mul(reduced, wide) takes them. The word-level
-// carries of the device multiplication were checked for this (b up to 2^(32 n)
-// - 1, a reduced; not for an unreduced a, whose accumulator can reach 3
-// modulus > 2^(32 n) for Fr) by a word-exact model, and the GPU tests compare
-// every kernel that uses it with the CPU.
+// (0, 2 modulus)), and only mul(reduced, wide) takes them. Never the other way
+// round: with an unreduced a the accumulator can reach 3 modulus, more than Fr's
+// 256 bits hold. The field tests multiply by the largest unreduced sum and
+// difference on the GPU.
 //
 // Host build: without __CUDA_ARCH__ (the kernels compiled by g++ for the tests'
 // host emulation, crates/proofline-gpu/emu/) mul, add, sub and final_sub take a
