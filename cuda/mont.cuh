@@ -50,8 +50,9 @@ struct mont_t {
 
     // An n-word value congruent to a field element, not necessarily below the modulus: the
     // second operand of a multiplication, nothing else (see the file's header).
-    struct wide_t {
+    class wide_t {
         u32 v[n];
+        friend struct mont_t;
     };
 
 #ifdef __CUDA_ARCH__
@@ -116,6 +117,7 @@ struct mont_t {
         for (int i = 0; i < n; i++) v[i] = borrow ? v[i] : t[i];
     }
 
+  private:
     // a (reduced) times b (any n words), reduced
     static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
         mont_t even;
@@ -134,6 +136,7 @@ struct mont_t {
         even.final_sub();
         return even;
     }
+  public:
 #else
     // ---- portable path (host emulation) -----------------------------------
     DEVI void final_sub() {
@@ -148,6 +151,7 @@ struct mont_t {
             for (int i = 0; i < n; i++) v[i] = t[i];
     }
 
+  private:
     static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
         u32 t[n + 2];
         for (int i = 0; i < n + 2; i++) t[i] = 0;
@@ -177,6 +181,7 @@ struct mont_t {
         r.final_sub();
         return r;
     }
+  public:
 #endif
     static DEVI mont_t mul(const mont_t& a, const mont_t& b) { return mul_words(a, b.v); }
     // a (reduced) times an unreduced b
