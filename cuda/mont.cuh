@@ -35,9 +35,9 @@
 // difference on the GPU.
 //
 // Host build: without __CUDA_ARCH__ (the kernels compiled by g++ for the tests'
-// host emulation, crates/proofline-gpu/emu/) mul, add, sub and final_sub take a
-// portable path (schoolbook CIOS on 64-bit products) with the same results; the
-// PTX carry chains exist only in the device build.
+// host emulation, crates/proofline-gpu/emu/) the multiply, add_wide, sub, sub_wide
+// and final_sub take a portable path (schoolbook CIOS on 64-bit products) with
+// the same results; the PTX carry chains exist only in the device build.
 #pragma once
 #include "common.cuh"
 
@@ -193,15 +193,6 @@ struct mont_t {
     static DEVI mont_t sqr(const mont_t& a) { return mul(a, a); }
 
 #ifdef __CUDA_ARCH__
-    static DEVI mont_t add(const mont_t& a, const mont_t& b) {
-        mont_t r;
-        ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
-#pragma unroll
-        for (int i = 1; i < n; i++)
-            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
-        r.final_sub();
-        return r;
-    }
     static DEVI mont_t sub(const mont_t& a, const mont_t& b) {
         mont_t r;
         u32 borrow, t[n];
@@ -242,17 +233,6 @@ struct mont_t {
         return r;
     }
 #else
-    static DEVI mont_t add(const mont_t& a, const mont_t& b) {
-        mont_t r;
-        u64 c = 0;
-        for (int i = 0; i < n; i++) {
-            u64 x = (u64)a.v[i] + b.v[i] + c;
-            r.v[i] = (u32)x;
-            c = x >> 32;
-        }
-        r.final_sub();
-        return r;
-    }
     static DEVI mont_t sub(const mont_t& a, const mont_t& b) {
         mont_t r;
         u64 borrow = 0;
@@ -299,6 +279,15 @@ struct mont_t {
         return r;
     }
 #endif
+    // a + b reduced: the unreduced sum, then the final subtraction
+    static DEVI mont_t add(const mont_t& a, const mont_t& b) {
+        const wide_t s = add_wide(a, b);
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] = s.v[i];
+        r.final_sub();
+        return r;
+    }
     static DEVI mont_t dbl(const mont_t& a) { return add(a, a); }
     DEVI bool is_zero() const {
         u32 acc = v[0];

@@ -361,8 +361,8 @@ mod tests {
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
     use crate::plan::{OnesRounds, Precomputation};
     use crate::testkit::{
-        cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, mixed_scalars, random_g2_points, random_points,
-        random_scalars, FieldOp, ScalarMix,
+        cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_words, fr_montgomery_top,
+        mixed_scalars, random_g2_points, random_points, random_scalars, FieldOp, ScalarMix,
     };
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
@@ -389,8 +389,8 @@ mod tests {
         a[0] = Scalar::ZERO;
         a[1] = Scalar::ONE;
         a[2] = -Scalar::ONE;
-        // Montgomery words r - 1 (-1 / R): the largest unreduced sum and difference
-        let top = -Scalar::from(2u64).pow_vartime([256u64]).invert().unwrap();
+        // the largest unreduced sum (both operands) and difference (b over a zero a)
+        let top = fr_montgomery_top();
         a[3] = top;
         b[3] = top;
         a[4] = Scalar::ZERO;
@@ -431,15 +431,6 @@ mod tests {
         }
     }
 
-    fn fp_words(f: &blst::blst_fp) -> [u32; 12] {
-        let mut o = [0u32; 12];
-        for i in 0..6 {
-            o[2 * i] = f.l[i] as u32;
-            o[2 * i + 1] = (f.l[i] >> 32) as u32;
-        }
-        o
-    }
-
     #[test]
     fn fp_ops_match_blst() {
         use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -458,16 +449,7 @@ mod tests {
         let mut b: Vec<blst::blst_fp> = (0..n).map(|_| gen()).collect();
         a[0] = blst::blst_fp { l: [0; 6] };
         // Montgomery words p - 1: the largest unreduced sum (a = b) and difference (b over 0)
-        let p_minus_1 = blst::blst_fp {
-            l: [
-                0xb9fe_ffff_ffff_aaaa,
-                0x1eab_fffe_b153_ffff,
-                0x6730_d2a0_f6b0_f624,
-                0x6477_4b84_f385_12bf,
-                0x4b1b_a7b6_434b_acd7,
-                0x1a01_11ea_397f_e69a,
-            ],
-        };
+        let p_minus_1 = fp_montgomery_top();
         a[1] = p_minus_1;
         b[1] = p_minus_1;
         b[0] = p_minus_1;

@@ -933,6 +933,43 @@ pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     out
 }
 
+/// The Fr element whose Montgomery words are r - 1 (it is -1 / R). Taken as both operands of a
+/// sum, or subtracted from zero, it gives the largest value an unreduced sum (2r - 2) or
+/// difference (2r - 1) can hold: the field tests' boundary for `FieldOp::MulWideSum` and
+/// `FieldOp::MulWideDifference`.
+pub fn fr_montgomery_top() -> Scalar {
+    scalar_from_raw_montgomery([
+        0xffff_ffff_0000_0000,
+        0x53bd_a402_fffe_5bfe,
+        0x3339_d808_09a1_d805,
+        0x73ed_a753_299d_7d48,
+    ])
+}
+
+/// The Fp element whose Montgomery words are p - 1: Fp's counterpart of [`fr_montgomery_top`].
+pub fn fp_montgomery_top() -> blst::blst_fp {
+    blst::blst_fp {
+        l: [
+            0xb9fe_ffff_ffff_aaaa,
+            0x1eab_fffe_b153_ffff,
+            0x6730_d2a0_f6b0_f624,
+            0x6477_4b84_f385_12bf,
+            0x4b1b_a7b6_434b_acd7,
+            0x1a01_11ea_397f_e69a,
+        ],
+    }
+}
+
+/// An Fp element's twelve 32-bit words, lowest first, as the kernels hold them.
+pub fn fp_words(f: &blst::blst_fp) -> [u32; 12] {
+    let mut o = [0u32; 12];
+    for i in 0..6 {
+        o[2 * i] = f.l[i] as u32;
+        o[2 * i + 1] = (f.l[i] >> 32) as u32;
+    }
+    o
+}
+
 /// Zero / one / other fractions of a scalar vector (PoRep-like default 0.6 / 0.3 / 0.1).
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct ScalarMix {
@@ -1071,4 +1108,26 @@ pub fn cpu_msm(points: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
 pub fn cpu_msm_g2(points: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
     let proj: Vec<G2Projective> = points.iter().map(G2Projective::from).collect();
     G2Projective::multi_exp(&proj, scalars)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn montgomery_tops_are_the_moduli_minus_one() {
+        // words r - 1 read as a Montgomery form are (r - 1) / R = -1 / R
+        let minus_inv_r = -Scalar::from(2u64)
+            .pow_vartime([256u64])
+            .invert()
+            .expect("2 is invertible");
+        assert_eq!(fr_montgomery_top(), minus_inv_r);
+        // x + x = x - 1 (words one lower, no wrap) holds only for x = -1: the words are p - 1
+        let top = fp_montgomery_top();
+        let mut sum = blst::blst_fp::default();
+        unsafe { blst::blst_fp_add(&mut sum, &top, &top) };
+        let mut expect = top;
+        expect.l[0] -= 1;
+        assert_eq!(sum.l, expect.l);
+    }
 }

@@ -104,10 +104,7 @@ fn fr_ops_match_blstrs() {
     a[2] = -Scalar::ONE;
     // the largest unreduced sum (2r - 2) and difference (2r - 1): both operands, or b over a
     // zero a, the element whose Montgomery words are r - 1 (-1 / R)
-    let top = -Scalar::from(2u64)
-        .pow_vartime([256u64])
-        .invert()
-        .expect("2 is invertible");
+    let top = fr_montgomery_top();
     a[3] = top;
     b[3] = top;
     a[4] = Scalar::ZERO;
@@ -134,15 +131,6 @@ fn fr_ops_match_blstrs() {
     }
 }
 
-fn fp_words(f: &blst::blst_fp) -> [u32; 12] {
-    let mut o = [0u32; 12];
-    for i in 0..6 {
-        o[2 * i] = f.l[i] as u32;
-        o[2 * i + 1] = (f.l[i] >> 32) as u32;
-    }
-    o
-}
-
 #[test]
 fn fp_ops_match_blst() {
     let Some(g) = gpu() else { return };
@@ -161,16 +149,7 @@ fn fp_ops_match_blst() {
     a[0] = blst::blst_fp { l: [0; 6] };
     // the element whose Montgomery words are p - 1, as both operands (the largest unreduced
     // sum) and as b over a zero a (the largest unreduced difference)
-    let p_minus_1 = blst::blst_fp {
-        l: [
-            0xb9fe_ffff_ffff_aaaa,
-            0x1eab_fffe_b153_ffff,
-            0x6730_d2a0_f6b0_f624,
-            0x6477_4b84_f385_12bf,
-            0x4b1b_a7b6_434b_acd7,
-            0x1a01_11ea_397f_e69a,
-        ],
-    };
+    let p_minus_1 = fp_montgomery_top();
     a[1] = p_minus_1;
     b[1] = p_minus_1;
     b[0] = p_minus_1;
