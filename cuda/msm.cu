@@ -215,21 +215,18 @@ extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const s
 // ---- radix sort -------------------------------------------------------------------
 // The counting sort above is bound by its returned atomics, the two-level sort by its scattered
 // writes. The radix sort sorts one bucket set at a time by its bucket key (|d| - 1, c - 1 bits)
-// in least-significant-digit passes of at most RADIX_BITS bits (RADIX_WIDE_BITS in
-// MsmSort::RadixWide), each pass a count per tile of entries in shared memory, a scan of the
-// counts, and a stable scatter whose ranks come from warp ballots: no global atomics, and a tile
-// writes each digit's entries as one run (with RADIX_BITS bits: as one run of stores).
+// in least-significant-digit passes of at most RADIX_BITS bits, each pass a count per tile of
+// entries in shared memory, a scan of the counts, and a stable scatter whose ranks come from warp
+// ballots: no global atomics, and a tile writes each digit's entries as one run.
 //  1. msm_radix_prep: the histogram of the buckets (as pass 0 of msm_digits), each scalar out of
 //     Montgomery form as 8 words stored word-major (word k of point i at words[k * n + i], so
 //     that a window's two words are read coalesced), and the carry into each window as a bit
 //     mask (the signed digits' carries chain from the lowest window up);
 //  2. per set, per pass: msm_radix_count (tile_counts[digit * tiles + tile]), a scan,
 //     msm_radix_scatter (below: ranks within warps, the tile put in digit order in shared
-//     memory, then written out) or, for a pass of more than RADIX_BITS bits,
-//     msm_radix_scatter_wide (the same ranks, each entry written from its registers). The
-//     first pass makes the set's entries from the words (window set * copies +
-//     t / tiles_per_window, points of tile t % tiles_per_window), later passes read (key,
-//     entry) pairs; the last writes the entries at the set's start in `vals`.
+//     memory, then written out). The first pass makes the set's entries from the words (window
+//     set * copies + t / tiles_per_window, points of tile t % tiles_per_window), later passes
+//     read (key, entry) pairs; the last writes the entries at the set's start in `vals`.
 //  3. msm_radix_ends: each bucket's end from its start and size.
 // Sorted by key within its set and the sets in order, an entry lands where the counting sort
 // would put its bucket: at [start, end) from the scan of the histogram.
@@ -286,7 +283,7 @@ DEVI bool radix_item(const radix_pass_args& a, u32 items, u32 tile, u32 j, u32& 
 }
 
 extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_count(const radix_pass_args a) {
-    __shared__ u32 h[1u << RADIX_WIDE_BITS];
+    __shared__ u32 h[1u << RADIX_BITS];
     const u32 bins = 1u << a.bits, dmask = bins - 1;
     const u32 items = radix_items(a);
     for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) h[d] = 0;
@@ -302,22 +299,29 @@ extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_count(cons
     if (blockIdx.x == 0 && threadIdx.x == 0) a.tile_counts[(size_t)bins * a.tiles] = 0;
 }
 
-// Stable ranking of a tile's entries: each warp ranks a contiguous part of the tile in batches
-// of 32 entries, keeping its own count per digit in wc[warp] (the lanes with a lane's digit from
-// one ballot per digit bit; no block barrier between batches). Batch b's entry of the thread
-// ends in key[b], val[b], with rank[b] its place among the warp's entries of its digit before
-// it (NONE where there is none); wc[w][d] ends as warp w's count of digit d. Ends with a block
-// barrier.
-template <u32 BINS>
-DEVI void radix_rank(const radix_pass_args& a, u32 (*wc)[BINS], u32* key, u32* val, u32* rank) {
+// Stable: each warp ranks a contiguous part of the tile in batches of 32 entries, keeping its own
+// count per digit (the lanes with a lane's digit from one ballot per digit bit; no block barrier
+// between batches). The warps' counts then give each entry its place in the tile sorted by digit
+// (digits in order, in a digit the warps in order, in a warp the ranks): the entries are put
+// there in shared memory, and the tile is written out in that order, so that consecutive threads
+// write consecutive places of a digit's run (a scattered write per entry cost more than the
+// bytes). A tile's entries keep their order within each digit, as the passes after the first need.
+extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(const radix_pass_args a) {
     constexpr u32 WARPS = RADIX_THREADS / 32;
     constexpr u32 BATCHES = RADIX_TILE / RADIX_THREADS;
+    constexpr u32 BINS = 1u << RADIX_BITS;
+    __shared__ u32 wc[WARPS][BINS];
+    __shared__ u32 start[BINS];  // the digit's first place in the sorted tile
+    __shared__ u32 scan[BINS];
+    __shared__ u32 gbase[BINS];  // the digit's offset for the tile in the pass's output
+    __shared__ uint2 tile[RADIX_TILE];
     const u32 bins = 1u << a.bits, dmask = bins - 1;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 below = (1u << lane) - 1;
     for (u32 x = threadIdx.x; x < (WARPS << a.bits); x += RADIX_THREADS) wc[x >> a.bits][x & dmask] = 0;
     __syncthreads();
     const u32 items = radix_items(a);
+    u32 key[BATCHES], val[BATCHES], rank[BATCHES];
 #pragma unroll
     for (u32 b = 0; b < BATCHES; b++) {
         u32 k = 0, v = 0;
@@ -338,27 +342,6 @@ DEVI void radix_rank(const radix_pass_args& a, u32 (*wc)[BINS], u32* key, u32* v
         rank[b] = valid ? before + __popc(peers & below) : NONE;
     }
     __syncthreads();
-}
-
-// The scatter of a pass of at most RADIX_BITS bits. The warps' counts (radix_rank) give each
-// entry its place in the tile sorted by digit (digits in order, in a digit the warps in order,
-// in a warp the ranks): the entries are put there in shared memory, and the tile is written out
-// in that order, so that consecutive threads write consecutive places of a digit's run (a
-// scattered write per entry cost more than the bytes). A tile's entries keep their order within
-// each digit, as the passes after the first need.
-extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(const radix_pass_args a) {
-    constexpr u32 WARPS = RADIX_THREADS / 32;
-    constexpr u32 BATCHES = RADIX_TILE / RADIX_THREADS;
-    constexpr u32 BINS = 1u << RADIX_BITS;
-    __shared__ u32 wc[WARPS][BINS];
-    __shared__ u32 start[BINS];  // the digit's first place in the sorted tile
-    __shared__ u32 scan[BINS];
-    __shared__ u32 gbase[BINS];  // the digit's offset for the tile in the pass's output
-    __shared__ uint2 tile[RADIX_TILE];
-    const u32 bins = 1u << a.bits, dmask = bins - 1;
-    const u32 warp = threadIdx.x >> 5;
-    u32 key[BATCHES], val[BATCHES], rank[BATCHES];
-    radix_rank<BINS>(a, wc, key, val, rank);
     // each digit's entries in the tile, then their first place (an exclusive scan over digits)
     for (u32 d = threadIdx.x; d < BINS; d += RADIX_THREADS) {
         u32 total = 0;
@@ -401,43 +384,6 @@ extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(co
         const size_t pos = (size_t)gbase[d] + (e - start[d]);
         if (a.last) a.out[set_start + pos] = kv.y;
         else reinterpret_cast<uint2*>(a.out)[pos] = kv;
-    }
-}
-
-// The scatter of a pass of more than RADIX_BITS bits (at most RADIX_WIDE_BITS): ranked as in
-// msm_radix_scatter, each entry then written straight from its registers to its place. With
-// 2^10 digits a tile's runs average 4 entries, too short for a staging pass in shared memory to
-// pay, and every warp's count per digit leaves no room for the tile there (48 KB of static
-// shared memory). A digit's runs of consecutive tiles are consecutive in the output, so the
-// blocks in flight fill the same sectors.
-extern "C" __global__ void __launch_bounds__(RADIX_THREADS, RADIX_WIDE_BLOCKS_PER_SM)
-    msm_radix_scatter_wide(const radix_pass_args a) {
-    constexpr u32 WARPS = RADIX_THREADS / 32;
-    constexpr u32 BATCHES = RADIX_TILE / RADIX_THREADS;
-    constexpr u32 BINS = 1u << RADIX_WIDE_BITS;
-    __shared__ u32 wc[WARPS][BINS];
-    const u32 bins = 1u << a.bits, dmask = bins - 1;
-    const u32 warp = threadIdx.x >> 5;
-    u32 key[BATCHES], val[BATCHES], rank[BATCHES];
-    radix_rank<BINS>(a, wc, key, val, rank);
-    // each warp's first place in each digit's output: the digit's offset for the tile, then the
-    // warps before it
-    for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) {
-        u32 run = a.offsets[(size_t)d * a.tiles + blockIdx.x];
-        for (u32 w = 0; w < WARPS; w++) {
-            const u32 cnt = wc[w][d];
-            wc[w][d] = run;
-            run += cnt;
-        }
-    }
-    __syncthreads();
-    const size_t set_start = a.last ? a.starts[(size_t)a.set * a.nb] : 0;
-#pragma unroll
-    for (u32 b = 0; b < BATCHES; b++) {
-        if (rank[b] == NONE) continue;
-        const size_t pos = (size_t)wc[warp][(key[b] >> a.shift) & dmask] + rank[b];
-        if (a.last) a.out[set_start + pos] = val[b];
-        else reinterpret_cast<uint2*>(a.out)[pos] = make_uint2(key[b], val[b]);
     }
 }
 

@@ -117,16 +117,8 @@ shared_consts! {
     /// Entries per block (tile) of a radix pass: RADIX_TILE / RADIX_THREADS rounds of one entry
     /// per thread.
     RADIX_TILE = 4096;
-    /// Most bits of the key one pass of `msm_radix_scatter` sorts by (2^RADIX_BITS
-    /// shared-memory counters per warp, beside the tile staged in shared memory).
+    /// Most bits of the key one radix pass sorts by (2^RADIX_BITS shared-memory counters).
     RADIX_BITS = 8;
-    /// Most bits of the key one pass of `msm_radix_scatter_wide` sorts by (`MsmSort::RadixWide`:
-    /// 2^RADIX_WIDE_BITS counters per warp, the whole of its shared memory with
-    /// `msm_radix_count`'s histogram sized to match).
-    RADIX_WIDE_BITS = 10;
-    /// Blocks per multiprocessor in `msm_radix_scatter_wide`'s `__launch_bounds__` (at most 85
-    /// registers: unbounded it takes 105, two blocks; four spill).
-    RADIX_WIDE_BLOCKS_PER_SM = 3;
     /// Threads per block of the batch-affine rounds (`msm_affine_fwd`, `msm_affine_bwd`).
     AFF_THREADS = 128;
     /// Blocks per multiprocessor in their `__launch_bounds__` (128 registers), and what a round
@@ -352,13 +344,12 @@ kernel_args! {
     /// Radix sort, one pass over bucket set `set`: the count of each digit (key bits
     /// [shift, shift + bits)) per tile into tile_counts[digit * tiles + tile] and a zero after
     /// them (`msm_radix_count`), or the stable scatter of the tile's entries from the scanned
-    /// counts in `offsets` (`msm_radix_scatter`, or `msm_radix_scatter_wide` for more than
-    /// `RADIX_BITS` bits). `first`: the entries come from `words` and
+    /// counts in `offsets` (`msm_radix_scatter`). `first`: the entries come from `words` and
     /// `carries` (window set * copies + tile / tiles_per_window), else (key, entry) pairs from
     /// `pairs_in`, as many as the set's buckets hold (`starts`, the scan of the histogram, with
     /// its total at index m). `last`: entries go to `out` from the set's start, else (key,
     /// entry) pairs to `out` from 0.
-    "msm"::"msm_radix_count" | "msm"::"msm_radix_scatter" | "msm"::"msm_radix_scatter_wide" => RadixPassArgs("radix_pass_args") {
+    "msm"::"msm_radix_count" | "msm"::"msm_radix_scatter" => RadixPassArgs("radix_pass_args") {
         words: DevPtr,
         carries: DevPtr,
         pairs_in: DevPtr,

@@ -20,17 +20,11 @@ pub enum MsmSort {
     /// stable scatter ranked by warp ballots. No global atomics beyond the histogram, and each
     /// tile writes a digit's entries as one run. More memory while sorting: the scalars out of
     /// Montgomery form and two buffers of one set's (key, entry) pairs (`bytes.rs`). Falls back
-    /// to `Atomic` above 32 windows (`plan::RadixPlan`). Dense 2^24 / 2^25 / 2^26 in 106.2 /
-    /// 194.9 / 371.1 ms against 115.0 / 214.6 / 411.4 with `Atomic`, the H MSM of a 32 GiB
-    /// partition 741.3 against 823.6 (H200); the sparse and G2 MSMs level.
-    Radix,
-    /// `Radix` in passes of up to `RADIX_WIDE_BITS` (10) bits: two passes where `Radix` takes
-    /// three (bucket keys of 17 to 20 bits: windows of 18 to 21 bits, 20 from 2^22 points), one
-    /// less count, scan and scatter per bucket set and one buffer of pairs less. With 2^10 digits
-    /// a tile's runs of a digit average 4 entries, so the scatter writes each entry from its
-    /// registers (`msm_radix_scatter_wide`) instead of staging the tile in shared memory.
+    /// to `Atomic` above 32 windows (`plan::RadixPlan`). The production default: dense 2^24 /
+    /// 2^25 / 2^26 in 106.2 / 194.9 / 371.1 ms against 115.0 / 214.6 / 411.4 with `Atomic`, the H
+    /// MSM of a 32 GiB partition 741.3 against 823.6 (H200); the sparse and G2 MSMs level.
     #[default]
-    RadixWide,
+    Radix,
 }
 
 /// How G2's bucket accumulation makes its mixed additions. G2's curve operations are
@@ -125,13 +119,6 @@ impl MsmConfig {
                 "sort=radix",
                 MsmConfig {
                     sort: MsmSort::Radix,
-                    ..d
-                },
-            ),
-            (
-                "sort=radix-wide",
-                MsmConfig {
-                    sort: MsmSort::RadixWide,
                     ..d
                 },
             ),

@@ -712,8 +712,7 @@ mod tests {
         let b = e.upload(affines_as_u32(&points)).unwrap();
         let s = e.upload(scalars_as_u32(&scalars)).unwrap();
         // windows of 16 bits: two radix passes; of 18 bits (15 windows in one set of 2^17
-        // buckets): three, through both buffers of pairs, or with `RadixWide` two, the first
-        // through `msm_radix_scatter_wide`
+        // buckets): three, through both buffers of pairs
         for (window, copies) in [(16u32, 2u32), (16, 3), (16, 16), (18, 15)] {
             let pre = Precomputation { window, copies };
             let all = e.alloc(n * 24 * copies as usize).unwrap();

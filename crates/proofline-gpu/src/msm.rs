@@ -32,8 +32,8 @@ use crate::abi::{
     OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixEndsArgs, RadixPassArgs, RadixPrepArgs,
     ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs, SumOnesArgs,
     WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
-    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_BITS, RADIX_THREADS,
-    SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_THREADS, SCAN_SUMS_THREADS,
+    SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -413,12 +413,7 @@ fn sort_radix<E: Exec>(
             e.launch_as("msm_radix_count", tiles as u32, RADIX_THREADS, &args(out))?;
             let counts_len = radix.pass_slots(bits, sets);
             exclusive_scan_with(e, tile_counts.ptr(), offsets.ptr(), counts_len, sums.ptr())?;
-            let scatter = if bits <= RADIX_BITS {
-                "msm_radix_scatter"
-            } else {
-                "msm_radix_scatter_wide"
-            };
-            e.launch_as(scatter, tiles as u32, RADIX_THREADS, &args(out))?;
+            e.launch_as("msm_radix_scatter", tiles as u32, RADIX_THREADS, &args(out))?;
         }
     }
     e.launch(

@@ -12,8 +12,8 @@ use crate::config::MsmSort;
 
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
-    BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_TILE, RADIX_WIDE_BITS, REDUCE_SEGMENT,
-    SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
+    BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_TILE, REDUCE_SEGMENT, SORT_BINS_MAX,
+    SORT_FINE_BITS_MAX, SORT_TILE,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -122,10 +122,9 @@ impl SortPlan {
     }
 }
 
-/// The radix sort of one chunk (`MsmSort::Radix` and `RadixWide`, `msm_radix_*`): each bucket
-/// set's entries sorted by their key (the bucket within the set, c - 1 bits) in passes of at
-/// most [`RADIX_BITS`] bits ([`RADIX_WIDE_BITS`] for `RadixWide`), the lowest first, in tiles
-/// of [`RADIX_TILE`] entries.
+/// The radix sort of one chunk (`MsmSort::Radix`, `msm_radix_*`): each bucket set's entries
+/// sorted by their key (the bucket within the set, c - 1 bits) in passes of at most
+/// [`RADIX_BITS`] bits, the lowest first, in tiles of [`RADIX_TILE`] entries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RadixPlan {
     /// (shift, bits) of each pass, lowest bits first; the bits as even as they can be.
@@ -135,17 +134,16 @@ pub struct RadixPlan {
 }
 
 impl RadixPlan {
-    /// The plan for `n` points in `sets`, in passes of at most `max_bits` bits (`RADIX_BITS`,
-    /// or `RADIX_WIDE_BITS` for `MsmSort::RadixWide`); `None` where the carries' masks (one bit
-    /// per window) cannot hold the windows, or the chunk's entries do not fit 32 bits (the
-    /// caller then sorts with global atomics).
-    pub fn new(n: usize, sets: &BucketSets, max_bits: u32) -> Option<Self> {
+    /// The plan for `n` points in `sets`; `None` where the carries' masks (one bit per window)
+    /// cannot hold the windows, or the chunk's entries do not fit 32 bits (the caller then sorts
+    /// with global atomics).
+    pub fn new(n: usize, sets: &BucketSets) -> Option<Self> {
         let plan = sets.plan;
         if plan.nw > 32 || n == 0 || (n as u64) * u64::from(plan.nw) > u64::from(u32::MAX) {
             return None;
         }
         let key_bits = plan.nb.trailing_zeros();
-        let count = key_bits.div_ceil(max_bits.clamp(1, RADIX_WIDE_BITS)).max(1);
+        let count = key_bits.div_ceil(RADIX_BITS).max(1);
         let mut passes = Vec::with_capacity(count as usize);
         let mut shift = 0;
         for p in 0..count {
@@ -189,7 +187,7 @@ pub enum ChunkSort {
     Atomic,
     /// `MsmSort::TwoLevel` with its bins.
     TwoLevel(SortPlan),
-    /// `MsmSort::Radix` or `MsmSort::RadixWide` with its passes.
+    /// `MsmSort::Radix` with its passes.
     Radix(RadixPlan),
 }
 
@@ -199,8 +197,7 @@ impl ChunkSort {
         let plan = match sort {
             MsmSort::Atomic => None,
             MsmSort::TwoLevel => SortPlan::new(sets.sets, sets.plan.nb).map(ChunkSort::TwoLevel),
-            MsmSort::Radix => RadixPlan::new(n, sets, RADIX_BITS).map(ChunkSort::Radix),
-            MsmSort::RadixWide => RadixPlan::new(n, sets, RADIX_WIDE_BITS).map(ChunkSort::Radix),
+            MsmSort::Radix => RadixPlan::new(n, sets).map(ChunkSort::Radix),
         };
         plan.unwrap_or(ChunkSort::Atomic)
     }
@@ -668,37 +665,26 @@ mod tests {
     #[test]
     fn radix_passes_cover_the_key_once_in_order() {
         // from 8 bits: at most 32 windows
-        for max_bits in [RADIX_BITS, RADIX_WIDE_BITS] {
-            for c in 8..=22u32 {
-                let sets = BucketSets::plain(WindowPlan::with_window(c));
-                let r = RadixPlan::new(1 << 20, &sets, max_bits).expect("windows fit");
-                let mut next = 0;
-                for &(shift, bits) in &r.passes {
-                    assert_eq!(shift, next, "c = {c}: {r:?}");
-                    assert!(bits <= max_bits && bits > 0, "c = {c}: {r:?}");
-                    next += bits;
-                }
-                assert_eq!(next, c - 1, "c = {c}: {r:?}");
-                assert_eq!(r.passes.len() as u32, (c - 1).div_ceil(max_bits));
-                let widest = r.passes.iter().map(|p| p.1).max().unwrap_or(0);
-                let narrowest = r.passes.iter().map(|p| p.1).min().unwrap_or(0);
-                assert!(widest - narrowest <= 1, "c = {c}: {r:?}");
+        for c in 8..=22u32 {
+            let sets = BucketSets::plain(WindowPlan::with_window(c));
+            let r = RadixPlan::new(1 << 20, &sets).expect("windows fit");
+            let mut next = 0;
+            for &(shift, bits) in &r.passes {
+                assert_eq!(shift, next, "c = {c}: {r:?}");
+                assert!(bits <= RADIX_BITS && bits > 0, "c = {c}: {r:?}");
+                next += bits;
             }
+            assert_eq!(next, c - 1, "c = {c}: {r:?}");
+            let widest = r.passes.iter().map(|p| p.1).max().unwrap_or(0);
+            let narrowest = r.passes.iter().map(|p| p.1).min().unwrap_or(0);
+            assert!(widest - narrowest <= 1, "c = {c}: {r:?}");
         }
-        let c20 = BucketSets::plain(WindowPlan::with_window(20));
-        let narrow = RadixPlan::new(1 << 24, &c20, RADIX_BITS).unwrap();
-        assert_eq!(narrow.passes, vec![(0, 7), (7, 6), (13, 6)]);
-        assert_eq!(narrow.tiles_per_window, (1 << 24) / RADIX_TILE as usize);
-        let wide = RadixPlan::new(1 << 24, &c20, RADIX_WIDE_BITS).unwrap();
-        assert_eq!(wide.passes, vec![(0, 10), (10, 9)]);
-        assert_eq!(wide.slots(&c20), (1 << 10) * wide.tiles(&c20) + 1);
+        let c20 = RadixPlan::new(1 << 24, &BucketSets::plain(WindowPlan::with_window(20))).unwrap();
+        assert_eq!(c20.passes, vec![(0, 7), (7, 6), (13, 6)]);
+        assert_eq!(c20.tiles_per_window, (1 << 24) / RADIX_TILE as usize);
         // 255 bits in windows of 7: 37 windows, more than a carry mask holds
         assert_eq!(
-            RadixPlan::new(
-                1 << 10,
-                &BucketSets::plain(WindowPlan::with_window(7)),
-                RADIX_BITS
-            ),
+            RadixPlan::new(1 << 10, &BucketSets::plain(WindowPlan::with_window(7))),
             None
         );
     }
