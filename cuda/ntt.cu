@@ -40,8 +40,8 @@ DEVI fr_t pow_from_tables(const u32* lo, const u32* hi, u32 idx, u32 lo_bits) {
 // is j mod 2^s: T_s[j] at tw[2^s - 1 + j], one contiguous table per stage, so
 // the lanes of a warp read neighbours (one flat table of w^m, read at stride
 // 2^(log_n - 1 - s), was 5-13 % slower on the H200: docs/gpu-kernels.md).
-DEVI fr_t twiddle(const u32* tw, u32 s, size_t j) {
-    return fr_t::load(tw + 8 * (((size_t)1 << s) - 1 + j));
+DEVI fr_t twiddle(const u32* tw, u32 s, u32 j) {
+    return fr_t::load(tw + 8 * (size_t)((1u << s) - 1 + j));
 }
 
 // out[2^s - 1 + j] = w^(j 2^(log_n - 1 - s)) for s < log_n, j < 2^s (the stage
@@ -140,7 +140,7 @@ DEVI void tile_load(uint4* sm, const tile_t& tl, const u32* in, const u32* mul,
 // The t stages of the tile in shared memory, with the twiddles of `tw`; each step ends with a
 // barrier.
 DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
-    const u32 log_n = tl.log_n, s_lo = tl.s_lo, t = tl.t, lg_l = tl.lg_l;
+    const u32 s_lo = tl.s_lo, t = tl.t, lg_l = tl.lg_l;
     const u32 L = tl.L, E = tl.E, lowblock = tl.lowblock;
     // Stages two at a time (radix 4: four elements in registers, one
     // shared-memory round trip and one barrier per two stages), then a
@@ -163,18 +163,19 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 u32 e0 = (i << lg_l) | lowpart;
                 u32 eh = h << lg_l;
                 // global index of x0 modulo 2^s
-                size_t g0 = (((size_t)(q & (h - 1))) << s_lo) | ((size_t)lowblock << lg_l) | lowpart;
+                const u32 g0 = ((q & (h - 1)) << s_lo) | (lowblock << lg_l) | lowpart;
                 // twiddles: stage s + 1 pairs (x0, x2) with w^ma, (x1, x3) with
-                // w^(ma + n/4); stage s pairs (x0, x1), (x2, x3) with w^(2 ma)
-                size_t ma = g0 << (log_n - s - 2);
+                // w^(ma + n/4); stage s pairs (x0, x1), (x2, x3) with w^(2 ma), where
+                // ma = g0 2^(log_n - s - 2): all but wb are one where g0 is 0
+                const bool twiddled = g0 != 0;
                 fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e0 + eh);
                 fr_t x2 = load_sm(sm, e0 + 2 * eh), x3 = load_sm(sm, e0 + 3 * eh);
-                fr_t wb = twiddle(tw, s + 1, g0 + ((size_t)1 << s));
+                fr_t wb = twiddle(tw, s + 1, g0 + (1u << s));
                 // a difference or sum that is only multiplied skips its correction (wide_t)
                 if (dif) {
                     fr_t y0 = fr_t::add(x0, x2), y1 = fr_t::add(x1, x3), y2;
                     fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x1, x3));
-                    if (ma != 0) {
+                    if (twiddled) {
                         y2 = fr_t::mul(twiddle(tw, s + 1, g0), fr_t::sub_wide(x0, x2));
                         fr_t wc = twiddle(tw, s, g0);
                         x1 = fr_t::mul(wc, fr_t::sub_wide(y0, y1));
@@ -187,14 +188,15 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                     x0 = fr_t::add(y0, y1);
                     x2 = fr_t::add(y2, y3);
                 } else {
-                    if (ma != 0) {
+                    if (twiddled) {
                         fr_t wc = twiddle(tw, s, g0);
                         x1 = fr_t::mul(x1, wc);
                         x3 = fr_t::mul(x3, wc);
                     }
                     fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
-                    fr_t y2 = ma != 0 ? fr_t::mul(twiddle(tw, s + 1, g0), fr_t::add_wide(x2, x3))
-                                      : fr_t::add(x2, x3);
+                    fr_t y2 = twiddled
+                                  ? fr_t::mul(twiddle(tw, s + 1, g0), fr_t::add_wide(x2, x3))
+                                  : fr_t::add(x2, x3);
                     fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x2, x3));
                     x0 = fr_t::add(y0, y2);
                     x2 = fr_t::sub(y0, y2);
@@ -219,7 +221,7 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 u32 i = ((q >> r) << (r + 1)) | (q & (h - 1));
                 u32 e0 = (i << lg_l) | lowpart;
                 u32 e1 = e0 + (h << lg_l);
-                size_t m = (((size_t)(q & (h - 1))) << s_lo) | ((size_t)lowblock << lg_l) | lowpart;
+                const u32 m = ((q & (h - 1)) << s_lo) | (lowblock << lg_l) | lowpart;
                 fr_t x0 = load_sm(sm, e0), x1 = load_sm(sm, e1);
                 fr_t y0, y1;
                 if (dif) {
