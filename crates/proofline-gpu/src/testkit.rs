@@ -1125,6 +1125,7 @@ mod tests {
         // x + x = x - 1 (words one lower, no wrap) holds only for x = -1: the words are p - 1
         let top = fp_montgomery_top();
         let mut sum = blst::blst_fp::default();
+        // SAFETY: blst reads the two inputs and writes the output, all valid blst_fp values.
         unsafe { blst::blst_fp_add(&mut sum, &top, &top) };
         let mut expect = top;
         expect.l[0] -= 1;
