@@ -6,7 +6,8 @@
 //!   tests, each run under an arena sized by the byte formulas of `bytes.rs` (so the tests also
 //!   check the formulas on a real device);
 //! * [`DeviceData`]: device-resident scalars and points for benchmarks that time kernels alone;
-//! * random inputs (points, scalars, the PoRep-like zero/one/other mix) and CPU references.
+//! * random inputs (points, scalars, the PoRep-like zero/one/other mix), the field tests'
+//!   boundary elements (Montgomery words modulus - 1) and CPU references.
 
 use std::time::Instant;
 
