@@ -172,41 +172,41 @@ DEVI void tile_stages(uint4* sm, const tile_t& tl, const u32* tw, u32 dif) {
                 fr_t x2 = load_sm(sm, e0 + 2 * eh), x3 = load_sm(sm, e0 + 3 * eh);
                 fr_t wb = twiddle(tw, s + 1, g0 + (1u << s));
                 // a difference or sum that is only multiplied skips its correction (wide_t)
+                // each output is stored as soon as it is made (the thread owns its four places
+                // in this step and has loaded all of them): fewer values live at once, so the
+                // steps fit the 80 registers with less spilling (docs/gpu-kernels.md, Results)
                 if (dif) {
-                    fr_t y0 = fr_t::add(x0, x2), y1 = fr_t::add(x1, x3), y2;
-                    fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x1, x3));
+                    const fr_t y0 = fr_t::add(x0, x2), y1 = fr_t::add(x1, x3);
+                    const fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x1, x3));
+                    store_sm(sm, e0, fr_t::add(y0, y1));
                     if (twiddled) {
-                        y2 = fr_t::mul(twiddle(tw, s + 1, g0), fr_t::sub_wide(x0, x2));
-                        fr_t wc = twiddle(tw, s, g0);
-                        x1 = fr_t::mul(wc, fr_t::sub_wide(y0, y1));
-                        x3 = fr_t::mul(wc, fr_t::sub_wide(y2, y3));
+                        const fr_t wc = twiddle(tw, s, g0);
+                        store_sm(sm, e0 + eh, fr_t::mul(wc, fr_t::sub_wide(y0, y1)));
+                        const fr_t y2 = fr_t::mul(twiddle(tw, s + 1, g0), fr_t::sub_wide(x0, x2));
+                        store_sm(sm, e0 + 2 * eh, fr_t::add(y2, y3));
+                        store_sm(sm, e0 + 3 * eh, fr_t::mul(wc, fr_t::sub_wide(y2, y3)));
                     } else {
-                        y2 = fr_t::sub(x0, x2);
-                        x1 = fr_t::sub(y0, y1);
-                        x3 = fr_t::sub(y2, y3);
+                        store_sm(sm, e0 + eh, fr_t::sub(y0, y1));
+                        const fr_t y2 = fr_t::sub(x0, x2);
+                        store_sm(sm, e0 + 2 * eh, fr_t::add(y2, y3));
+                        store_sm(sm, e0 + 3 * eh, fr_t::sub(y2, y3));
                     }
-                    x0 = fr_t::add(y0, y1);
-                    x2 = fr_t::add(y2, y3);
                 } else {
                     if (twiddled) {
-                        fr_t wc = twiddle(tw, s, g0);
+                        const fr_t wc = twiddle(tw, s, g0);
                         x1 = fr_t::mul(x1, wc);
                         x3 = fr_t::mul(x3, wc);
                     }
-                    fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
-                    fr_t y2 = twiddled
-                                  ? fr_t::mul(twiddle(tw, s + 1, g0), fr_t::add_wide(x2, x3))
-                                  : fr_t::add(x2, x3);
-                    fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x2, x3));
-                    x0 = fr_t::add(y0, y2);
-                    x2 = fr_t::sub(y0, y2);
-                    x1 = fr_t::add(y1, y3);
-                    x3 = fr_t::sub(y1, y3);
+                    const fr_t y0 = fr_t::add(x0, x1), y1 = fr_t::sub(x0, x1);
+                    const fr_t y2 = twiddled
+                                        ? fr_t::mul(twiddle(tw, s + 1, g0), fr_t::add_wide(x2, x3))
+                                        : fr_t::add(x2, x3);
+                    store_sm(sm, e0, fr_t::add(y0, y2));
+                    store_sm(sm, e0 + 2 * eh, fr_t::sub(y0, y2));
+                    const fr_t y3 = fr_t::mul(wb, fr_t::sub_wide(x2, x3));
+                    store_sm(sm, e0 + eh, fr_t::add(y1, y3));
+                    store_sm(sm, e0 + 3 * eh, fr_t::sub(y1, y3));
                 }
-                store_sm(sm, e0, x0);
-                store_sm(sm, e0 + eh, x1);
-                store_sm(sm, e0 + 2 * eh, x2);
-                store_sm(sm, e0 + 3 * eh, x3);
             }
         } else {
             const u32 r = dif ? (t - 1 - k) : k;
