@@ -105,14 +105,15 @@ struct xyzz {
             else *this = inf();
             return;
         }
-        F PP = F::sqr(P);
-        F PPP = F::mul(P, PP);
-        F Q = F::mul(X, PP);
-        F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
+        // ZZ and ZZZ take their factors as soon as these exist (fewer values live)
+        const F PP = F::sqr(P);
+        ZZ = F::mul(ZZ, PP);
+        const F PPP = F::mul(P, PP);
+        ZZZ = F::mul(ZZZ, PPP);
+        const F Q = F::mul(X, PP);
+        const F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
         Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(Y, PPP));
         X = X3;
-        ZZ = F::mul(ZZ, PP);
-        ZZZ = F::mul(ZZZ, PPP);
     }
 
     // dbl-2008-s-1
@@ -135,25 +136,36 @@ struct xyzz {
     DEVI void add(const xyzz& q) {
         if (q.is_inf()) return;
         if (is_inf()) { *this = q; return; }
-        F U1 = F::mul(X, q.ZZ);
-        F U2 = F::mul(q.X, ZZ);
-        F S1 = F::mul(Y, q.ZZZ);
-        F S2 = F::mul(q.Y, ZZZ);
-        F P = F::sub(U2, U1);
-        F R = F::sub(S2, S1);
+        // Both points are scaled to the common ZZ = ZZ q.ZZ, ZZZ = ZZZ q.ZZZ first:
+        // (U1, S1, ZZ, ZZZ) is this point and (U2, S2, ZZ, ZZZ) is q, so neither point's own
+        // coordinates stay live past these six multiplications (fewer registers), and the
+        // doubling case doubles (U1, S1, ZZ, ZZZ).
+        const F U1 = F::mul(X, q.ZZ);
+        const F U2 = F::mul(q.X, ZZ);
+        ZZ = F::mul(ZZ, q.ZZ);
+        const F S1 = F::mul(Y, q.ZZZ);
+        const F S2 = F::mul(q.Y, ZZZ);
+        ZZZ = F::mul(ZZZ, q.ZZZ);
+        const F P = F::sub(U2, U1);
+        const F R = F::sub(S2, S1);
         if (P.is_zero()) {
-            if (R.is_zero()) dbl();
-            else *this = inf();
+            if (R.is_zero()) {
+                X = U1;
+                Y = S1;
+                dbl();
+            } else {
+                *this = inf();
+            }
             return;
         }
-        F PP = F::sqr(P);
-        F PPP = F::mul(P, PP);
-        F Q = F::mul(U1, PP);
-        F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
+        const F PP = F::sqr(P);
+        ZZ = F::mul(ZZ, PP);
+        const F PPP = F::mul(P, PP);
+        ZZZ = F::mul(ZZZ, PPP);
+        const F Q = F::mul(U1, PP);
+        const F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
         Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(S1, PPP));
         X = X3;
-        ZZ = F::mul(F::mul(ZZ, q.ZZ), PP);
-        ZZZ = F::mul(F::mul(ZZZ, q.ZZZ), PPP);
     }
 };
 
