@@ -105,15 +105,7 @@ struct xyzz {
             else *this = inf();
             return;
         }
-        // ZZ and ZZZ take their factors as soon as these exist (fewer values live)
-        const F PP = F::sqr(P);
-        ZZ = F::mul(ZZ, PP);
-        const F PPP = F::mul(P, PP);
-        ZZZ = F::mul(ZZZ, PPP);
-        const F Q = F::mul(X, PP);
-        const F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
-        Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(Y, PPP));
-        X = X3;
+        add_scaled(X, Y, P, R);
     }
 
     // dbl-2008-s-1
@@ -158,13 +150,21 @@ struct xyzz {
             }
             return;
         }
+        add_scaled(U1, S1, P, R);
+    }
+
+    // The common end of both additions: with this point as (U, S, ZZ, ZZZ) and the other as
+    // (U + P, S + R, ZZ, ZZZ), P not zero, this becomes their sum. ZZ and ZZZ take their
+    // factors as soon as these exist (fewer values live). U and S may be X and Y: each is read
+    // before it is written.
+    DEVI void add_scaled(const F& U, const F& S, const F& P, const F& R) {
         const F PP = F::sqr(P);
         ZZ = F::mul(ZZ, PP);
         const F PPP = F::mul(P, PP);
         ZZZ = F::mul(ZZZ, PPP);
-        const F Q = F::mul(U1, PP);
+        const F Q = F::mul(U, PP);
         const F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
-        Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(S1, PPP));
+        Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(S, PPP));
         X = X3;
     }
 };
