@@ -19,6 +19,10 @@
 // (point | sign << 31) when it is given, else position k is point k; its outputs at
 // [out_ends[g] - ceil(counts[g] / 2), out_ends[g]) of `out`, out_ends being the inclusive scan
 // of the halved counts (msm_affine_halve, then an exclusive scan read one element on).
+// Point k of `src` has its x at src + k src_stride and its y at src_y + k src_stride (words), and
+// likewise for `out`: interleaved (x and y side by side, the bases' layout: stride 2 F::WORDS)
+// or split (all the x, then all the y: stride F::WORDS), so that a round that reads only the x
+// of consecutive points (the forward pass after the first round) reads them contiguously.
 //
 // Host orchestration: crates/proofline-gpu/src/msm.rs (`batch_affine`).
 #pragma once
@@ -34,8 +38,11 @@ enum AffKind : u32 { AFF_ADD, AFF_DBL, AFF_LEFT, AFF_RIGHT, AFF_INF };
 template <class C>
 DEVI typename C::A aff_point(const affine_round_args& a, u32 k) {
     typedef typename C::A A;
-    u32 v = entry_at(a.vals, k);
-    A p = A::load(a.src + A::WORDS * (size_t)(v & 0x7fffffffu));
+    const u32 v = entry_at(a.vals, k);
+    const size_t at = a.src_stride * (size_t)(v & 0x7fffffffu);
+    A p;
+    p.x = C::F::load(a.src + at);
+    p.y = C::F::load(a.src_y + at);
     if ((v >> 31) != 0) p.y = C::F::neg(p.y);
     return p;
 }
@@ -80,8 +87,8 @@ DEVI typename C::F aff_denominator(const affine_round_args& a, u32 g, u32 o, u32
     const u32 first = a.ends[g] - cnt + 2 * i;
     const u32 vp = entry_at(a.vals, first);
     const u32 vq = entry_at(a.vals, first + 1);
-    const F px = F::load(a.src + A::WORDS * (size_t)(vp & 0x7fffffffu));
-    const F qx = F::load(a.src + A::WORDS * (size_t)(vq & 0x7fffffffu));
+    const F px = F::load(a.src + a.src_stride * (size_t)(vp & 0x7fffffffu));
+    const F qx = F::load(a.src + a.src_stride * (size_t)(vq & 0x7fffffffu));
     F dx = F::sub(qx, px);
     if (!px.is_zero() && !qx.is_zero() && !dx.is_zero()) return dx;
     A p, q;
@@ -131,14 +138,17 @@ DEVI void affine_fwd(const affine_round_args& a) {
             const u32 o = first + 32 * k;
             while (a.out_ends[g] <= o) g++;
             const F d = aff_denominator<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
-            // the prefix waits in the first words of the output slot, which the backward pass
-            // reads before it writes the sum there; padded with zeros to whole 32-byte sectors
-            // (a partly written sector costs the memory a read-modify-write)
-            u32* slot = a.out + C::A::WORDS * (size_t)o;
+            // the prefix waits in the output's x, which the backward pass reads before it
+            // writes the sum there; with interleaved outputs padded with zeros (into the y) to
+            // whole 32-byte sectors (a partly written sector costs the memory a
+            // read-modify-write); split outputs' x are contiguous, a warp's writes whole sectors
+            u32* slot = a.out + a.out_stride * (size_t)o;
             acc.store(slot);
+            if (a.out_stride == C::A::WORDS) {
 #pragma unroll
-            for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
-                *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
+                for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
+                    *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
+            }
             acc = F::mul(acc, d);
         }
     }
@@ -163,7 +173,8 @@ DEVI void affine_bwd(const affine_round_args& a) {
         A p, q;
         F d;
         const AffKind kind = aff_operands<C>(a, g, o, ostart, p, q, d);
-        const F dinv = F::mul(inv, F::load(a.out + A::WORDS * (size_t)o));
+        const size_t at = a.out_stride * (size_t)o;
+        const F dinv = F::mul(inv, F::load(a.out + at));
         inv = F::mul(inv, d);
         A r;
         switch (kind) {
@@ -182,7 +193,8 @@ DEVI void affine_bwd(const affine_round_args& a) {
             r.y = F::sub(F::mul(lambda, F::sub(p.x, r.x)), p.y);
         }
         }
-        r.store(a.out + A::WORDS * (size_t)o);
+        r.x.store(a.out + at);
+        r.y.store(a.out_y + at);
     }
 }
 

@@ -411,9 +411,11 @@ kernel_args! {
     /// Batch-affine round over m buckets (cuda/msm_affine.cuh): the forward pass writes the
     /// prefix products of the denominators into the output slots and each thread's product; the
     /// backward pass reads the inverses of those products and writes the sums over the prefixes.
-    /// `vals` of 0: position k of `src` is point k.
+    /// `vals` of 0: position k of `src` is point k. Point k's x at `src + k src_stride`, its y
+    /// at `src_y + k src_stride` (words); the same for `out`, `out_y` and `out_stride`.
     "msm"::"msm_affine_fwd" | "msm"::"msm_affine_bwd" | "msm_g2"::"msm_g2_affine_fwd" | "msm_g2"::"msm_g2_affine_bwd" => AffineRoundArgs("affine_round_args") {
         src: DevPtr,
+        src_y: DevPtr,
         vals: DevPtr,
         ends: DevPtr,
         counts: DevPtr,
@@ -421,10 +423,13 @@ kernel_args! {
         totals: DevPtrMut,
         inv: DevPtr,
         out: DevPtrMut,
+        out_y: DevPtrMut,
         m: u32,
         total: u32,
         per_thread: u32,
         threads: u32,
+        src_stride: u32,
+        out_stride: u32,
     }
     /// Batched inversion of n field elements (Fp, or Fp2 for G2): product trees per block into
     /// `blk`, one inversion over the `blocks` products, back down into `out`.

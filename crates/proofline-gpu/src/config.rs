@@ -68,6 +68,20 @@ impl Default for MsmAcc {
     }
 }
 
+/// How the batch-affine rounds hold the points they pass to the next round (the last round
+/// writes them interleaved, as the XYZZ accumulation reads them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum RoundPoints {
+    /// x and y side by side, as the bases are: a round's forward pass, which reads only the
+    /// two x of each output's pair, reads them 96 bytes apart (G1), and each prefix it writes
+    /// into an output's x is padded to whole 32-byte sectors.
+    Interleaved,
+    /// Every point's x, then every point's y, in the round's buffer: the forward pass reads a
+    /// pair's two x contiguously, and a warp's prefixes fill whole sectors unpadded.
+    #[default]
+    Split,
+}
+
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmConfig {
@@ -83,6 +97,8 @@ pub struct MsmConfig {
     pub g2_madd: G2Madd,
     /// The bucket accumulation.
     pub acc: MsmAcc,
+    /// The batch-affine rounds' points between rounds.
+    pub round_points: RoundPoints,
 }
 
 impl Default for MsmConfig {
@@ -92,6 +108,7 @@ impl Default for MsmConfig {
             max_chunk_log: 26,
             g2_madd: G2Madd::default(),
             acc: MsmAcc::default(),
+            round_points: RoundPoints::default(),
         }
     }
 }
@@ -140,6 +157,20 @@ impl MsmConfig {
                 "acc=xyzz",
                 MsmConfig {
                     acc: MsmAcc::Xyzz,
+                    ..d
+                },
+            ),
+            (
+                "round-points=interleaved",
+                MsmConfig {
+                    round_points: RoundPoints::Interleaved,
+                    ..d
+                },
+            ),
+            (
+                "round-points=split",
+                MsmConfig {
+                    round_points: RoundPoints::Split,
                     ..d
                 },
             ),

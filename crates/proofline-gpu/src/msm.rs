@@ -35,7 +35,7 @@ use crate::abi::{
     BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_THREADS, SCAN_SUMS_THREADS,
     SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
-use crate::config::{G2Madd, MsmAcc, MsmConfig};
+use crate::config::{G2Madd, MsmAcc, MsmConfig, RoundPoints};
 use crate::curve::{AffineKernels, MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
@@ -605,7 +605,7 @@ fn batch_affine<E: Exec, C: MsmCurve>(
         let inv = InvScratch::new(e, ak)?;
         // the round's input: points, entries (0: position k is point k), ends, counts
         let mut src = RoundInput {
-            points: sorted.points,
+            points: PointsAt::interleaved(sorted.points, ak.field_words),
             vals: sorted.vals,
             ends: word_at(sorted.ends, g0),
             counts: word_at(sorted.counts, g0),
@@ -613,6 +613,8 @@ fn batch_affine<E: Exec, C: MsmCurve>(
         let mut total = 0usize;
         for r in 0..rounds as usize {
             let (out, half, ends) = (&pts[r % 2], &half[r % 2], &ends[r % 2]);
+            let last = r + 1 == rounds as usize;
+            let out = round_out(ak, cfg, out.ptr(), grp.caps[r % 2], last);
             e.launch(
                 grid(mp + 1, ELEMENT_THREADS),
                 ELEMENT_THREADS,
@@ -634,9 +636,9 @@ fn batch_affine<E: Exec, C: MsmCurve>(
             )?;
             total = t[0] as usize;
             let out_ends = word_at(ends.ptr(), 1);
-            affine_round(e, ak, &src, out_ends, out.ptr(), mp, total, &inv)?;
+            affine_round(e, ak, &src, out_ends, out, mp, total, &inv)?;
             src = RoundInput {
-                points: out.ptr(),
+                points: out,
                 vals: 0,
                 ends: out_ends,
                 counts: half.ptr(),
@@ -645,7 +647,7 @@ fn batch_affine<E: Exec, C: MsmCurve>(
         accumulate::<E, C>(
             e,
             &AccInput {
-                points: src.points,
+                points: src.points.x,
                 vals: 0,
                 ends: src.ends,
                 counts: src.counts,
@@ -667,10 +669,49 @@ fn word_at(p: u64, w: usize) -> u64 {
     p.wrapping_add(4 * w as u64)
 }
 
+/// Where a batch-affine round finds point k: x at `x + 4 k stride`, y at `y + 4 k stride`
+/// (bytes; `stride` in words).
+#[derive(Clone, Copy)]
+struct PointsAt {
+    x: u64,
+    y: u64,
+    stride: u32,
+}
+
+impl PointsAt {
+    /// Points as the bases hold them, x and y side by side, from `p` (coordinates of
+    /// `field_words` words).
+    fn interleaved(p: u64, field_words: usize) -> Self {
+        PointsAt {
+            x: p,
+            y: word_at(p, field_words),
+            stride: 2 * field_words as u32,
+        }
+    }
+
+    /// A buffer of `cap` points from `p` holding every x, then every y.
+    fn split(p: u64, cap: usize, field_words: usize) -> Self {
+        PointsAt {
+            x: p,
+            y: word_at(p, cap * field_words),
+            stride: field_words as u32,
+        }
+    }
+}
+
+/// Where a round writes its outputs in a point buffer of `cap` points at `p`: interleaved after
+/// the `last` round (the XYZZ accumulation reads them so), else as `cfg.round_points` says.
+fn round_out(ak: AffineKernels, cfg: &MsmConfig, p: u64, cap: usize, last: bool) -> PointsAt {
+    match (cfg.round_points, last) {
+        (RoundPoints::Split, false) => PointsAt::split(p, cap, ak.field_words),
+        (RoundPoints::Interleaved, _) | (_, true) => PointsAt::interleaved(p, ak.field_words),
+    }
+}
+
 /// The input of a batch-affine round: bucket g's points at `[ends[g] - counts[g], ends[g])`,
 /// through `vals` (point | sign << 31) or, with `vals` of 0, position k is point k of `points`.
 struct RoundInput {
-    points: u64,
+    points: PointsAt,
     vals: u64,
     ends: u64,
     counts: u64,
@@ -706,7 +747,7 @@ fn affine_round<E: Exec>(
     ak: AffineKernels,
     src: &RoundInput,
     out_ends: u64,
-    out: u64,
+    out: PointsAt,
     m: usize,
     total: usize,
     inv: &InvScratch<E::Buf>,
@@ -718,18 +759,22 @@ fn affine_round<E: Exec>(
     let per_thread = total.div_ceil(inv.threads);
     let threads = 32 * total.div_ceil(32 * per_thread);
     let args = AffineRoundArgs {
-        src: DevPtr(src.points),
+        src: DevPtr(src.points.x),
+        src_y: DevPtr(src.points.y),
         vals: DevPtr(src.vals),
         ends: DevPtr(src.ends),
         counts: DevPtr(src.counts),
         out_ends: DevPtr(out_ends),
         totals: DevPtrMut(inv.totals.ptr()),
         inv: DevPtr(inv.inv.ptr()),
-        out: DevPtrMut(out),
+        out: DevPtrMut(out.x),
+        out_y: DevPtrMut(out.y),
         m: m as u32,
         total: total as u32,
         per_thread: per_thread as u32,
         threads: threads as u32,
+        src_stride: src.points.stride,
+        out_stride: out.stride,
     };
     let blocks = grid(threads, AFF_THREADS);
     e.launch_as(ak.fwd, blocks, AFF_THREADS, &args)?;
@@ -1062,17 +1107,18 @@ fn ones_affine<E: Exec, C: MsmCurve>(
         let sizes: Vec<u32> = grp.sizes.iter().map(|&c| c as u32).collect();
         let sizes_dev = e.upload(&sizes)?;
         let mut src = RoundInput {
-            points: bases,
+            points: PointsAt::interleaved(bases, ak.field_words),
             vals: list.at(first),
             ends: sizes_dev.ptr(),
             counts: sizes_dev.ptr(),
         };
-        for r in 0..grp.rounds() {
-            let out = &pts[r % 2];
+        let rounds = grp.rounds();
+        for r in 0..rounds {
+            let out = round_out(ak, cfg, pts[r % 2].ptr(), cap.caps[r % 2], r + 1 == rounds);
             let out_ends = sizes_dev.at(r + 1);
-            affine_round(e, ak, &src, out_ends, out.ptr(), 1, grp.sizes[r + 1], &inv)?;
+            affine_round(e, ak, &src, out_ends, out, 1, grp.sizes[r + 1], &inv)?;
             src = RoundInput {
-                points: out.ptr(),
+                points: out,
                 vals: 0,
                 ends: out_ends,
                 counts: out_ends,
@@ -1081,7 +1127,7 @@ fn ones_affine<E: Exec, C: MsmCurve>(
         accumulate::<E, C>(
             e,
             &AccInput {
-                points: src.points,
+                points: src.points.x,
                 vals: src.vals,
                 ends: src.ends,
                 counts: src.counts,
