@@ -121,69 +121,38 @@ DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
     return (u32)((wend - f + 31) / 32);
 }
 
-// Thread t's positions form two chains of the forward pass, run side by side so that two
-// positions' loads and multiplications are in flight at once: the low chain is its first
-// aff_low(cnt) positions, the high chain the rest (as many, or one fewer).
-DEVI u32 aff_low(u32 cnt) { return (cnt + 1) >> 1; }
-
-// Position o's denominator; its chain's product before it (`acc`) is stored as its prefix, and g
-// advanced to o's bucket.
 template <class C>
-DEVI typename C::F aff_prefix_step(const affine_round_args& a, u32& g, u32 o,
-                                   const typename C::F& acc) {
+DEVI void affine_fwd(const affine_round_args& a) {
     typedef typename C::F F;
     // the prefix's words rounded up to whole 32-byte sectors (within the slot of a point)
     constexpr u32 AFF_PREFIX_WORDS = (F::WORDS + 7) / 8 * 8;
     static_assert(AFF_PREFIX_WORDS <= C::A::WORDS, "prefix larger than a point");
-    while (a.out_ends[g] <= o) g++;
-    const F d = aff_denominator<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
-    // the prefix waits in the output's x, which the backward pass reads before it writes the
-    // sum there; with interleaved outputs padded with zeros (into the y) to whole 32-byte
-    // sectors (a partly written sector costs the memory a read-modify-write); split outputs'
-    // x are contiguous, a warp's writes whole sectors
-    u32* slot = a.out + a.out_stride * (size_t)o;
-    acc.store(slot);
-    if (a.out_stride == C::A::WORDS) {
-#pragma unroll
-        for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
-            *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
-    }
-    return d;
-}
-
-// Writes each position's prefix, each thread's two chain products into `halves` (low, high) and
-// their product into `totals` (what the batched inversion inverts).
-template <class C>
-DEVI void affine_fwd(const affine_round_args& a) {
-    typedef typename C::F F;
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.threads) return;
-    F lo = F::one(), hi = F::one();
+    F acc = F::one();
     u32 first = 0;
     const u32 cnt = aff_positions(a, t, first);
     if (cnt > 0) {
-        const u32 h = aff_low(cnt);
-        u32 glo = bucket_of(a.out_ends, a.m, first);
-        u32 ghi = bucket_of(a.out_ends, a.m, first + 32 * min(h, cnt - 1));
-        for (u32 k = 0; k < cnt - h; k++) {
-            const F dlo = aff_prefix_step<C>(a, glo, first + 32 * k, lo);
-            const F dhi = aff_prefix_step<C>(a, ghi, first + 32 * (k + h), hi);
-            lo = F::mul(lo, dlo);
-            hi = F::mul(hi, dhi);
+        u32 g = bucket_of(a.out_ends, a.m, first);
+        for (u32 k = 0; k < cnt; k++) {
+            const u32 o = first + 32 * k;
+            while (a.out_ends[g] <= o) g++;
+            const F d = aff_denominator<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
+            // the prefix waits in the output's x, which the backward pass reads before it
+            // writes the sum there; with interleaved outputs padded with zeros (into the y) to
+            // whole 32-byte sectors (a partly written sector costs the memory a
+            // read-modify-write); split outputs' x are contiguous, a warp's writes whole sectors
+            u32* slot = a.out + a.out_stride * (size_t)o;
+            acc.store(slot);
+            if (a.out_stride == C::A::WORDS) {
+#pragma unroll
+                for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
+                    *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
+            }
+            acc = F::mul(acc, d);
         }
-        if (2 * h > cnt) lo = F::mul(lo, aff_prefix_step<C>(a, glo, first + 32 * (h - 1), lo));
     }
-    lo.store(a.halves + 2 * F::WORDS * (size_t)t);
-    hi.store(a.halves + 2 * F::WORDS * (size_t)t + F::WORDS);
-    F::mul(lo, hi).store(a.totals + F::WORDS * (size_t)t);
-}
-
-// 1 / lo for this thread, as the backward pass left it in `halves` (the thread's index taken
-// again, so that nothing of it stays live through the walk).
-template <class F>
-DEVI F aff_low_inverse(const affine_round_args& a) {
-    const size_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    return F::load(a.halves + 2 * F::WORDS * t);
+    acc.store(a.totals + F::WORDS * (size_t)t);
 }
 
 template <class C>
@@ -195,21 +164,9 @@ DEVI void affine_bwd(const affine_round_args& a) {
     u32 first = 0;
     const u32 cnt = aff_positions(a, t, first);
     if (cnt == 0) return;
-    // 1 / (lo hi) from the batched inversion: the high chain's positions (walked first) take
-    // 1 / hi = lo / (lo hi), the low chain's 1 / lo = hi / (lo hi), which waits in the place of lo
-    const u32 h = aff_low(cnt);
     F inv = F::load(a.inv + F::WORDS * (size_t)t);
-    if (cnt > h) {
-        u32* halves = a.halves + 2 * F::WORDS * (size_t)t;
-        const F lo = F::load(halves);
-        F::mul(inv, F::load(halves + F::WORDS)).store(halves);
-        inv = F::mul(inv, lo);
-    }
     u32 g = bucket_of(a.out_ends, a.m, first + 32 * (cnt - 1));
-    for (u32 chain = 0; chain < 2; chain++) {
-        const u32 end = chain == 0 ? cnt : h, begin = chain == 0 ? h : 0;
-        if (chain == 1 && cnt > h) inv = aff_low_inverse<F>(a);
-    for (u32 k = end; k-- > begin;) {
+    for (u32 k = cnt; k-- > 0;) {
         const u32 o = first + 32 * k;
         u32 ostart;
         while ((ostart = a.out_ends[g] - aff_half(a.counts[g])) > o) g--;
@@ -238,7 +195,6 @@ DEVI void affine_bwd(const affine_round_args& a) {
         }
         r.x.store(a.out + at);
         r.y.store(a.out_y + at);
-    }
     }
 }
 

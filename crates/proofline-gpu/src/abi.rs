@@ -409,9 +409,8 @@ kernel_args! {
         m: u32,
     }
     /// Batch-affine round over m buckets (cuda/msm_affine.cuh): the forward pass writes the
-    /// prefix products of the denominators into the output slots, each thread's two chain
-    /// products (`halves`) and their product (`totals`); the backward pass reads the inverses of
-    /// those products and writes the sums over the prefixes.
+    /// prefix products of the denominators into the output slots and each thread's product; the
+    /// backward pass reads the inverses of those products and writes the sums over the prefixes.
     /// `vals` of 0: position k of `src` is point k. Point k's x at `src + k src_stride`, its y
     /// at `src_y + k src_stride` (words); the same for `out`, `out_y` and `out_stride`.
     "msm"::"msm_affine_fwd" | "msm"::"msm_affine_bwd" | "msm_g2"::"msm_g2_affine_fwd" | "msm_g2"::"msm_g2_affine_bwd" => AffineRoundArgs("affine_round_args") {
@@ -422,7 +421,6 @@ kernel_args! {
         counts: DevPtr,
         out_ends: DevPtr,
         totals: DevPtrMut,
-        halves: DevPtrMut,
         inv: DevPtr,
         out: DevPtrMut,
         out_y: DevPtrMut,

@@ -134,7 +134,6 @@ impl Sizer {
                     + r(grp.caps[1] * C::AFFINE_WORDS)
                     + 4 * r(mp + 1)
                     + 2 * r(tmax * fw)
-                    + r(2 * tmax * fw)
                     + r(tmax.div_ceil(AFF_INV_THREADS as usize) * fw);
                 let scan_sums = r((mp + 1).div_ceil(crate::abi::SCAN_TILE as usize));
                 let last = grp.cap(rounds.clamp(1, 8) as usize - 1);
@@ -225,7 +224,6 @@ impl Sizer {
                     + r(g.caps[0] * C::AFFINE_WORDS)
                     + r(g.caps[1] * C::AFFINE_WORDS)
                     + 2 * r(tmax * fw)
-                    + r(2 * tmax * fw)
                     + r(tmax.div_ceil(AFF_INV_THREADS as usize) * fw)
                     + r(g.sizes.len())
                     + self.acc_bytes::<C>(g.left(), 1)

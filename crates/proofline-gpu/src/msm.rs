@@ -717,11 +717,9 @@ struct RoundInput {
     counts: u64,
 }
 
-/// The batched inversion's buffers for the rounds (one wave of threads): each thread's product
-/// of denominators, its two chains' products, their inverses, a product per block.
+/// The batched inversion's buffers for the rounds (one wave of threads).
 struct InvScratch<B> {
     totals: B,
-    halves: B,
     inv: B,
     blk: B,
     threads: usize,
@@ -733,7 +731,6 @@ impl<B: DevBuf> InvScratch<B> {
         let fw = ak.field_words;
         Ok(InvScratch {
             totals: e.alloc(threads * fw)?,
-            halves: e.alloc(2 * threads * fw)?,
             inv: e.alloc(threads * fw)?,
             blk: e.alloc(threads.div_ceil(AFF_INV_THREADS as usize) * fw)?,
             threads,
@@ -769,7 +766,6 @@ fn affine_round<E: Exec>(
         counts: DevPtr(src.counts),
         out_ends: DevPtr(out_ends),
         totals: DevPtrMut(inv.totals.ptr()),
-        halves: DevPtrMut(inv.halves.ptr()),
         inv: DevPtr(inv.inv.ptr()),
         out: DevPtrMut(out.x),
         out_y: DevPtrMut(out.y),
