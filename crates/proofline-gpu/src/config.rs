@@ -77,7 +77,10 @@ pub enum RoundPoints {
     /// into an output's x is padded to whole 32-byte sectors.
     Interleaved,
     /// Every point's x, then every point's y, in the round's buffer: the forward pass reads a
-    /// pair's two x contiguously, and a warp's prefixes fill whole sectors unpadded.
+    /// pair's two x contiguously, and a warp's prefixes fill whole sectors unpadded. The
+    /// production default: dense 2^24 / 2^25 / 2^26 in 100.9 / 186.1 / 352.5 ms against 104.0 /
+    /// 192.6 / 365.9 interleaved, the H MSM of a 32 GiB partition (two chunks) 706.7 against
+    /// 731.9, the sparse and G2 MSMs up to 2.5 % faster (H200, side by side).
     #[default]
     Split,
 }
