@@ -5,13 +5,16 @@
 // and loaded by its `testkit` module, never by the proving path.
 #include "fr.cuh"
 #include "fp.cuh"
+#include "fp_inv.cuh"
 #include "fp2.cuh"
 #include "g1.cuh"
 #include "g2.cuh"
 #include "proofline_abi.cuh"
 
 // op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 4 = from_mont (fp_op_test also 5 = inverse),
-// 6 = a (b - a) and 7 = a (a + b) through the unreduced difference and sum (mont.cuh's wide_t)
+// 6 = a (b - a) and 7 = a (a + b) through the unreduced difference and sum (mont.cuh's wide_t);
+// fp_op_test also 8 = inverse by the batched binary GCD alone (0 where its batches do not
+// finish) and 9 = inverse by the plain binary algorithm (fp_inv.cuh)
 extern "C" __global__ void fr_op_test(const fr_op_args args) {
     const u32* a = args.a;
     const u32* b = args.b;
@@ -48,6 +51,8 @@ extern "C" __global__ void fp_op_test(const fp_op_args args) {
         case 4: r = fp_t::from_mont(x); break;
         case 6: r = fp_t::mul(x, fp_t::sub_wide(y, x)); break;
         case 7: r = fp_t::mul(x, fp_t::add_wide(x, y)); break;
+        case 8: if (!fp_inv_batched(x, r)) r = fp_t::zero(); break;
+        case 9: r = fp_inv_binary(x); break;
         default: r = fp_t::inv(x); break;
     }
     r.store(out + 12 * i);

@@ -63,6 +63,11 @@ pub enum FieldOp {
     MulWideDifference = 6,
     /// a (a + b), the sum left unreduced into the multiplication (Fr and Fp only)
     MulWideSum = 7,
+    /// a^-1 by the batched binary GCD alone (`cuda/fp_inv.cuh`), 0 where its batches do not
+    /// finish (Fp only)
+    InverseBatched = 8,
+    /// a^-1 by the plain binary algorithm, 0 for 0 (Fp only)
+    InverseBinary = 9,
 }
 
 /// Curve operation selector for [`TestGpu::g1_op`].

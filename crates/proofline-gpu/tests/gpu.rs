@@ -164,6 +164,8 @@ fn fp_ops_match_blst() {
         FieldOp::Inverse,
         FieldOp::MulWideDifference,
         FieldOp::MulWideSum,
+        FieldOp::InverseBatched,
+        FieldOp::InverseBinary,
     ] {
         let got = g.fp_op(&aw, &bw, op).expect("fp_op");
         for i in 0..n {
@@ -176,7 +178,9 @@ fn fp_ops_match_blst() {
                     FieldOp::Add => blst::blst_fp_add(&mut r, &a[i], &b[i]),
                     FieldOp::Sub => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
                     FieldOp::FromMont => blst::blst_fp_from(&mut r, &a[i]),
-                    FieldOp::Inverse => blst::blst_fp_eucl_inverse(&mut r, &a[i]),
+                    FieldOp::Inverse | FieldOp::InverseBatched | FieldOp::InverseBinary => {
+                        blst::blst_fp_eucl_inverse(&mut r, &a[i])
+                    }
                     FieldOp::MulWideDifference => {
                         let mut d = blst::blst_fp::default();
                         blst::blst_fp_sub(&mut d, &b[i], &a[i]);
