@@ -9,7 +9,7 @@
 // subtraction or comparison of 12-limb values. The batched one makes its steps' decisions on
 // 64-bit approximations of a and b (their low 30 bits exact, the top 34 bits of the longer one),
 // 30 steps a batch, gathering them into a matrix of small signed factors that it then applies
-// to the 12-limb values once: 27 batches of cheap 64-bit steps and four 12-limb linear
+// to the 12-limb values once: 27 batches, each 30 cheap 64-bit steps and four 12-limb linear
 // combinations.
 //
 // The plain algorithm's invariants, for A the Montgomery representation of x (A = x R mod p):
