@@ -921,8 +921,8 @@ mod tests {
     }
 
     /// The batched binary GCD alone (zero where its batches do not finish, so a value it could
-    /// not invert fails the comparison) and the plain binary algorithm against blst, over random values and Montgomery words at the edges: 0, 1, small, single bits,
-    /// p - 1.
+    /// not invert fails the comparison) and the plain binary algorithm against blst, over
+    /// random values and Montgomery words at the edges: 0, 1, small, single bits, p - 1.
     #[test]
     fn fp_binary_gcd_inverses_match_blst() {
         use rand_chacha::rand_core::SeedableRng;
