@@ -171,7 +171,7 @@ DEVI bool combine_shift(u32* r, const u32* a, const u32* b, i64 f, i64 g) {
     return neg;
 }
 
-// r = (f u + g v) / 2^32 mod p, for u, v < p: the signed sum (below 2^31 p in absolute value),
+// r = (f u + g v) / 2^32 mod p, for u, v < p: the signed sum (below 2^30 p in absolute value),
 // plus 2^32 p when negative, then one Montgomery step (below 2 p) and a conditional subtraction
 DEVI void combine_mod(u32* r, const u32* u, const u32* v, i64 f, i64 g) {
     u32 t[N + 1];
