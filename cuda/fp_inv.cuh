@@ -144,10 +144,9 @@ DEVI u64 approx(const u32* a, int n) {
     return (bits_from(a, n - 34) << STEPS) | (a[0] & ((1u << STEPS) - 1));
 }
 
-// r = (f a + g b) / 2^STEPS, made non-negative: returns whether it was negative (r is then
-// its absolute value). The low STEPS bits of f a + g b are zero by the batch's construction.
-DEVI bool combine_shift(u32* r, const u32* a, const u32* b, i64 f, i64 g) {
-    u32 t[N + 1];
+// t = f a + g b as a signed 13-limb (two's complement) value, for |f| + |g| <= 2^STEPS and a, b
+// below 2^384; returns whether it is negative
+DEVI bool combine(u32* t, const u32* a, const u32* b, i64 f, i64 g) {
     i64 carry = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
@@ -156,7 +155,14 @@ DEVI bool combine_shift(u32* r, const u32* a, const u32* b, i64 f, i64 g) {
         carry = acc >> 32;
     }
     t[N] = (u32)carry;
-    const bool neg = carry < 0;
+    return carry < 0;
+}
+
+// r = (f a + g b) / 2^STEPS, made non-negative: returns whether it was negative (r is then
+// its absolute value). The low STEPS bits of f a + g b are zero by the batch's construction.
+DEVI bool combine_shift(u32* r, const u32* a, const u32* b, i64 f, i64 g) {
+    u32 t[N + 1];
+    const bool neg = combine(t, a, b, f, g);
     if (neg) {
         u64 c = 1;
 #pragma unroll
@@ -175,15 +181,7 @@ DEVI bool combine_shift(u32* r, const u32* a, const u32* b, i64 f, i64 g) {
 // plus 2^32 p when negative, then one Montgomery step (below 2 p) and a conditional subtraction
 DEVI void combine_mod(u32* r, const u32* u, const u32* v, i64 f, i64 g) {
     u32 t[N + 1];
-    i64 carry = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        const i64 acc = f * (i64)u[i] + g * (i64)v[i] + carry;
-        t[i] = (u32)acc;
-        carry = acc >> 32;
-    }
-    t[N] = (u32)carry;
-    if (carry < 0) {
+    if (combine(t, u, v, f, g)) {
         u64 c = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) {
