@@ -950,39 +950,14 @@ mod tests {
             w[k / 32] = 1 << (k % 32);
             a.push(words(w));
         }
-        let n = a.len();
-        let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
-        let da = e.upload(&aw).unwrap();
-        let out = e.alloc(n * 12).unwrap();
         for op in [FieldOp::InverseBatched, FieldOp::InverseBinary] {
-            e.launch(
-                grid(n, ELEMENT_THREADS),
-                ELEMENT_THREADS,
-                &FpOpArgs {
-                    a: DevPtr(da.ptr()),
-                    b: DevPtr(da.ptr()),
-                    out: DevPtrMut(out.ptr()),
-                    n: n as u32,
-                    op: op as u32,
-                },
-            )
-            .unwrap();
-            assert_fp_inverses(e.words(&out), &a);
+            assert_fp_inverses(&fp_unary_op(&e, &a, op), &a);
         }
     }
 
-    #[test]
-    fn fp_inverse_and_fp2_ops_match_blst() {
-        use rand_chacha::rand_core::SeedableRng;
-        let e = EmuExec::new(SMS);
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(31);
-        let n = 128;
-        // Fp inverse (op 5), with 0 (inverse 0) and 1
-        let mut a: Vec<blst::blst_fp> = (0..n).map(|_| random_fp(&mut rng)).collect();
-        a[0] = blst::blst_fp { l: [0; 6] };
-        a[1] = blst::blst_fp::default();
-        // SAFETY: plain blst field arithmetic.
-        unsafe { blst::blst_fp_from_uint64(&mut a[1], [1u64, 0, 0, 0, 0, 0].as_ptr()) };
+    /// `fp_op_test`'s `op` of each of `a` (as both operands) under the emulation, in words.
+    fn fp_unary_op(e: &EmuExec, a: &[blst::blst_fp], op: FieldOp) -> Vec<u32> {
+        let n = a.len();
         let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
         let da = e.upload(&aw).unwrap();
         let out = e.alloc(n * 12).unwrap();
@@ -994,11 +969,26 @@ mod tests {
                 b: DevPtr(da.ptr()),
                 out: DevPtrMut(out.ptr()),
                 n: n as u32,
-                op: 5,
+                op: op as u32,
             },
         )
         .unwrap();
-        assert_fp_inverses(e.words(&out), &a);
+        e.words(&out).to_vec()
+    }
+
+    #[test]
+    fn fp_inverse_and_fp2_ops_match_blst() {
+        use rand_chacha::rand_core::SeedableRng;
+        let e = EmuExec::new(SMS);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(31);
+        let n = 128;
+        // Fp inverse, with 0 (inverse 0) and 1
+        let mut a: Vec<blst::blst_fp> = (0..n).map(|_| random_fp(&mut rng)).collect();
+        a[0] = blst::blst_fp { l: [0; 6] };
+        a[1] = blst::blst_fp::default();
+        // SAFETY: plain blst field arithmetic.
+        unsafe { blst::blst_fp_from_uint64(&mut a[1], [1u64, 0, 0, 0, 0, 0].as_ptr()) };
+        assert_fp_inverses(&fp_unary_op(&e, &a, FieldOp::Inverse), &a);
         // Fp2
         let fp2 = |rng: &mut rand_chacha::ChaCha20Rng| blst::blst_fp2 {
             fp: [random_fp(rng), random_fp(rng)],
