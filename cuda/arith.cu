@@ -14,7 +14,8 @@
 // op: 0 = mul, 1 = sqr, 2 = add, 3 = sub, 4 = from_mont (fp_op_test also 5 = inverse),
 // 6 = a (b - a) and 7 = a (a + b) through the unreduced difference and sum (mont.cuh's wide_t);
 // fp_op_test also 8 = inverse by the batched binary GCD alone (0 where its batches do not
-// finish) and 9 = inverse by the plain binary algorithm (fp_inv.cuh)
+// finish) and 9 = inverse by the plain binary algorithm (fp_inv.cuh); 10 = a (a b) through the
+// unreduced product, 11 = the words of the unreduced product a b itself (below 2 modulus)
 extern "C" __global__ void fr_op_test(const fr_op_args args) {
     const u32* a = args.a;
     const u32* b = args.b;
@@ -53,6 +54,8 @@ extern "C" __global__ void fp_op_test(const fp_op_args args) {
         case 7: r = fp_t::mul(x, fp_t::add_wide(x, y)); break;
         case 8: if (!fp_inv_batched(x, r)) r = fp_t::zero(); break;
         case 9: r = fp_inv_binary(x); break;
+        case 10: r = fp_t::mul(x, fp_t::mul_unreduced(x, y)); break;
+        case 11: fp_t::mul_unreduced(x, y).store(out + 12 * i); return;
         default: r = fp_t::inv(x); break;
     }
     r.store(out + 12 * i);

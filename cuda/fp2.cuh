@@ -40,6 +40,11 @@ struct fp2_t {
         fp_t s = fp_t::mul(fp_t::add(a.c0, a.c1), fp_t::add_wide(b.c0, b.c1));
         return make(fp_t::sub(t0, t1), fp_t::sub(fp_t::sub(s, t0), t1));
     }
+    // The interface of mont_t's unreduced products: an Fp2 product's coordinates come out of
+    // subtractions, reduced, so the unreduced product is the product.
+    typedef fp2_t wide_t;
+    static DEVI fp2_t mul_unreduced(const fp2_t& a, const fp2_t& b) { return mul(a, b); }
+    static DEVI fp2_t unreduced(const fp2_t& a) { return a; }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
     static DEVI fp2_t sqr(const fp2_t& a) {
         fp_t t = fp_t::mul(a.c0, a.c1);

@@ -31,8 +31,10 @@
 // correction: add_wide gives a + b (< 2 modulus), sub_wide a - b + modulus (in
 // (0, 2 modulus)), and only mul(reduced, wide) takes them. Never the other way
 // round: with an unreduced a the accumulator can reach 3 modulus, more than Fr's
-// 256 bits hold. The field tests multiply by the largest unreduced sum and
-// difference on the GPU.
+// 256 bits hold. A product that is only multiplied again skips its final
+// subtraction the same way (mul_unreduced: below 2 modulus, a wide_t). The field
+// tests multiply by the largest unreduced sum and difference on the GPU, and by
+// unreduced products.
 //
 // Host build: without __CUDA_ARCH__ (the kernels compiled by g++ for the tests'
 // host emulation, crates/proofline-gpu/emu/) the multiply, add_wide, sub, sub_wide
@@ -53,6 +55,12 @@ struct mont_t {
     class wide_t {
         u32 v[n];
         friend struct mont_t;
+      public:
+        // the words as they are (the field tests read unreduced products back)
+        DEVI void store(u32* p) const {
+#pragma unroll
+            for (int i = 0; i < n; i++) p[i] = v[i];
+        }
     };
 
 #ifdef __CUDA_ARCH__
@@ -118,9 +126,9 @@ struct mont_t {
     }
 
   private:
-    // a (reduced) times b (any n words), reduced
-    static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
-        mont_t even;
+    // a (reduced) times b (any n words) before the final subtraction: below 2 modulus
+    static DEVI wide_t mul_words_unreduced(const mont_t& a, const u32* b) {
+        wide_t even;
         u32 odd[n];
 #pragma unroll
         for (int i = 0; i < n; i += 2) {
@@ -133,7 +141,6 @@ struct mont_t {
         for (int i = 1; i < n - 1; i++)
             ASM("addc.cc.u32 %0, %0, %1;" : "+r"(even.v[i]) : "r"(odd[i + 1]));
         ASM("addc.u32 %0, %0, 0;" : "+r"(even.v[n - 1]));
-        even.final_sub();
         return even;
     }
   public:
@@ -152,7 +159,7 @@ struct mont_t {
     }
 
   private:
-    static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
+    static DEVI wide_t mul_words_unreduced(const mont_t& a, const u32* b) {
         u32 t[n + 2];
         for (int i = 0; i < n + 2; i++) t[i] = 0;
         for (int i = 0; i < n; i++) {
@@ -176,16 +183,42 @@ struct mont_t {
             t[n - 1] = (u32)s;
             t[n] = t[n + 1] + (u32)(s >> 32);
         }
-        mont_t r;
+        wide_t r;
         for (int i = 0; i < n; i++) r.v[i] = t[i];
-        r.final_sub();
         return r;
     }
   public:
 #endif
+  private:
+    // a (reduced) times b (any n words), reduced
+    static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
+        const wide_t w = mul_words_unreduced(a, b);
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] = w.v[i];
+        r.final_sub();
+        return r;
+    }
+  public:
     static DEVI mont_t mul(const mont_t& a, const mont_t& b) { return mul_words(a, b.v); }
     // a (reduced) times an unreduced b
     static DEVI mont_t mul(const mont_t& a, const wide_t& b) { return mul_words(a, b.v); }
+    // The product without its final subtraction (below 2 modulus), for a value that is only
+    // multiplied again, as the second operand: a chain of such products (x = a_k x) skips a
+    // conditional subtraction per link.
+    static DEVI wide_t mul_unreduced(const mont_t& a, const mont_t& b) {
+        return mul_words_unreduced(a, b.v);
+    }
+    static DEVI wide_t mul_unreduced(const mont_t& a, const wide_t& b) {
+        return mul_words_unreduced(a, b.v);
+    }
+    // A reduced value as an unreduced one (the same words).
+    static DEVI wide_t unreduced(const mont_t& a) {
+        wide_t r;
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] = a.v[i];
+        return r;
+    }
 
     // Squaring: the same carry-chain multiply. For moduli with a spare top bit
     // (both of ours) a dedicated squaring saves too little to pay for its

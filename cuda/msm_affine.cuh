@@ -174,7 +174,9 @@ DEVI void affine_bwd(const affine_round_args& a) {
         F d;
         const AffKind kind = aff_operands<C>(a, g, o, ostart, p, q, d);
         const size_t at = a.out_stride * (size_t)o;
-        const F dinv = F::mul(inv, F::load(a.out + at));
+        // a position's inverse is only multiplied again (as the second operand, dy and 3 x^2
+        // being reduced): it skips its final subtraction
+        const typename F::wide_t dinv = F::mul_unreduced(inv, F::load(a.out + at));
         inv = F::mul(inv, d);
         A r;
         switch (kind) {

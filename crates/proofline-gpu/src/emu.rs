@@ -361,8 +361,9 @@ mod tests {
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
     use crate::plan::{OnesRounds, Precomputation};
     use crate::testkit::{
-        cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_words, fr_montgomery_top,
-        mixed_scalars, random_g2_points, random_points, random_scalars, FieldOp, ScalarMix,
+        cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_unreduced_is, fp_words,
+        fr_montgomery_top, mixed_scalars, random_g2_points, random_points, random_scalars, FieldOp,
+        ScalarMix,
     };
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
@@ -466,20 +467,9 @@ mod tests {
             FieldOp::FromMont,
             FieldOp::MulWideDifference,
             FieldOp::MulWideSum,
+            FieldOp::MulUnreducedProduct,
         ] {
-            e.launch(
-                grid(n, ELEMENT_THREADS),
-                ELEMENT_THREADS,
-                &FpOpArgs {
-                    a: DevPtr(da.ptr()),
-                    b: DevPtr(db.ptr()),
-                    out: DevPtrMut(out.ptr()),
-                    n: n as u32,
-                    op: op as u32,
-                },
-            )
-            .unwrap();
-            let got = e.words(&out);
+            let got = fp_op(&e, &da, &db, &out, n, op);
             for i in 0..n {
                 let mut r = blst::blst_fp::default();
                 let mut d = blst::blst_fp::default();
@@ -498,6 +488,10 @@ mod tests {
                             blst::blst_fp_add(&mut d, &a[i], &b[i]);
                             blst::blst_fp_mul(&mut r, &a[i], &d);
                         }
+                        FieldOp::MulUnreducedProduct => {
+                            blst::blst_fp_mul(&mut d, &a[i], &b[i]);
+                            blst::blst_fp_mul(&mut r, &a[i], &d);
+                        }
                         _ => blst::blst_fp_from(&mut r, &a[i]),
                     }
                 }
@@ -508,6 +502,38 @@ mod tests {
                 );
             }
         }
+        // the unreduced products themselves: each the product or the product plus p, and the
+        // inputs reach the second (the range the multiplications above took)
+        let raw = fp_op(&e, &da, &db, &out, n, FieldOp::UnreducedProduct);
+        let mut above_p = 0;
+        for i in 0..n {
+            let mut r = blst::blst_fp::default();
+            // SAFETY: plain blst field arithmetic on valid values.
+            unsafe { blst::blst_fp_mul(&mut r, &a[i], &b[i]) };
+            let word: [u32; 12] = raw[12 * i..12 * i + 12].try_into().unwrap();
+            match fp_unreduced_is(&word, &fp_words(&r)) {
+                Some(plus_p) => above_p += plus_p as usize,
+                None => panic!("unreduced product at {i} is neither a b nor a b + p"),
+            }
+        }
+        assert!(above_p > 0, "no unreduced product at or above p in {n}");
+    }
+
+    /// Launches fp_op_test's `op` over the `n` values at `a` and `b` into `out`; its words.
+    fn fp_op(e: &EmuExec, a: &EmuBuf, b: &EmuBuf, out: &EmuBuf, n: usize, op: FieldOp) -> Vec<u32> {
+        e.launch(
+            grid(n, ELEMENT_THREADS),
+            ELEMENT_THREADS,
+            &FpOpArgs {
+                a: DevPtr(a.ptr()),
+                b: DevPtr(b.ptr()),
+                out: DevPtrMut(out.ptr()),
+                n: n as u32,
+                op: op as u32,
+            },
+        )
+        .unwrap();
+        e.words(out).to_vec()
     }
 
     #[test]
@@ -961,19 +987,7 @@ mod tests {
         let aw: Vec<u32> = a.iter().flat_map(fp_words).collect();
         let da = e.upload(&aw).unwrap();
         let out = e.alloc(n * 12).unwrap();
-        e.launch(
-            grid(n, ELEMENT_THREADS),
-            ELEMENT_THREADS,
-            &FpOpArgs {
-                a: DevPtr(da.ptr()),
-                b: DevPtr(da.ptr()),
-                out: DevPtrMut(out.ptr()),
-                n: n as u32,
-                op: op as u32,
-            },
-        )
-        .unwrap();
-        e.words(&out).to_vec()
+        fp_op(e, &da, &da, &out, n, op)
     }
 
     #[test]

@@ -68,6 +68,11 @@ pub enum FieldOp {
     InverseBatched = 8,
     /// a^-1 by the plain binary algorithm, 0 for 0 (Fp only)
     InverseBinary = 9,
+    /// a (a b), the product a b left unreduced into the multiplication (Fp only)
+    MulUnreducedProduct = 10,
+    /// the words of the product a b without its final subtraction: below 2 p, congruent to
+    /// a b (Fp only)
+    UnreducedProduct = 11,
 }
 
 /// Curve operation selector for [`TestGpu::g1_op`].
@@ -964,6 +969,27 @@ pub fn fp_montgomery_top() -> blst::blst_fp {
             0x1a01_11ea_397f_e69a,
         ],
     }
+}
+
+/// Which value `raw`, the words of a Montgomery product left without its final subtraction
+/// (`FieldOp::UnreducedProduct`), holds against `reduced`, the product's reduced words:
+/// `Some(false)` for `reduced` itself, `Some(true)` for `reduced + p`, `None` for anything else
+/// (an unreduced product is congruent to the product and below 2 p, so it is one of the two).
+pub fn fp_unreduced_is(raw: &[u32; 12], reduced: &[u32; 12]) -> Option<bool> {
+    if raw == reduced {
+        return Some(false);
+    }
+    // p = (p - 1) + 1, then reduced + p, word by word
+    let mut p = fp_words(&fp_montgomery_top());
+    p[0] += 1;
+    let mut carry = 0u64;
+    let mut plus_p = [0u32; 12];
+    for i in 0..12 {
+        let s = reduced[i] as u64 + p[i] as u64 + carry;
+        plus_p[i] = s as u32;
+        carry = s >> 32;
+    }
+    (carry == 0 && *raw == plus_p).then_some(true)
 }
 
 /// An Fp element's twelve 32-bit words, lowest first, as the kernels hold them.

@@ -166,6 +166,7 @@ fn fp_ops_match_blst() {
         FieldOp::MulWideSum,
         FieldOp::InverseBatched,
         FieldOp::InverseBinary,
+        FieldOp::MulUnreducedProduct,
     ] {
         let got = g.fp_op(&aw, &bw, op).expect("fp_op");
         for i in 0..n {
@@ -191,11 +192,30 @@ fn fp_ops_match_blst() {
                         blst::blst_fp_add(&mut d, &a[i], &b[i]);
                         blst::blst_fp_mul(&mut r, &a[i], &d);
                     }
+                    FieldOp::MulUnreducedProduct => {
+                        let mut d = blst::blst_fp::default();
+                        blst::blst_fp_mul(&mut d, &a[i], &b[i]);
+                        blst::blst_fp_mul(&mut r, &a[i], &d);
+                    }
+                    FieldOp::UnreducedProduct => unreachable!("checked below"),
                 }
             }
             assert_eq!(got[i], fp_words(&r), "{op:?} at {i}");
         }
     }
+    // the unreduced products themselves: each a b or a b + p, and the inputs reach the second
+    let raw = g.fp_op(&aw, &bw, FieldOp::UnreducedProduct).expect("fp_op");
+    let mut above_p = 0;
+    for i in 0..n {
+        let mut r = blst::blst_fp::default();
+        // SAFETY: plain blst field arithmetic on valid values.
+        unsafe { blst::blst_fp_mul(&mut r, &a[i], &b[i]) };
+        match fp_unreduced_is(&raw[i], &fp_words(&r)) {
+            Some(plus_p) => above_p += plus_p as usize,
+            None => panic!("unreduced product at {i} is neither a b nor a b + p"),
+        }
+    }
+    assert!(above_p > 0, "no unreduced product at or above p in {n}");
 }
 
 #[test]
