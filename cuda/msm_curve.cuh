@@ -15,12 +15,11 @@ DEVI u32 entry_at(const u32* vals, u32 k) { return vals ? vals[k] : k; }
 // Every curve struct C also has C::madd(acc, x, y): acc += (x, y), the mixed addition of the
 // accumulation kernels (an out-of-line call for G2, or the same inlined in the variant kernels).
 
-// Tree sum of the bucket values of a block of C::RED threads through shared memory; the total
-// ends in thread 0's `acc` (every thread must call it).
+// Tree sum of the bucket values of a block of C::RED threads through the shared memory `sh`
+// (C::RED points); the total ends in thread 0's `acc` (every thread must call it).
 template <class C>
-DEVI void block_sum(typename C::X& acc) {
+DEVI void block_sum_in(typename C::X& acc, uint4* sh) {
     typedef typename C::X X;
-    __shared__ uint4 sh[C::RED * (X::WORDS / 4)];
     u32* mine = reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * threadIdx.x]);
     acc.store(mine);
     __syncthreads();
@@ -31,6 +30,13 @@ DEVI void block_sum(typename C::X& acc) {
         }
         __syncthreads();
     }
+}
+
+// block_sum_in through a shared array of its own.
+template <class C>
+DEVI void block_sum(typename C::X& acc) {
+    __shared__ uint4 sh[C::RED * (C::X::WORDS / 4)];
+    block_sum_in<C>(acc, sh);
 }
 
 // smallest g < m with ends[g] > x (ends non-decreasing, ends[m - 1] > x)
@@ -195,13 +201,18 @@ DEVI void bucket_reduce(const bucket_reduce_args& a) {
     run.store(a.out + 2 * X::WORDS * (size_t)tid + X::WORDS);
 }
 
+// r = k1 p1 + k2 p2 for small k1, k2: one double-and-add over both (Shamir's trick), so that
+// only r, p1 and p2 are live.
 template <class X>
-DEVI void mul_small(X& r, const X& p, u32 k) {
+DEVI void mul_small2(X& r, const X& p1, u32 k1, const X& p2, u32 k2) {
     r = X::inf();
-    if (k == 0 || p.is_inf()) return;
+    const u32 k = k1 | k2;
+    if (k == 0) return;
     for (int bit = 31 - __clz(k); bit >= 0; bit--) {
         curve_dbl(r);
-        if ((k >> bit) & 1) curve_add(r, p);
+#pragma unroll 1
+        for (u32 j = 0; j < 2; j++)
+            if ((((j ? k2 : k1) >> bit) & 1) != 0) curve_add(r, j ? p2 : p1);
     }
 }
 
@@ -209,10 +220,15 @@ DEVI void mul_small(X& r, const X& p, u32 k) {
 // blocks per window covers segments [grp * per_blk, ...); thread k of it a
 // contiguous range [lo, hi). It forms sum W_t + seg * sum t S_t over its range
 // (running sums from the top: sum (t - lo + 1) S_t, then + (lo - 1) sum S_t),
-// and the block tree-sums the threads into partial[w * groups + grp].
+// and the block tree-sums the threads into partial[w * groups + grp]. The sum of
+// the W_t waits in shared memory while the rest is formed, so that no more than
+// three points are live at once (with all of them in registers the kernel spilled
+// kilobytes and took most of its time in those spills).
 template <class C>
 DEVI void window_combine(const window_combine_args& a) {
     typedef typename C::X X;
+    __shared__ uint4 sh[C::RED * (X::WORDS / 4)];
+    u32* parked = reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * threadIdx.x]);
     const u32 segs = a.segs, seg = a.seg, groups = a.groups;
     u32 w = blockIdx.x / groups, grp = blockIdx.x % groups;
     u32 per_blk = (segs + groups - 1) / groups;
@@ -220,29 +236,29 @@ DEVI void window_combine(const window_combine_args& a) {
     u32 lo = grp * per_blk + threadIdx.x * per;
     u32 hi = min(min(lo + per, (grp + 1) * per_blk), segs);
     const u32* base = a.segres + 2 * X::WORDS * (size_t)w * segs;
-    X wsum = X::inf(), run = X::inf(), acc = X::inf();
+    {
+        X wsum = X::inf();
+        for (u32 t = lo; t < hi; t++) curve_add(wsum, X::load(base + 2 * X::WORDS * (size_t)t));
+        wsum.store(parked);
+    }
+    X run = X::inf(), acc = X::inf();
     for (int t = (int)hi - 1; t >= (int)lo; t--) {
-        curve_add(wsum, X::load(base + 2 * X::WORDS * (size_t)t));
         curve_add(run, X::load(base + 2 * X::WORDS * (size_t)t + X::WORDS));
         curve_add(acc, run);
     }
-    // acc = sum (t - lo + 1) S_t; want Q = sum t S_t = acc + (lo - 1) run
+    // acc = sum (t - lo + 1) S_t; want seg Q, Q = sum t S_t = acc + (lo - 1) run, as
+    // seg acc + seg (lo - 1) run (with lo = 0: seg acc + seg (-run))
     if (lo < hi) {
-        if (lo == 0) {
-            X neg = run;
-            neg.neg();
-            curve_add(acc, neg);
-        } else {
-            X m;
-            mul_small(m, run, lo - 1);
-            curve_add(acc, m);
-        }
+        if (lo == 0) run.neg();
         X q;
-        mul_small(q, acc, seg);
-        curve_add(wsum, q);
+        mul_small2(q, acc, seg, run, seg * (lo == 0 ? 1 : lo - 1));
+        curve_add(q, X::load(parked));
+        q.store(parked);
     }
-    block_sum<C>(wsum);
-    if (threadIdx.x == 0) wsum.store(a.partial + X::WORDS * (size_t)blockIdx.x);
+    // each thread's total is in its own slot (its W_t alone where its range is empty)
+    X total = X::load(parked);
+    block_sum_in<C>(total, sh);
+    if (threadIdx.x == 0) total.store(a.partial + X::WORDS * (size_t)blockIdx.x);
 }
 
 // one block per group: Jacobian(out[g]) = sum of in[g * count .. (g+1) * count)
