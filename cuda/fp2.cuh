@@ -44,7 +44,6 @@ struct fp2_t {
     // subtractions, reduced, so the unreduced product is the product.
     typedef fp2_t wide_t;
     static DEVI fp2_t mul_unreduced(const fp2_t& a, const fp2_t& b) { return mul(a, b); }
-    static DEVI fp2_t unreduced(const fp2_t& a) { return a; }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
     static DEVI fp2_t sqr(const fp2_t& a) {
         fp_t t = fp_t::mul(a.c0, a.c1);

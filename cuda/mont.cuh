@@ -204,20 +204,10 @@ struct mont_t {
     // a (reduced) times an unreduced b
     static DEVI mont_t mul(const mont_t& a, const wide_t& b) { return mul_words(a, b.v); }
     // The product without its final subtraction (below 2 modulus), for a value that is only
-    // multiplied again, as the second operand: a chain of such products (x = a_k x) skips a
-    // conditional subtraction per link.
+    // multiplied again, as the second operand (the batch-affine backward pass's per-position
+    // inverse).
     static DEVI wide_t mul_unreduced(const mont_t& a, const mont_t& b) {
         return mul_words_unreduced(a, b.v);
-    }
-    static DEVI wide_t mul_unreduced(const mont_t& a, const wide_t& b) {
-        return mul_words_unreduced(a, b.v);
-    }
-    // A reduced value as an unreduced one (the same words).
-    static DEVI wide_t unreduced(const mont_t& a) {
-        wide_t r;
-#pragma unroll
-        for (int i = 0; i < n; i++) r.v[i] = a.v[i];
-        return r;
     }
 
     // Squaring: the same carry-chain multiply. For moduli with a spare top bit
