@@ -190,14 +190,17 @@ struct mont_t {
   public:
 #endif
   private:
-    // a (reduced) times b (any n words), reduced
-    static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
-        const wide_t w = mul_words_unreduced(a, b);
+    // An unreduced value below 2 modulus, reduced: its final subtraction.
+    static DEVI mont_t reduce(const wide_t& w) {
         mont_t r;
 #pragma unroll
         for (int i = 0; i < n; i++) r.v[i] = w.v[i];
         r.final_sub();
         return r;
+    }
+    // a (reduced) times b (any n words), reduced
+    static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
+        return reduce(mul_words_unreduced(a, b));
     }
   public:
     static DEVI mont_t mul(const mont_t& a, const mont_t& b) { return mul_words(a, b.v); }
@@ -303,14 +306,7 @@ struct mont_t {
     }
 #endif
     // a + b reduced: the unreduced sum, then the final subtraction
-    static DEVI mont_t add(const mont_t& a, const mont_t& b) {
-        const wide_t s = add_wide(a, b);
-        mont_t r;
-#pragma unroll
-        for (int i = 0; i < n; i++) r.v[i] = s.v[i];
-        r.final_sub();
-        return r;
-    }
+    static DEVI mont_t add(const mont_t& a, const mont_t& b) { return reduce(add_wide(a, b)); }
     static DEVI mont_t dbl(const mont_t& a) { return add(a, a); }
     DEVI bool is_zero() const {
         u32 acc = v[0];
