@@ -215,19 +215,24 @@ extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const s
 // ---- radix sort -------------------------------------------------------------------
 // The counting sort above is bound by its returned atomics, the two-level sort by its scattered
 // writes. The radix sort sorts one bucket set at a time by its bucket key (|d| - 1, c - 1 bits)
-// in least-significant-digit passes of at most RADIX_BITS bits, each pass a count per tile of
-// entries in shared memory, a scan of the counts, and a stable scatter whose ranks come from warp
-// ballots: no global atomics, and a tile writes each digit's entries as one run.
+// in least-significant-digit passes of at most RADIX_BITS bits. Each pass is one kernel over
+// tiles of entries (single pass, "onesweep"): a tile ranks its entries by digit within warps
+// (ballots), publishes its count of each digit, finds the counts of the tiles before it by
+// looking back through their published counts (decoupled look-back), and writes each digit's
+// entries as one run after the digit's start in the pass (`msm_radix_digits`, from the bucket
+// histogram). No global atomics beyond the histogram and one tile ticket per block, no
+// separate count pass or scan of per-tile counts.
 //  1. msm_radix_prep: the histogram of the buckets (as pass 0 of msm_digits), each scalar out of
 //     Montgomery form as 8 words stored word-major (word k of point i at words[k * n + i], so
 //     that a window's two words are read coalesced), and the carry into each window as a bit
 //     mask (the signed digits' carries chain from the lowest window up);
-//  2. per set, per pass: msm_radix_count (tile_counts[digit * tiles + tile]), a scan,
-//     msm_radix_scatter (below: ranks within warps, the tile put in digit order in shared
-//     memory, then written out). The first pass makes the set's entries from the words (window
-//     set * copies + t / tiles_per_window, points of tile t % tiles_per_window), later passes
-//     read (key, entry) pairs; the last writes the entries at the set's start in `vals`.
-//  3. msm_radix_ends: each bucket's end from its start and size.
+//  2. msm_radix_digits, per pass: where each digit's entries start in the pass, per set, from the
+//     histogram (the set's buckets summed by digit, then scanned);
+//  3. per set, per pass: msm_radix_scatter (below). The first pass makes the set's entries from
+//     the words (window set * copies + t / tiles_per_window, points of tile t % tiles_per_window),
+//     later passes read (key, entry) pairs; the last writes the entries at the set's start in
+//     `vals`.
+//  4. msm_radix_ends: each bucket's end from its start and size.
 // Sorted by key within its set and the sets in order, an entry lands where the counting sort
 // would put its bucket: at [start, end) from the scan of the histogram.
 
@@ -282,50 +287,83 @@ DEVI bool radix_item(const radix_pass_args& a, u32 items, u32 tile, u32 j, u32& 
     return true;
 }
 
-extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_count(const radix_pass_args a) {
-    __shared__ u32 h[1u << RADIX_BITS];
-    const u32 bins = 1u << a.bits, dmask = bins - 1;
-    const u32 items = radix_items(a);
+// Block `set`: the start of each digit (key bits [shift, shift + bits)) among the set's entries,
+// from the set's bucket sizes: the buckets summed by digit in shared memory (a warp's 32 buckets
+// at once where they share a digit), then an exclusive scan over the digits.
+extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_digits(const radix_digits_args a) {
+    constexpr u32 BINS = 1u << RADIX_BITS;
+    __shared__ u32 h[BINS];
+    const u32 bins = 1u << a.bits, dmask = bins - 1, lane = threadIdx.x & 31;
     for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) h[d] = 0;
     __syncthreads();
-    for (u32 j = threadIdx.x; j < RADIX_TILE; j += RADIX_THREADS) {
-        u32 key, val;
-        if (radix_item(a, items, blockIdx.x, j, key, val)) atomicAdd(&h[(key >> a.shift) & dmask], 1u);
+    const u32* counts = a.counts + (size_t)blockIdx.x * a.nb;
+    for (u32 k0 = threadIdx.x & ~31u; k0 < a.nb; k0 += RADIX_THREADS) {
+        const u32 k = k0 + lane;
+        u32 v = k < a.nb ? counts[k] : 0;
+        const u32 d = (k >> a.shift) & dmask;
+        if (a.shift >= 5) {
+            // 32 consecutive buckets from a multiple of 32 (nb >= 64 here): one digit
+            for (u32 off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+            if (lane == 0) atomicAdd(&h[d], v);
+        } else if (k < a.nb) {
+            atomicAdd(&h[d], v);
+        }
     }
     __syncthreads();
-    for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS)
-        a.tile_counts[(size_t)d * a.tiles + blockIdx.x] = h[d];
-    // one count more, zero: its exclusive scan is the number of entries
-    if (blockIdx.x == 0 && threadIdx.x == 0) a.tile_counts[(size_t)bins * a.tiles] = 0;
+    if (threadIdx.x == 0) {
+        u32 run = 0;
+        for (u32 d = 0; d < bins; d++) {
+            const u32 cnt = h[d];
+            a.starts[(size_t)blockIdx.x * BINS + d] = run;
+            run += cnt;
+        }
+    }
 }
 
+// One pass over the tiles of a set, each block taking the next tile from a ticket (word 0 of
+// `status`), so that every tile before a block's is held by a block that already runs.
 // Stable: each warp ranks a contiguous part of the tile in batches of 32 entries, keeping its own
 // count per digit (the lanes with a lane's digit from one ballot per digit bit; no block barrier
-// between batches). The warps' counts then give each entry its place in the tile sorted by digit
-// (digits in order, in a digit the warps in order, in a warp the ranks): the entries are put
-// there in shared memory, and the tile is written out in that order, so that consecutive threads
-// write consecutive places of a digit's run (a scattered write per entry cost more than the
-// bytes). A tile's entries keep their order within each digit, as the passes after the first need.
+// between batches). The tile's count of each digit is published at once (status word
+// 1 + tile * bins + digit, RADIX_AGGREGATE), then thread `digit` looks back over the tiles
+// before it, summing their counts until a tile whose word holds the sum of all tiles up to it
+// (RADIX_INCLUSIVE), and publishes that sum for its own tile. The warps' counts give each entry
+// its place in the tile sorted by digit (digits in order, in a digit the warps in order, in a
+// warp the ranks): the entries are put there in shared memory, and the tile is written out in
+// that order, so that consecutive threads write consecutive places of a digit's run (a scattered
+// write per entry cost more than the bytes). A tile's entries keep their order within each
+// digit, as the passes after the first need. The block also clears its words of `status_next`,
+// the other buffer, for the next pass (the ticket with tile 0), so no pass needs a memset.
 extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(const radix_pass_args a) {
     constexpr u32 WARPS = RADIX_THREADS / 32;
     constexpr u32 BATCHES = RADIX_TILE / RADIX_THREADS;
     constexpr u32 BINS = 1u << RADIX_BITS;
+    constexpr u32 AGGREGATE = RADIX_AGGREGATE, INCLUSIVE = RADIX_INCLUSIVE, COUNT = RADIX_COUNT_MASK;
     __shared__ u32 wc[WARPS][BINS];
     __shared__ u32 start[BINS];  // the digit's first place in the sorted tile
     __shared__ u32 scan[BINS];
     __shared__ u32 gbase[BINS];  // the digit's offset for the tile in the pass's output
     __shared__ uint2 tile[RADIX_TILE];
+    __shared__ u32 ticket;
     const u32 bins = 1u << a.bits, dmask = bins - 1;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 below = (1u << lane) - 1;
+    if (threadIdx.x == 0) ticket = atomicAdd(a.status, 1u);
     for (u32 x = threadIdx.x; x < (WARPS << a.bits); x += RADIX_THREADS) wc[x >> a.bits][x & dmask] = 0;
     __syncthreads();
+    const u32 t = ticket;
+    {
+        const u32 next_bins = 1u << a.next_bits;
+        u32* next = a.status_next + 1 + (size_t)t * next_bins;
+        for (u32 d = threadIdx.x; d < next_bins; d += RADIX_THREADS) next[d] = 0;
+        if (t == 0 && threadIdx.x == 0) a.status_next[0] = 0;
+    }
     const u32 items = radix_items(a);
     u32 key[BATCHES], val[BATCHES], rank[BATCHES];
 #pragma unroll
     for (u32 b = 0; b < BATCHES; b++) {
         u32 k = 0, v = 0;
-        const bool valid = radix_item(a, items, blockIdx.x, (warp * BATCHES + b) * 32 + lane, k, v);
+        const bool valid = radix_item(a, items, t, (warp * BATCHES + b) * 32 + lane, k, v);
         const u32 digit = (k >> a.shift) & dmask;
         u32 peers = __ballot_sync(0xffffffffu, valid);
         for (u32 bit = 0; bit < a.bits; bit++) {
@@ -342,13 +380,17 @@ extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(co
         rank[b] = valid ? before + __popc(peers & below) : NONE;
     }
     __syncthreads();
-    // each digit's entries in the tile, then their first place (an exclusive scan over digits)
+    // each digit's entries in the tile, published for the tiles after this one
+    volatile u32* status = a.status + 1;
     for (u32 d = threadIdx.x; d < BINS; d += RADIX_THREADS) {
         u32 total = 0;
-        if (d < bins)
+        if (d < bins) {
             for (u32 w = 0; w < WARPS; w++) total += wc[w][d];
+            status[(size_t)t * bins + d] = (t == 0 ? INCLUSIVE : AGGREGATE) | total;
+        }
         scan[d] = total;
     }
+    // the digits' first places in the tile (an exclusive scan over digits) ...
     __syncthreads();
     for (u32 off = 1; off < BINS; off <<= 1) {
         u32 add[(BINS + RADIX_THREADS - 1) / RADIX_THREADS];
@@ -357,11 +399,23 @@ extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(co
         for (u32 d = threadIdx.x, q = 0; d < BINS; d += RADIX_THREADS, q++) scan[d] += add[q];
         __syncthreads();
     }
-    // each warp's first place in each digit: the digit's, then the warps before it
+    // ... and each digit's entries in the tiles before this one (the look-back), then each warp's
+    // first place in each digit: the digit's, then the warps before it
     for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) {
+        const u32 mine = scan[d] - (d == 0 ? 0 : scan[d - 1]);
+        u32 before = 0;
+        for (u32 p = t; p-- > 0;) {
+            u32 s;
+            do {
+                s = status[(size_t)p * bins + d];
+            } while (s == 0);
+            before += s & COUNT;
+            if ((s & INCLUSIVE) != 0) break;
+        }
+        if (t != 0) status[(size_t)t * bins + d] = INCLUSIVE | (before + mine);
         u32 run = d == 0 ? 0 : scan[d - 1];
         start[d] = run;
-        gbase[d] = a.offsets[(size_t)d * a.tiles + blockIdx.x];
+        gbase[d] = a.digit_starts[d] + before;
         for (u32 w = 0; w < WARPS; w++) {
             const u32 cnt = wc[w][d];
             wc[w][d] = run;

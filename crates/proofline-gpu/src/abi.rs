@@ -112,13 +112,20 @@ shared_consts! {
     SORT_BINS_MAX = 4096;
     /// Most fine bits of the two-level sort (2^12 shared-memory counters in its fine pass).
     SORT_FINE_BITS_MAX = 12;
-    /// Threads per block of the radix sort's passes (`msm_radix_count`, `msm_radix_scatter`).
+    /// Threads per block of the radix sort's kernels (`msm_radix_digits`, `msm_radix_scatter`).
     RADIX_THREADS = 256;
     /// Entries per block (tile) of a radix pass: RADIX_TILE / RADIX_THREADS rounds of one entry
     /// per thread.
     RADIX_TILE = 4096;
     /// Most bits of the key one radix pass sorts by (2^RADIX_BITS shared-memory counters).
     RADIX_BITS = 8;
+    /// A radix pass's published count of a digit in a tile (its word in `status`): the tile's
+    /// own count, below RADIX_COUNT_MASK.
+    RADIX_AGGREGATE = 1 << 30;
+    /// The same word once it holds the sum over the tile and every tile before it.
+    RADIX_INCLUSIVE = 1 << 31;
+    /// The count in a published word: a bucket set's entries stay below it.
+    RADIX_COUNT_MASK = (1 << 30) - 1;
     /// Threads per block of the batch-affine rounds (`msm_affine_fwd`, `msm_affine_bwd`).
     AFF_THREADS = 128;
     /// Blocks per multiprocessor in their `__launch_bounds__` (128 registers), and what a round
@@ -341,21 +348,34 @@ kernel_args! {
         nw: u32,
         copies: u32,
     }
-    /// Radix sort, one pass over bucket set `set`: the count of each digit (key bits
-    /// [shift, shift + bits)) per tile into tile_counts[digit * tiles + tile] and a zero after
-    /// them (`msm_radix_count`), or the stable scatter of the tile's entries from the scanned
-    /// counts in `offsets` (`msm_radix_scatter`). `first`: the entries come from `words` and
-    /// `carries` (window set * copies + tile / tiles_per_window), else (key, entry) pairs from
-    /// `pairs_in`, as many as the set's buckets hold (`starts`, the scan of the histogram, with
-    /// its total at index m). `last`: entries go to `out` from the set's start, else (key,
-    /// entry) pairs to `out` from 0.
-    "msm"::"msm_radix_count" | "msm"::"msm_radix_scatter" => RadixPassArgs("radix_pass_args") {
+    /// Radix sort, where each digit (key bits [shift, shift + bits)) starts in a pass: block s
+    /// sums the sizes of set s's buckets (`counts` from s * nb) by digit and writes their
+    /// exclusive scan to starts[s * 2^RADIX_BITS + digit].
+    "msm"::"msm_radix_digits" => RadixDigitsArgs("radix_digits_args") {
+        counts: DevPtr,
+        starts: DevPtrMut,
+        nb: u32,
+        shift: u32,
+        bits: u32,
+    }
+    /// Radix sort, one pass over bucket set `set` (`msm_radix_scatter`): the stable scatter of
+    /// its tiles' entries by the digit of key bits [shift, shift + bits), each digit's run after
+    /// its start in `digit_starts` (from `msm_radix_digits`) and the counts of the tiles before
+    /// it. `status`: word 0 the tiles' ticket, then a word per tile and digit (1 + tile * 2^bits +
+    /// digit) through which tiles publish their counts, zero before the pass; the pass clears
+    /// `status_next` so for the next one (digits of `next_bits` bits). `first`: the entries come
+    /// from `words` and `carries` (window set * copies + tile / tiles_per_window), else (key,
+    /// entry) pairs from `pairs_in`, as many as the set's buckets hold (`starts`, the scan of the
+    /// histogram, with its total at index m). `last`: entries go to `out` from the set's start,
+    /// else (key, entry) pairs to `out` from 0.
+    "msm"::"msm_radix_scatter" => RadixPassArgs("radix_pass_args") {
         words: DevPtr,
         carries: DevPtr,
         pairs_in: DevPtr,
         starts: DevPtr,
-        offsets: DevPtr,
-        tile_counts: DevPtrMut,
+        digit_starts: DevPtr,
+        status: DevPtrMut,
+        status_next: DevPtrMut,
         out: DevPtrMut,
         n: u32,
         c: u32,
@@ -368,6 +388,7 @@ kernel_args! {
         tiles_per_window: u32,
         shift: u32,
         bits: u32,
+        next_bits: u32,
         first: u32,
         last: u32,
     }

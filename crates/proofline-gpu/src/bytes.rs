@@ -103,19 +103,19 @@ impl Sizer {
                     + sorted
             }
             // counts, starts, entries, the scalars' words and carries, the histogram scan's tile
-            // sums (freed, still charged), the pairs between passes, the tile counts, their scan
-            // and its tile sums
+            // sums (freed, still charged), the digits' starts, the pairs between passes and the
+            // two buffers of published counts
             ChunkSort::Radix(rp) => {
                 let set_entries = len * sets.copies as usize;
                 let between = rp.passes.len().saturating_sub(1).min(2) as u64;
-                let slots = rp.slots(sets);
+                let digits = (rp.passes.len() * nw) << crate::abi::RADIX_BITS;
                 sorted
                     + r(8 * len)
                     + r(len)
                     + r((m + 1).div_ceil(crate::abi::SCAN_TILE as usize))
+                    + r(digits)
                     + between * r(2 * set_entries)
-                    + 2 * r(slots)
-                    + r(slots.div_ceil(crate::abi::SCAN_TILE as usize))
+                    + 2 * r(rp.slots(sets))
             }
         };
         let accumulate = match (self.cfg.acc, C::KERNELS.affine) {

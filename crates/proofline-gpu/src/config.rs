@@ -16,9 +16,10 @@ pub enum MsmSort {
     /// its bins do not fit shared memory (`plan::SortPlan`).
     TwoLevel,
     /// Least-significant-digit radix sort, one bucket set at a time: passes of at most
-    /// `RADIX_BITS` bits of the bucket, each a count per tile in shared memory, a scan and a
-    /// stable scatter ranked by warp ballots. No global atomics beyond the histogram, and each
-    /// tile writes a digit's entries as one run. More memory while sorting: the scalars out of
+    /// `RADIX_BITS` bits of the bucket, each one kernel: a stable scatter ranked by warp ballots
+    /// whose tiles find their offsets by looking back over the counts the tiles before them
+    /// publish. No global atomics beyond the histogram and a ticket per tile, and each tile
+    /// writes a digit's entries as one run. More memory while sorting: the scalars out of
     /// Montgomery form and two buffers of one set's (key, entry) pairs (`bytes.rs`). Falls back
     /// to `Atomic` above 32 windows (`plan::RadixPlan`). The production default: dense 2^24 /
     /// 2^25 / 2^26 in 106.2 / 194.9 / 371.1 ms against 115.0 / 214.6 / 411.4 with `Atomic`, the H

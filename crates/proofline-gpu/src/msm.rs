@@ -29,11 +29,11 @@ use proofline_groth16::msm::SparseScalars;
 use crate::abi::{
     AffineHalveArgs, AffineRoundArgs, BatchInvArgs, BigFinalArgs, BigPartialArgs, BucketAccArgs,
     BucketFixupArgs, BucketReduceArgs, DevPtr, DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs,
-    OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixEndsArgs, RadixPassArgs, RadixPrepArgs,
-    ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs, SumOnesArgs,
-    WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
-    BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_THREADS, SCAN_SUMS_THREADS,
-    SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixDigitsArgs, RadixEndsArgs, RadixPassArgs,
+    RadixPrepArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs,
+    SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX, AFF_INV_THREADS,
+    AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_BITS, RADIX_THREADS,
+    SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig, RoundPoints};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -170,25 +170,17 @@ pub(crate) fn acc_target<C: MsmCurve>(sm_count: u32) -> u32 {
     sm_count * ACC_THREADS * C::ACC_BLOCKS_PER_SM
 }
 
-fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), GpuError> {
-    let sums = e.alloc(scan_sums_len(m))?;
-    exclusive_scan_with(e, inp, out, m, sums.ptr())
-}
-
 /// Words of the tile sums an exclusive scan of `m` values needs.
 fn scan_sums_len(m: usize) -> usize {
     m.div_ceil(SCAN_TILE as usize)
 }
 
-/// Exclusive scan of `m` values with the caller's tile sums (`scan_sums_len(m)` words).
-fn exclusive_scan_with<E: Exec>(
-    e: &E,
-    inp: u64,
-    out: u64,
-    m: usize,
-    sums: u64,
-) -> Result<(), GpuError> {
+/// Exclusive scan of `m` values from `inp` to `out` (a scan per tile, a scan of the tiles' sums,
+/// then each tile's offset added).
+fn exclusive_scan<E: Exec>(e: &E, inp: u64, out: u64, m: usize) -> Result<(), GpuError> {
     let tiles = scan_sums_len(m);
+    let sums_buf = e.alloc(tiles)?;
+    let sums = sums_buf.ptr();
     e.launch(
         tiles as u32,
         SCAN_THREADS,
@@ -336,9 +328,9 @@ fn sort_two_level<E: Exec>(
 }
 
 /// Radix sort (see `cuda/msm.cu`): the histogram with the scalars' words and carries, its scan,
-/// then per bucket set the passes of `radix`, then each bucket's end. Counts and starts hold one
-/// value more (the total). Its temporaries are freed (and the lane synchronised) before it
-/// returns.
+/// each pass's digit starts per set, then per bucket set the single-pass scatters of `radix`,
+/// then each bucket's end. Counts and starts hold one value more (the total). Its temporaries
+/// are freed (and the lane synchronised) before it returns.
 fn sort_radix<E: Exec>(
     e: &E,
     sp: u64,
@@ -369,51 +361,71 @@ fn sort_radix<E: Exec>(
         },
     )?;
     exclusive_scan(e, counts.ptr(), ends.ptr(), m + 1)?;
+    // where each digit starts in each pass of each set
+    let bins = 1usize << RADIX_BITS;
+    let nsets = sets.sets as usize;
+    let digits = e.alloc(radix.passes.len() * nsets * bins)?;
+    for (p, &(shift, bits)) in radix.passes.iter().enumerate() {
+        e.launch(
+            sets.sets,
+            RADIX_THREADS,
+            &RadixDigitsArgs {
+                counts: DevPtr(counts.ptr()),
+                starts: DevPtrMut(digits.at(p * nsets * bins)),
+                nb: plan.nb,
+                shift,
+                bits,
+            },
+        )?;
+    }
     // (key, entry) pairs of one set between passes: two buffers where three passes or more
     let set_entries = n * sets.copies as usize;
     let between = radix.passes.len().saturating_sub(1).min(2);
     let pairs = (0..between)
         .map(|_| e.alloc(2 * set_entries))
         .collect::<Result<Vec<_>, _>>()?;
-    let slots = radix.slots(sets);
-    let tile_counts = e.alloc(slots)?;
-    let offsets = e.alloc(slots)?;
-    let sums = e.alloc(scan_sums_len(slots))?;
+    // the tiles' published counts: one buffer per pass in turn, each pass clearing the other
+    let status = [e.zeros(radix.slots(sets))?, e.zeros(radix.slots(sets))?];
     let tiles = radix.tiles(sets);
-    let last = radix.passes.len() - 1;
+    let npasses = radix.passes.len();
+    let last = npasses - 1;
+    let mut turn = 0;
     for set in 0..sets.sets {
         for (p, &(shift, bits)) in radix.passes.iter().enumerate() {
-            let args = |out: u64| RadixPassArgs {
-                words: DevPtr(words.ptr()),
-                carries: DevPtr(carries.ptr()),
-                pairs_in: DevPtr(if p == 0 { 0 } else { pairs[(p - 1) % 2].ptr() }),
-                starts: DevPtr(ends.ptr()),
-                offsets: DevPtr(offsets.ptr()),
-                tile_counts: DevPtrMut(tile_counts.ptr()),
-                out: DevPtrMut(out),
-                n: n as u32,
-                c: plan.c,
-                nw: plan.nw,
-                nb: plan.nb,
-                copies: sets.copies,
-                stride,
-                set,
-                tiles: tiles as u32,
-                tiles_per_window: radix.tiles_per_window as u32,
-                shift,
-                bits,
-                first: u32::from(p == 0),
-                last: u32::from(p == last),
-            };
             let out = if p == last {
                 vals.ptr()
             } else {
                 pairs[p % 2].ptr()
             };
-            e.launch_as("msm_radix_count", tiles as u32, RADIX_THREADS, &args(out))?;
-            let counts_len = radix.pass_slots(bits, sets);
-            exclusive_scan_with(e, tile_counts.ptr(), offsets.ptr(), counts_len, sums.ptr())?;
-            e.launch_as("msm_radix_scatter", tiles as u32, RADIX_THREADS, &args(out))?;
+            e.launch(
+                tiles as u32,
+                RADIX_THREADS,
+                &RadixPassArgs {
+                    words: DevPtr(words.ptr()),
+                    carries: DevPtr(carries.ptr()),
+                    pairs_in: DevPtr(if p == 0 { 0 } else { pairs[(p - 1) % 2].ptr() }),
+                    starts: DevPtr(ends.ptr()),
+                    digit_starts: DevPtr(digits.at((p * nsets + set as usize) * bins)),
+                    status: DevPtrMut(status[turn % 2].ptr()),
+                    status_next: DevPtrMut(status[(turn + 1) % 2].ptr()),
+                    out: DevPtrMut(out),
+                    n: n as u32,
+                    c: plan.c,
+                    nw: plan.nw,
+                    nb: plan.nb,
+                    copies: sets.copies,
+                    stride,
+                    set,
+                    tiles: tiles as u32,
+                    tiles_per_window: radix.tiles_per_window as u32,
+                    shift,
+                    bits,
+                    next_bits: radix.passes[(p + 1) % npasses].1,
+                    first: u32::from(p == 0),
+                    last: u32::from(p == last),
+                },
+            )?;
+            turn += 1;
         }
     }
     e.launch(
@@ -425,7 +437,7 @@ fn sort_radix<E: Exec>(
             m: m as u32,
         },
     )?;
-    drop((words, carries, pairs, tile_counts, offsets, sums));
+    drop((words, carries, pairs, status, digits));
     e.sync()?;
     Ok(Sorted { counts, ends, vals })
 }

@@ -12,8 +12,8 @@ use crate::config::MsmSort;
 
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
-    BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_TILE, REDUCE_SEGMENT, SORT_BINS_MAX,
-    SORT_FINE_BITS_MAX, SORT_TILE,
+    BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_COUNT_MASK, RADIX_TILE, REDUCE_SEGMENT,
+    SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -135,11 +135,16 @@ pub struct RadixPlan {
 
 impl RadixPlan {
     /// The plan for `n` points in `sets`; `None` where the carries' masks (one bit per window)
-    /// cannot hold the windows, or the chunk's entries do not fit 32 bits (the caller then sorts
-    /// with global atomics).
+    /// cannot hold the windows, the chunk's entries do not fit 32 bits, or a set's entries do
+    /// not fit the count of a tile's published word ([`RADIX_COUNT_MASK`]) (the caller then
+    /// sorts with global atomics).
     pub fn new(n: usize, sets: &BucketSets) -> Option<Self> {
         let plan = sets.plan;
-        if plan.nw > 32 || n == 0 || (n as u64) * u64::from(plan.nw) > u64::from(u32::MAX) {
+        if plan.nw > 32
+            || n == 0
+            || (n as u64) * u64::from(plan.nw) > u64::from(u32::MAX)
+            || (n as u64) * u64::from(sets.copies) >= u64::from(RADIX_COUNT_MASK)
+        {
             return None;
         }
         let key_bits = plan.nb.trailing_zeros();
@@ -163,14 +168,10 @@ impl RadixPlan {
         self.tiles_per_window * sets.copies as usize
     }
 
-    /// Counts of a pass of `bits` bits (a digit per tile, and the total after them).
-    pub fn pass_slots(&self, bits: u32, sets: &BucketSets) -> usize {
-        (1usize << bits) * self.tiles(sets) + 1
-    }
-
-    /// Counts of the widest pass: what the count buffers hold.
+    /// Words of a pass's published counts: the tiles' ticket, then a word per tile and digit
+    /// of the widest pass.
     pub fn slots(&self, sets: &BucketSets) -> usize {
-        self.pass_slots(self.max_bits(), sets)
+        (1usize << self.max_bits()) * self.tiles(sets) + 1
     }
 
     /// The widest pass.
