@@ -222,41 +222,82 @@ extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const s
 // entries as one run after the digit's start in the pass (`msm_radix_digits`, from the bucket
 // histogram). No global atomics beyond the histogram and one tile ticket per block, no
 // separate count pass or scan of per-tile counts.
-//  1. msm_radix_prep: the histogram of the buckets (as pass 0 of msm_digits), each scalar out of
-//     Montgomery form as 8 words stored word-major (word k of point i at words[k * n + i], so
-//     that a window's two words are read coalesced), and the carry into each window as a bit
-//     mask (the signed digits' carries chain from the lowest window up);
-//  2. msm_radix_digits, per pass: where each digit's entries start in the pass, per set, from the
-//     histogram (the set's buckets summed by digit, then scanned);
+//  1. msm_radix_prep: each scalar out of Montgomery form as 8 words stored word-major (word k of
+//     point i at words[k * n + i], so that a window's two words are read coalesced), the carry
+//     into each window as a bit mask (the signed digits' carries chain from the lowest window
+//     up), and the histogram of every pass's digits per set (in shared memory per block, then
+//     added to `hist`);
+//  2. msm_radix_digits: from that histogram, where each digit starts in each pass of a set, and
+//     where each set starts;
 //  3. per set, per pass: msm_radix_scatter (below). The first pass makes the set's entries from
 //     the words (window set * copies + t / tiles_per_window, points of tile t % tiles_per_window),
 //     later passes read (key, entry) pairs; the last writes the entries at the set's start in
-//     `vals`.
-//  4. msm_radix_ends: each bucket's end from its start and size.
+//     `vals`, and adds each bucket's entries in the tile to its size (`counts`);
+//  4. the scan of the sizes and msm_radix_ends: each bucket's end.
 // Sorted by key within its set and the sets in order, an entry lands where the counting sort
-// would put its bucket: at [start, end) from the scan of the histogram.
+// would put its bucket: at [start, end) from the scan of the buckets' sizes.
 
-extern "C" __global__ void msm_radix_prep(const radix_prep_args a) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= a.n) return;
-    const fr_t sm = fr_t::load(a.scalars + 8 * (size_t)i);
-    const fr_t s = sm.is_zero() ? sm : fr_t::from_mont(sm);
-#pragma unroll
-    for (u32 k = 0; k < 8; k++) a.words[(size_t)k * a.n + i] = s.v[k];
-    const u32 nb = 1u << (a.c - 1);
-    u32 carry = 0, mask = 0;
-    for (u32 w = 0; w < a.nw; w++) {
-        mask |= carry << w;
-        u32 d, sign;
-        carry = signed_digit(window_bits(s, w * a.c, a.c), carry, a.c, d, sign);
-        if (d != 0) atomicAdd(&a.counts[(w / a.copies) * nb + d - 1], 1u);
+// Bits of pass p of a plan whose passes' bits are packed a byte each.
+DEVI u32 radix_pass_bits(u32 packed, u32 p) { return (packed >> (8 * p)) & 0xffu; }
+
+// In place, the inclusive scan of the 2^RADIX_BITS counts in `scan` (every thread of a block of
+// RADIX_THREADS calls it; it ends with a barrier).
+DEVI void radix_scan_bins(u32* scan) {
+    constexpr u32 BINS = 1u << RADIX_BITS;
+    for (u32 off = 1; off < BINS; off <<= 1) {
+        u32 add[(BINS + RADIX_THREADS - 1) / RADIX_THREADS];
+        for (u32 d = threadIdx.x, q = 0; d < BINS; d += RADIX_THREADS, q++) add[q] = d >= off ? scan[d - off] : 0;
+        __syncthreads();
+        for (u32 d = threadIdx.x, q = 0; d < BINS; d += RADIX_THREADS, q++) scan[d] += add[q];
+        __syncthreads();
     }
-    a.carries[i] = mask;
 }
 
-// The entries of the pass's set (after the first pass): its buckets' sizes summed, from the scan.
+// Grid-stride over the points. The block's histogram holds, per set, the counts of each pass's
+// digits one pass after the other (`set_bins` counters a set); it goes to hist[(p * sets + set)
+// * 2^RADIX_BITS + digit] at the end, so that the global atomics are a block's, not an entry's.
+extern "C" __global__ void __launch_bounds__(ELEMENT_THREADS) msm_radix_prep(const radix_prep_args a) {
+    constexpr u32 BINS = 1u << RADIX_BITS;
+    __shared__ u32 h[RADIX_HIST_MAX];
+    const u32 hist_len = a.sets * a.set_bins;
+    for (u32 x = threadIdx.x; x < hist_len; x += ELEMENT_THREADS) h[x] = 0;
+    __syncthreads();
+    for (u32 i = blockIdx.x * ELEMENT_THREADS + threadIdx.x; i < a.n; i += gridDim.x * ELEMENT_THREADS) {
+        const fr_t sm = fr_t::load(a.scalars + 8 * (size_t)i);
+        const fr_t s = sm.is_zero() ? sm : fr_t::from_mont(sm);
+#pragma unroll
+        for (u32 k = 0; k < 8; k++) a.words[(size_t)k * a.n + i] = s.v[k];
+        u32 carry = 0, mask = 0;
+        for (u32 w = 0; w < a.nw; w++) {
+            mask |= carry << w;
+            u32 d, sign;
+            carry = signed_digit(window_bits(s, w * a.c, a.c), carry, a.c, d, sign);
+            if (d == 0) continue;
+            const u32 key = d - 1;
+            u32* hs = h + (w / a.copies) * a.set_bins;
+            for (u32 p = 0, shift = 0; p < a.passes; p++) {
+                const u32 bits = radix_pass_bits(a.pass_bits, p);
+                atomicAdd(&hs[(key >> shift) & ((1u << bits) - 1)], 1u);
+                hs += 1u << bits;
+                shift += bits;
+            }
+        }
+        a.carries[i] = mask;
+    }
+    __syncthreads();
+    for (u32 x = threadIdx.x; x < hist_len; x += ELEMENT_THREADS) {
+        const u32 v = h[x];
+        if (v == 0) continue;
+        const u32 set = x / a.set_bins;
+        u32 d = x % a.set_bins, p = 0;
+        while (d >= (1u << radix_pass_bits(a.pass_bits, p))) d -= 1u << radix_pass_bits(a.pass_bits, p++);
+        atomicAdd(&a.hist[((size_t)p * a.sets + set) * BINS + d], v);
+    }
+}
+
+// The entries of the pass's set (after the first pass), from the sets' starts.
 DEVI u32 radix_items(const radix_pass_args& a) {
-    return a.first ? 0 : a.starts[(size_t)(a.set + 1) * a.nb] - a.starts[(size_t)a.set * a.nb];
+    return a.first ? 0 : a.set_starts[a.set + 1] - a.set_starts[a.set];
 }
 
 // Entry j of tile `tile` in this pass: its key and entry; false where there is none (a zero
@@ -287,36 +328,37 @@ DEVI bool radix_item(const radix_pass_args& a, u32 items, u32 tile, u32 j, u32& 
     return true;
 }
 
-// Block `set`: the start of each digit (key bits [shift, shift + bits)) among the set's entries,
-// from the set's bucket sizes: the buckets summed by digit in shared memory (a warp's 32 buckets
-// at once where they share a digit), then an exclusive scan over the digits.
+// Block `set`: from the histogram of `msm_radix_prep`, where each digit of each pass starts among
+// the set's entries (starts, laid out as the histogram), and where the set starts among all
+// entries (set_starts[set], and the total at set_starts[sets]: the sets' first-pass digits).
 extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_digits(const radix_digits_args a) {
     constexpr u32 BINS = 1u << RADIX_BITS;
-    __shared__ u32 h[BINS];
-    const u32 bins = 1u << a.bits, dmask = bins - 1, lane = threadIdx.x & 31;
-    for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) h[d] = 0;
-    __syncthreads();
-    const u32* counts = a.counts + (size_t)blockIdx.x * a.nb;
-    for (u32 k0 = threadIdx.x & ~31u; k0 < a.nb; k0 += RADIX_THREADS) {
-        const u32 k = k0 + lane;
-        u32 v = k < a.nb ? counts[k] : 0;
-        const u32 d = (k >> a.shift) & dmask;
-        if (a.shift >= 5) {
-            // 32 consecutive buckets from a multiple of 32 (nb >= 64 here): one digit
-            for (u32 off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-            if (lane == 0) atomicAdd(&h[d], v);
-        } else if (k < a.nb) {
-            atomicAdd(&h[d], v);
-        }
+    __shared__ u32 scan[BINS];
+    const u32 set = blockIdx.x;
+    u32 total = 0;
+    for (u32 p = 0; p < a.passes; p++) {
+        const u32 bins = 1u << radix_pass_bits(a.pass_bits, p);
+        const size_t at = ((size_t)p * a.sets + set) * BINS;
+        for (u32 d = threadIdx.x; d < BINS; d += RADIX_THREADS) scan[d] = d < bins ? a.hist[at + d] : 0;
+        __syncthreads();
+        radix_scan_bins(scan);
+        for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) a.starts[at + d] = d == 0 ? 0 : scan[d - 1];
+        total = scan[BINS - 1];
+        __syncthreads();
+    }
+    // the entries of the sets before this one
+    const u32 bins0 = 1u << radix_pass_bits(a.pass_bits, 0);
+    for (u32 d = threadIdx.x; d < BINS; d += RADIX_THREADS) {
+        u32 before = 0;
+        if (d < bins0)
+            for (u32 s = 0; s < set; s++) before += a.hist[(size_t)s * BINS + d];
+        scan[d] = before;
     }
     __syncthreads();
+    radix_scan_bins(scan);
     if (threadIdx.x == 0) {
-        u32 run = 0;
-        for (u32 d = 0; d < bins; d++) {
-            const u32 cnt = h[d];
-            a.starts[(size_t)blockIdx.x * BINS + d] = run;
-            run += cnt;
-        }
+        a.set_starts[set] = scan[BINS - 1];
+        if (set + 1 == a.sets) a.set_starts[a.sets] = scan[BINS - 1] + total;
     }
 }
 
@@ -392,13 +434,7 @@ extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(co
     }
     // the digits' first places in the tile (an exclusive scan over digits) ...
     __syncthreads();
-    for (u32 off = 1; off < BINS; off <<= 1) {
-        u32 add[(BINS + RADIX_THREADS - 1) / RADIX_THREADS];
-        for (u32 d = threadIdx.x, q = 0; d < BINS; d += RADIX_THREADS, q++) add[q] = d >= off ? scan[d - off] : 0;
-        __syncthreads();
-        for (u32 d = threadIdx.x, q = 0; d < BINS; d += RADIX_THREADS, q++) scan[d] += add[q];
-        __syncthreads();
-    }
+    radix_scan_bins(scan);
     // ... and each digit's entries in the tiles before this one (the look-back), then each warp's
     // first place in each digit: the digit's, then the warps before it
     for (u32 d = threadIdx.x; d < bins; d += RADIX_THREADS) {
@@ -429,15 +465,24 @@ extern "C" __global__ void __launch_bounds__(RADIX_THREADS) msm_radix_scatter(co
         tile[wc[warp][(key[b] >> a.shift) & dmask] + rank[b]] = make_uint2(key[b], val[b]);
     }
     __syncthreads();
-    // place e of the sorted tile goes to its digit's offset for the tile plus its place in the run
+    // place e of the sorted tile goes to its digit's offset for the tile plus its place in the run.
+    // In the last pass a digit's run is sorted by the whole key, so each bucket's entries in the
+    // tile are one run [first, last]: last + 1 - first is added to the bucket's size, as -first
+    // at its first entry and last + 1 at its last (wrapping).
     const u32 count = scan[BINS - 1];
-    const size_t set_start = a.last ? a.starts[(size_t)a.set * a.nb] : 0;
+    const size_t set_start = a.last ? a.set_starts[a.set] : 0;
     for (u32 e = threadIdx.x; e < count; e += RADIX_THREADS) {
         const uint2 kv = tile[e];
         const u32 d = (kv.x >> a.shift) & dmask;
         const size_t pos = (size_t)gbase[d] + (e - start[d]);
-        if (a.last) a.out[set_start + pos] = kv.y;
-        else reinterpret_cast<uint2*>(a.out)[pos] = kv;
+        if (a.last) {
+            a.out[set_start + pos] = kv.y;
+            u32* size = a.counts + (size_t)a.set * a.nb + kv.x;
+            if (e == start[d] || tile[e - 1].x != kv.x) atomicAdd(size, 0u - e);
+            if (e + 1 == scan[d] || tile[e + 1].x != kv.x) atomicAdd(size, e + 1);
+        } else {
+            reinterpret_cast<uint2*>(a.out)[pos] = kv;
+        }
     }
 }
 

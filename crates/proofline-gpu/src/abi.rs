@@ -126,6 +126,11 @@ shared_consts! {
     RADIX_INCLUSIVE = 1 << 31;
     /// The count in a published word: a bucket set's entries stay below it.
     RADIX_COUNT_MASK = (1 << 30) - 1;
+    /// Most counters of `msm_radix_prep`'s histogram in shared memory: every set's digits of
+    /// every pass (32 KB).
+    RADIX_HIST_MAX = 8192;
+    /// Blocks per multiprocessor that `msm_radix_prep` launches (grid-stride over the points).
+    RADIX_PREP_BLOCKS_PER_SM = 6;
     /// Threads per block of the batch-affine rounds (`msm_affine_fwd`, `msm_affine_bwd`).
     AFF_THREADS = 128;
     /// Blocks per multiprocessor in their `__launch_bounds__` (128 registers), and what a round
@@ -335,28 +340,35 @@ kernel_args! {
         coarse: u32,
         nb: u32,
     }
-    /// Radix sort, preparation: the bucket histogram into `counts` (as `msm_digits` pass 0),
-    /// each scalar out of Montgomery form into `words` (word k of point i at k * n + i) and the
-    /// carry into each window as bit w of `carries[i]` (nw <= 32).
+    /// Radix sort, preparation: each scalar out of Montgomery form into `words` (word k of point
+    /// i at k * n + i), the carry into each window as bit w of `carries[i]` (nw <= 32), and the
+    /// count of every pass's digits per set added to hist[(pass * sets + set) * 2^RADIX_BITS +
+    /// digit]. The passes' bits are packed a byte each in `pass_bits`, lowest pass first;
+    /// `set_bins` is the sum of 2^bits over the passes.
     "msm"::"msm_radix_prep" => RadixPrepArgs("radix_prep_args") {
         scalars: DevPtr,
-        counts: DevPtrMut,
+        hist: DevPtrMut,
         words: DevPtrMut,
         carries: DevPtrMut,
         n: u32,
         c: u32,
         nw: u32,
         copies: u32,
+        sets: u32,
+        set_bins: u32,
+        passes: u32,
+        pass_bits: u32,
     }
-    /// Radix sort, where each digit (key bits [shift, shift + bits)) starts in a pass: block s
-    /// sums the sizes of set s's buckets (`counts` from s * nb) by digit and writes their
-    /// exclusive scan to starts[s * 2^RADIX_BITS + digit].
+    /// Radix sort, where each digit starts in each pass (block s: set s): the exclusive scan of
+    /// each pass's digits of `hist` into `starts` (the same layout), and where each set starts
+    /// among all entries into set_starts[s] (the total at set_starts[sets]).
     "msm"::"msm_radix_digits" => RadixDigitsArgs("radix_digits_args") {
-        counts: DevPtr,
+        hist: DevPtr,
         starts: DevPtrMut,
-        nb: u32,
-        shift: u32,
-        bits: u32,
+        set_starts: DevPtrMut,
+        sets: u32,
+        passes: u32,
+        pass_bits: u32,
     }
     /// Radix sort, one pass over bucket set `set` (`msm_radix_scatter`): the stable scatter of
     /// its tiles' entries by the digit of key bits [shift, shift + bits), each digit's run after
@@ -365,15 +377,16 @@ kernel_args! {
     /// digit) through which tiles publish their counts, zero before the pass; the pass clears
     /// `status_next` so for the next one (digits of `next_bits` bits). `first`: the entries come
     /// from `words` and `carries` (window set * copies + tile / tiles_per_window), else (key,
-    /// entry) pairs from `pairs_in`, as many as the set's buckets hold (`starts`, the scan of the
-    /// histogram, with its total at index m). `last`: entries go to `out` from the set's start,
-    /// else (key, entry) pairs to `out` from 0.
+    /// entry) pairs from `pairs_in`, as many as the set holds (`set_starts`). `last`: entries go
+    /// to `out` from the set's start, and each bucket's size is added up in `counts` (zero
+    /// before the sort); else (key, entry) pairs go to `out` from 0.
     "msm"::"msm_radix_scatter" => RadixPassArgs("radix_pass_args") {
         words: DevPtr,
         carries: DevPtr,
         pairs_in: DevPtr,
-        starts: DevPtr,
+        set_starts: DevPtr,
         digit_starts: DevPtr,
+        counts: DevPtrMut,
         status: DevPtrMut,
         status_next: DevPtrMut,
         out: DevPtrMut,

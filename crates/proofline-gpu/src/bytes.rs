@@ -102,9 +102,10 @@ impl Sizer {
                     + r(slots.div_ceil(crate::abi::SCAN_TILE as usize))
                     + sorted
             }
-            // counts, starts, entries, the scalars' words and carries, the histogram scan's tile
-            // sums (freed, still charged), the digits' starts, the pairs between passes and the
-            // two buffers of published counts
+            // counts, ends, entries, the scalars' words and carries, the digits' histogram and
+            // starts, the sets' starts, the pairs between passes and the two buffers of
+            // published counts, then the tile sums of the sizes' scan (those freed before it
+            // still charged: no synchronisation between)
             ChunkSort::Radix(rp) => {
                 let set_entries = len * sets.copies as usize;
                 let between = rp.passes.len().saturating_sub(1).min(2) as u64;
@@ -112,10 +113,11 @@ impl Sizer {
                 sorted
                     + r(8 * len)
                     + r(len)
-                    + r((m + 1).div_ceil(crate::abi::SCAN_TILE as usize))
-                    + r(digits)
+                    + 2 * r(digits)
+                    + r(nw + 1)
                     + between * r(2 * set_entries)
                     + 2 * r(rp.slots(sets))
+                    + r((m + 1).div_ceil(crate::abi::SCAN_TILE as usize))
             }
         };
         let accumulate = match (self.cfg.acc, C::KERNELS.affine) {

@@ -18,11 +18,13 @@ pub enum MsmSort {
     /// Least-significant-digit radix sort, one bucket set at a time: passes of at most
     /// `RADIX_BITS` bits of the bucket, each one kernel: a stable scatter ranked by warp ballots
     /// whose tiles find their offsets by looking back over the counts the tiles before them
-    /// publish. No global atomics beyond the histogram and a ticket per tile, and each tile
-    /// writes a digit's entries as one run. More memory while sorting: the scalars out of
-    /// Montgomery form and two buffers of one set's (key, entry) pairs (`bytes.rs`). Falls back
-    /// to `Atomic` above 32 windows (`plan::RadixPlan`). The production default: dense 2^24 /
-    /// 2^25 / 2^26 in 106.2 / 194.9 / 371.1 ms against 115.0 / 214.6 / 411.4 with `Atomic`, the H
+    /// publish; every pass's digits counted once, in shared memory, and the buckets' sizes from
+    /// the last pass. No global atomics beyond a block's histogram, a ticket per tile and two a
+    /// bucket's run in a tile, and each tile writes a digit's entries as one run. More memory
+    /// while sorting: the scalars out of Montgomery form and two buffers of one set's (key,
+    /// entry) pairs (`bytes.rs`). Falls back to `Atomic` above 32 windows or where the digits'
+    /// histogram does not fit shared memory (`plan::RadixPlan`). The production default: dense
+    /// 2^24 / 2^25 / 2^26 in 106.2 / 194.9 / 371.1 ms against 115.0 / 214.6 / 411.4 with `Atomic`, the H
     /// MSM of a 32 GiB partition 741.3 against 823.6 (H200); the sparse and G2 MSMs level.
     #[default]
     Radix,

@@ -32,8 +32,9 @@ use crate::abi::{
     OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixDigitsArgs, RadixEndsArgs, RadixPassArgs,
     RadixPrepArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs,
     SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX, AFF_INV_THREADS,
-    AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_BITS, RADIX_THREADS,
-    SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_BITS,
+    RADIX_PREP_BLOCKS_PER_SM, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE,
+    SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig, RoundPoints};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -327,10 +328,11 @@ fn sort_two_level<E: Exec>(
     Ok(Sorted { counts, ends, vals })
 }
 
-/// Radix sort (see `cuda/msm.cu`): the histogram with the scalars' words and carries, its scan,
-/// each pass's digit starts per set, then per bucket set the single-pass scatters of `radix`,
-/// then each bucket's end. Counts and starts hold one value more (the total). Its temporaries
-/// are freed (and the lane synchronised) before it returns.
+/// Radix sort (see `cuda/msm.cu`): the scalars' words and carries with every pass's digit
+/// histogram, each pass's digit starts per set, then per bucket set the single-pass scatters of
+/// `radix` (the last one adding up the buckets' sizes), then the scan of the sizes into each
+/// bucket's start and end. Counts and ends hold one value more (the total). Its temporaries are
+/// freed (and the lane synchronised) before it returns.
 fn sort_radix<E: Exec>(
     e: &E,
     sp: u64,
@@ -346,48 +348,52 @@ fn sort_radix<E: Exec>(
     let vals = e.alloc(n * plan.nw as usize)?;
     let words = e.alloc(8 * n)?;
     let carries = e.alloc(n)?;
+    let npasses = radix.passes.len();
+    let nsets = sets.sets as usize;
+    let bins = 1usize << RADIX_BITS;
+    let hist = e.zeros(npasses * nsets * bins)?;
+    let digits = e.alloc(npasses * nsets * bins)?;
+    let set_starts = e.alloc(nsets + 1)?;
+    let blocks = grid(n, ELEMENT_THREADS).min(e.sm_count() * RADIX_PREP_BLOCKS_PER_SM);
     e.launch(
-        grid(n, ELEMENT_THREADS),
+        blocks,
         ELEMENT_THREADS,
         &RadixPrepArgs {
             scalars: DevPtr(sp),
-            counts: DevPtrMut(counts.ptr()),
+            hist: DevPtrMut(hist.ptr()),
             words: DevPtrMut(words.ptr()),
             carries: DevPtrMut(carries.ptr()),
             n: n as u32,
             c: plan.c,
             nw: plan.nw,
             copies: sets.copies,
+            sets: sets.sets,
+            set_bins: radix.set_bins(),
+            passes: npasses as u32,
+            pass_bits: radix.packed_bits(),
         },
     )?;
-    exclusive_scan(e, counts.ptr(), ends.ptr(), m + 1)?;
-    // where each digit starts in each pass of each set
-    let bins = 1usize << RADIX_BITS;
-    let nsets = sets.sets as usize;
-    let digits = e.alloc(radix.passes.len() * nsets * bins)?;
-    for (p, &(shift, bits)) in radix.passes.iter().enumerate() {
-        e.launch(
-            sets.sets,
-            RADIX_THREADS,
-            &RadixDigitsArgs {
-                counts: DevPtr(counts.ptr()),
-                starts: DevPtrMut(digits.at(p * nsets * bins)),
-                nb: plan.nb,
-                shift,
-                bits,
-            },
-        )?;
-    }
+    e.launch(
+        sets.sets,
+        RADIX_THREADS,
+        &RadixDigitsArgs {
+            hist: DevPtr(hist.ptr()),
+            starts: DevPtrMut(digits.ptr()),
+            set_starts: DevPtrMut(set_starts.ptr()),
+            sets: sets.sets,
+            passes: npasses as u32,
+            pass_bits: radix.packed_bits(),
+        },
+    )?;
     // (key, entry) pairs of one set between passes: two buffers where three passes or more
     let set_entries = n * sets.copies as usize;
-    let between = radix.passes.len().saturating_sub(1).min(2);
+    let between = npasses.saturating_sub(1).min(2);
     let pairs = (0..between)
         .map(|_| e.alloc(2 * set_entries))
         .collect::<Result<Vec<_>, _>>()?;
     // the tiles' published counts: one buffer per pass in turn, each pass clearing the other
     let status = [e.zeros(radix.slots(sets))?, e.zeros(radix.slots(sets))?];
     let tiles = radix.tiles(sets);
-    let npasses = radix.passes.len();
     let last = npasses - 1;
     let mut turn = 0;
     for set in 0..sets.sets {
@@ -404,8 +410,9 @@ fn sort_radix<E: Exec>(
                     words: DevPtr(words.ptr()),
                     carries: DevPtr(carries.ptr()),
                     pairs_in: DevPtr(if p == 0 { 0 } else { pairs[(p - 1) % 2].ptr() }),
-                    starts: DevPtr(ends.ptr()),
+                    set_starts: DevPtr(set_starts.ptr()),
                     digit_starts: DevPtr(digits.at((p * nsets + set as usize) * bins)),
+                    counts: DevPtrMut(counts.ptr()),
                     status: DevPtrMut(status[turn % 2].ptr()),
                     status_next: DevPtrMut(status[(turn + 1) % 2].ptr()),
                     out: DevPtrMut(out),
@@ -428,6 +435,8 @@ fn sort_radix<E: Exec>(
             turn += 1;
         }
     }
+    drop((words, carries, pairs, status, hist, digits, set_starts));
+    exclusive_scan(e, counts.ptr(), ends.ptr(), m + 1)?;
     e.launch(
         grid(m, ELEMENT_THREADS),
         ELEMENT_THREADS,
@@ -437,7 +446,6 @@ fn sort_radix<E: Exec>(
             m: m as u32,
         },
     )?;
-    drop((words, carries, pairs, status, digits));
     e.sync()?;
     Ok(Sorted { counts, ends, vals })
 }

@@ -12,8 +12,8 @@ use crate::config::MsmSort;
 
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
-    BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_COUNT_MASK, RADIX_TILE, REDUCE_SEGMENT,
-    SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
+    BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_COUNT_MASK, RADIX_HIST_MAX, RADIX_TILE,
+    REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -135,9 +135,10 @@ pub struct RadixPlan {
 
 impl RadixPlan {
     /// The plan for `n` points in `sets`; `None` where the carries' masks (one bit per window)
-    /// cannot hold the windows, the chunk's entries do not fit 32 bits, or a set's entries do
-    /// not fit the count of a tile's published word ([`RADIX_COUNT_MASK`]) (the caller then
-    /// sorts with global atomics).
+    /// cannot hold the windows, the chunk's entries do not fit 32 bits, a set's entries do not
+    /// fit the count of a tile's published word ([`RADIX_COUNT_MASK`]), or the digits of every
+    /// set and pass do not fit the preparation's histogram ([`RADIX_HIST_MAX`]) (the caller
+    /// then sorts with global atomics).
     pub fn new(n: usize, sets: &BucketSets) -> Option<Self> {
         let plan = sets.plan;
         if plan.nw > 32
@@ -156,10 +157,27 @@ impl RadixPlan {
             passes.push((shift, bits));
             shift += bits;
         }
-        Some(RadixPlan {
+        let radix = RadixPlan {
             passes,
             tiles_per_window: n.div_ceil(RADIX_TILE as usize),
-        })
+        };
+        // the preparation's histogram: every set's digits of every pass in shared memory
+        (sets.sets * radix.set_bins() <= RADIX_HIST_MAX).then_some(radix)
+    }
+
+    /// Digits over all passes: the counters of one set in the preparation's histogram.
+    pub fn set_bins(&self) -> u32 {
+        self.passes.iter().map(|&(_, bits)| 1u32 << bits).sum()
+    }
+
+    /// The passes' bits a byte each, lowest pass first (at most four passes: keys of at most
+    /// 31 bits in passes of at most 8).
+    pub fn packed_bits(&self) -> u32 {
+        self.passes
+            .iter()
+            .enumerate()
+            .map(|(p, &(_, bits))| bits << (8 * p))
+            .sum()
     }
 
     /// Tiles of one set's passes (its first pass's tiles: the later passes have at most as many
@@ -683,11 +701,30 @@ mod tests {
         let c20 = RadixPlan::new(1 << 24, &BucketSets::plain(WindowPlan::with_window(20))).unwrap();
         assert_eq!(c20.passes, vec![(0, 7), (7, 6), (13, 6)]);
         assert_eq!(c20.tiles_per_window, (1 << 24) / RADIX_TILE as usize);
+        assert_eq!(c20.set_bins(), 128 + 64 + 64);
+        assert_eq!(c20.packed_bits(), 7 | 6 << 8 | 6 << 16);
         // 255 bits in windows of 7: 37 windows, more than a carry mask holds
         assert_eq!(
             RadixPlan::new(1 << 10, &BucketSets::plain(WindowPlan::with_window(7))),
             None
         );
+        // the preparation's histogram: the precomputed copies' windows fit (few sets), 11
+        // windows of 25 bits do not (11 x (256 + 256 + 256) counters)
+        for (window, copies) in [(22, 12), (24, 6), (24, 4)] {
+            let sets = BucketSets::precomputed(&Precomputation { window, copies });
+            let r = RadixPlan::new(1 << 24, &sets).expect("histogram fits");
+            assert!(sets.sets * r.set_bins() <= RADIX_HIST_MAX);
+        }
+        assert_eq!(
+            RadixPlan::new(1 << 20, &BucketSets::plain(WindowPlan::with_window(25))),
+            None
+        );
+        // a set's entries stay below the published words' count
+        let copies = BucketSets::precomputed(&Precomputation {
+            window: 24,
+            copies: 6,
+        });
+        assert_eq!(RadixPlan::new(1 << 28, &copies), None);
     }
 
     #[test]
