@@ -20,10 +20,9 @@
 //     (many blocks per bucket, then a tree), so skewed digits stay parallel.
 //  5. msm_bucket_reduce: per window, segments of SEG buckets: running sums give
 //     W_t = sum_j (j - start + 1) B_j inside segment t and its total S_t.
-//  6. msm_window_combine: sum_t W_t + SEG * sum_t t S_t (one warp per block, chunks
-//     of segments dealt to a window's blocks in turn: running sums per lane, a suffix
-//     scan over the lanes, small multiples), then xyzz_reduce: per window, tree-sum of
-//     the block results -> Jacobian.
+//  6. msm_window_combine: sum_t W_t + SEG * sum_t t S_t (running sums again,
+//     several blocks per window), then xyzz_reduce: per window, tree-sum of the
+//     block results -> Jacobian.
 // With MsmAcc::BatchAffine, rounds of pairwise affine additions sharing one inversion each
 // (msm_affine.cuh) first shrink every bucket, and step 4 sums what they leave.
 // Sparse queries arrive split by the host (zeros dropped, a bitmap of the ones, the tail's
@@ -673,8 +672,7 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS) msm_big_final(const bi
 extern "C" __global__ void __launch_bounds__(SMALL_THREADS) msm_bucket_reduce(const bucket_reduce_args a) {
     bucket_reduce<G1>(a);
 }
-extern "C" __global__ void __launch_bounds__(WINDOW_THREADS, WINDOW_BLOCKS_PER_SM)
-    msm_window_combine(const window_combine_args a) {
+extern "C" __global__ void __launch_bounds__(RED_THREADS) msm_window_combine(const window_combine_args a) {
     window_combine<G1>(a);
 }
 extern "C" __global__ void __launch_bounds__(RED_THREADS) xyzz_reduce(const xyzz_reduce_args a) {

@@ -216,69 +216,50 @@ DEVI void mul_small2(X& r, const X& p1, u32 k1, const X& p2, u32 k2) {
     }
 }
 
-// Lane `lane + d` of the warp's point p (p itself where that lane is past the warp): every
-// lane of the warp must call it.
-template <class X>
-DEVI X shfl_down_point(const X& p, u32 d) {
-    u32 w[X::WORDS];
-    p.store(w);
-#pragma unroll
-    for (int k = 0; k < X::WORDS; k++) w[k] = __shfl_down_sync(0xffffffffu, w[k], d);
-    return X::load(w);
-}
-
-// Window combination of the segment results (W_t, S_t), t < segs, of window w: its sum is
-// sum_t W_t + seg sum_t t S_t. Block (w, b), b < G (`groups`), is one warp; its lane i takes
-// chunk q = b + G i of the window's chunks of `per` segments, t = per q + j, j < per (those
-// below segs). The weight seg t of S_t then splits as seg (j + per b + per G i), and no lane
-// multiplies by its own position:
-//  * the lane forms w_i = sum_j W_t, then s_i = sum_j S_t and u_i = sum_j j S_t by running
-//    sums from the top: 3 per - 1 additions, the chain that the host keeps short
-//    (plan::WindowSplit: as many blocks as one wave holds, so the fewest segments per lane);
-//  * the warp's suffix sums v_i = sum_{i' >= i} s_i' (5 shuffle steps) turn
-//    sum_i (per b + per G i) s_i into per b v_0 + per G sum_{i >= 1} v_i;
-//  * lane i's term is w_i + seg (u_i + c_i v_i), c_0 = per b and c_i = per G: one
-//    double-and-add over both multiples (about log2(seg per G) doublings, an addition for each
-//    one bit of seg and seg c_i; lane 0's multiple is the only one that differs in the warp);
-//  * a shuffle tree (5 steps) sums the terms into partial[w G + b]; xyzz_reduce sums the
-//    window's G partials.
-// The W sum waits in shared memory meanwhile, so that at most three points are live at once.
+// Window combination of the segment results: block (w, grp) of `groups`
+// blocks per window covers segments [grp * per_blk, ...); thread k of it a
+// contiguous range [lo, hi). It forms sum W_t + seg * sum t S_t over its range
+// (running sums from the top: sum (t - lo + 1) S_t, then + (lo - 1) sum S_t),
+// and the block tree-sums the threads into partial[w * groups + grp]. The sum of
+// the W_t waits in shared memory while the rest is formed, so that no more than
+// three points are live at once (with all of them in registers the kernel spilled
+// 2.8 KB). Its time is each thread's chain of ~30 dependent XYZZ operations: one
+// wave of threads at most.
 template <class C>
 DEVI void window_combine(const window_combine_args& a) {
     typedef typename C::X X;
-    static_assert(WINDOW_THREADS == 32, "the scan and the tree are warp shuffles");
-    __shared__ uint4 sh[WINDOW_THREADS * (X::WORDS / 4)];
-    const u32 lane = threadIdx.x;
-    u32* parked = reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * lane]);
-    const u32 segs = a.segs, seg = a.seg, groups = a.groups, per = a.per;
-    const u32 w = blockIdx.x / groups, b = blockIdx.x % groups;
-    // this lane's segments [t0, t1): chunk b + groups * lane (empty past the window)
-    const u32 t0 = min(per * (b + groups * lane), segs), t1 = min(t0 + per, segs);
+    __shared__ uint4 sh[C::RED * (X::WORDS / 4)];
+    u32* parked = reinterpret_cast<u32*>(&sh[(X::WORDS / 4) * threadIdx.x]);
+    const u32 segs = a.segs, seg = a.seg, groups = a.groups;
+    u32 w = blockIdx.x / groups, grp = blockIdx.x % groups;
+    u32 per_blk = (segs + groups - 1) / groups;
+    u32 per = (per_blk + C::RED - 1) / C::RED;
+    u32 lo = grp * per_blk + threadIdx.x * per;
+    u32 hi = min(min(lo + per, (grp + 1) * per_blk), segs);
     const u32* base = a.segres + 2 * X::WORDS * (size_t)w * segs;
     {
         X wsum = X::inf();
-        for (u32 t = t0; t < t1; t++) curve_add(wsum, X::load(base + 2 * X::WORDS * (size_t)t));
+        for (u32 t = lo; t < hi; t++) curve_add(wsum, X::load(base + 2 * X::WORDS * (size_t)t));
         wsum.store(parked);
     }
-    // run = s_i, acc = u_i: each running value (t > t0) adds in once more
     X run = X::inf(), acc = X::inf();
-    for (u32 t = t1; t-- > t0;) {
+    for (int t = (int)hi - 1; t >= (int)lo; t--) {
         curve_add(run, X::load(base + 2 * X::WORDS * (size_t)t + X::WORDS));
-        if (t > t0) curve_add(acc, run);
+        curve_add(acc, run);
     }
-    // run becomes v_i, the suffix sum over the lanes from this one
-    for (u32 d = 1; d < WINDOW_THREADS; d <<= 1) {
-        X o = shfl_down_point(run, d);
-        if (lane + d < WINDOW_THREADS) curve_add(run, o);
+    // acc = sum (t - lo + 1) S_t; want seg Q, Q = sum t S_t = acc + (lo - 1) run, as
+    // seg acc + seg (lo - 1) run (with lo = 0: seg acc + seg (-run))
+    if (lo < hi) {
+        if (lo == 0) run.neg();
+        X q;
+        mul_small2(q, acc, seg, run, seg * (lo == 0 ? 1 : lo - 1));
+        curve_add(q, X::load(parked));
+        q.store(parked);
     }
-    X total;
-    mul_small2(total, acc, seg, run, seg * per * (lane == 0 ? b : groups));
-    curve_add(total, X::load(parked));
-    for (u32 d = WINDOW_THREADS / 2; d > 0; d >>= 1) {
-        X o = shfl_down_point(total, d);
-        if (lane < d) curve_add(total, o);
-    }
-    if (lane == 0) total.store(a.partial + X::WORDS * (size_t)blockIdx.x);
+    // each thread's total is in its own slot (its W_t alone where its range is empty)
+    X total = X::load(parked);
+    block_sum_in<C>(total, sh);
+    if (threadIdx.x == 0) total.store(a.partial + X::WORDS * (size_t)blockIdx.x);
 }
 
 // one block per group: Jacobian(out[g]) = sum of in[g * count .. (g+1) * count)

@@ -44,8 +44,7 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) msm_g2_big_final(co
 extern "C" __global__ void __launch_bounds__(SMALL_THREADS) msm_g2_bucket_reduce(const bucket_reduce_args a) {
     bucket_reduce<G2>(a);
 }
-extern "C" __global__ void __launch_bounds__(WINDOW_THREADS, WINDOW_BLOCKS_PER_SM_G2)
-    msm_g2_window_combine(const window_combine_args a) {
+extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) msm_g2_window_combine(const window_combine_args a) {
     window_combine<G2>(a);
 }
 extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) g2_xyzz_reduce(const xyzz_reduce_args a) {

@@ -148,14 +148,8 @@ shared_consts! {
     BIG_PER_BLOCK = 2048;
     /// Threads per block of `msm_ones_count` / `msm_ones_expand`: one bitmap word each.
     ONES_THREADS = 256;
-    /// Threads per block of the window combination: one warp (its scan and tree are shuffles).
-    WINDOW_THREADS = 32;
-    /// Blocks per multiprocessor in `msm_window_combine`'s `__launch_bounds__`, and what its
-    /// launch fills: one wave. Three warps on each scheduler's quarter of the register file:
-    /// at most 168 registers (a few spilled words; at 128 registers it spilled 1.1 KB).
-    WINDOW_BLOCKS_PER_SM = 12;
-    /// The same for `msm_g2_window_combine`: two warps per scheduler, at most 255 registers.
-    WINDOW_BLOCKS_PER_SM_G2 = 8;
+    /// Blocks per window in the window combination.
+    WINDOW_GROUPS = 16;
     /// Buckets per segment of the bucket reduction.
     REDUCE_SEGMENT = 16;
     /// Threads per block of the element-wise test kernels on G1 points.
@@ -541,16 +535,13 @@ kernel_args! {
         nb: u32,
         seg: u32,
     }
-    /// Window combination of the segment results (`segs` pairs per window, segments of `seg`
-    /// buckets): `groups` blocks per window, block b's lane i taking the `per` segments from
-    /// per * (b + groups * i); one partial sum per block.
+    /// Window combination of the segment results.
     "msm"::"msm_window_combine" | "msm_g2"::"msm_g2_window_combine" => WindowCombineArgs("window_combine_args") {
         segres: DevPtr,
         partial: DevPtrMut,
         segs: u32,
         seg: u32,
         groups: u32,
-        per: u32,
     }
     /// Per-group tree sum of XYZZ values into Jacobian points.
     "msm"::"xyzz_reduce" | "msm_g2"::"g2_xyzz_reduce" => XyzzReduceArgs("xyzz_reduce_args") {

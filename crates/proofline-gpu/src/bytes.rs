@@ -7,14 +7,14 @@
 
 use proofline_groth16::msm::SparseScalars;
 
-use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS};
+use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS, WINDOW_GROUPS};
 use crate::arena::{charge_in, GRANULE};
 use crate::config::{MsmAcc, MsmConfig};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, Precomputation,
-    SortPlan, WindowPlan, WindowSplit, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    SortPlan, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -145,13 +145,7 @@ impl Sizer {
             _ => with_buckets + self.acc_bytes::<C>(e, m),
         };
         let segs = plan.segments() as usize;
-        let groups = WindowSplit::new(
-            plan.segments(),
-            plan.segment_len(),
-            sets.sets,
-            sm_count * C::WINDOW_BLOCKS_PER_SM,
-        )
-        .groups as usize;
+        let groups = WINDOW_GROUPS.min(plan.segments()) as usize;
         let reduce = 2 * r(ends_len)
             + r(xyzz * m)
             + r(2 * xyzz * nw * segs)

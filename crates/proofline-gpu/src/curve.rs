@@ -9,7 +9,7 @@ use group::Group;
 use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_BLOCKS_PER_SM_G2, AFFINE_WORDS, AFF_BLOCKS_PER_SM, AFF_BLOCKS_PER_SM_G2,
     G2_AFFINE_WORDS, G2_JACOBIAN_WORDS, G2_XYZZ_WORDS, JACOBIAN_WORDS, RED_THREADS, RED_THREADS_G2,
-    WINDOW_BLOCKS_PER_SM, WINDOW_BLOCKS_PER_SM_G2, XYZZ_WORDS,
+    XYZZ_WORDS,
 };
 use crate::layout::{affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32};
 use crate::plan::{OnesRounds, AFFINE_GROUP_ENTRIES, AFFINE_GROUP_ENTRIES_G2};
@@ -69,8 +69,6 @@ pub(crate) trait MsmCurve {
     const RED_THREADS: u32;
     /// Blocks per multiprocessor of the bucket accumulation.
     const ACC_BLOCKS_PER_SM: u32;
-    /// Blocks per multiprocessor of the window combination.
-    const WINDOW_BLOCKS_PER_SM: u32;
     /// The group's curve kernels.
     const KERNELS: CurveKernels;
     /// The points as the u32 words the kernels read.
@@ -96,7 +94,6 @@ impl MsmCurve for G1 {
     const JACOBIAN_WORDS: usize = JACOBIAN_WORDS as usize;
     const RED_THREADS: u32 = RED_THREADS;
     const ACC_BLOCKS_PER_SM: u32 = ACC_BLOCKS_PER_SM;
-    const WINDOW_BLOCKS_PER_SM: u32 = WINDOW_BLOCKS_PER_SM;
     const KERNELS: CurveKernels = CurveKernels {
         bucket_acc: "msm_bucket_acc",
         bucket_acc_inline: "msm_bucket_acc",
@@ -141,7 +138,6 @@ impl MsmCurve for G2 {
     const JACOBIAN_WORDS: usize = G2_JACOBIAN_WORDS as usize;
     const RED_THREADS: u32 = RED_THREADS_G2;
     const ACC_BLOCKS_PER_SM: u32 = ACC_BLOCKS_PER_SM_G2;
-    const WINDOW_BLOCKS_PER_SM: u32 = WINDOW_BLOCKS_PER_SM_G2;
     const KERNELS: CurveKernels = CurveKernels {
         bucket_acc: "msm_g2_bucket_acc",
         bucket_acc_inline: "msm_g2_bucket_acc_inline",

@@ -359,7 +359,7 @@ mod tests {
     };
     use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
-    use crate::plan::{OnesRounds, Precomputation, WindowSplit};
+    use crate::plan::{OnesRounds, Precomputation};
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_unreduced_is, fp_words,
         fr_montgomery_top, mixed_scalars, random_g2_points, random_points, random_scalars, FieldOp,
@@ -1143,121 +1143,5 @@ mod tests {
         let s = e.upload(scalars_as_u32(&same)).unwrap();
         let got = msm::pippenger::<_, G2>(&e, b.ptr(), s.ptr(), n, &cfg, &mut stats).unwrap();
         assert_eq!(got, cpu_msm_g2(&points, &same), "one bucket");
-    }
-
-    /// XYZZ words of a G1 point from its Jacobian coordinates: X, Y, ZZ = Z^2, ZZZ = Z^3.
-    fn g1_xyzz(p: &G1Projective) -> Vec<u32> {
-        // SAFETY: G1Projective is repr(transparent) over blst_p1.
-        let j = unsafe { std::mem::transmute::<G1Projective, blst::blst_p1>(*p) };
-        let (mut zz, mut zzz) = (blst::blst_fp::default(), blst::blst_fp::default());
-        // SAFETY: blst's field operations on valid field elements.
-        unsafe {
-            blst::blst_fp_sqr(&mut zz, &j.z);
-            blst::blst_fp_mul(&mut zzz, &zz, &j.z);
-        }
-        [j.x, j.y, zz, zzz].iter().flat_map(fp_words).collect()
-    }
-
-    /// The same for G2.
-    fn g2_xyzz(p: &G2Projective) -> Vec<u32> {
-        // SAFETY: G2Projective is repr(transparent) over blst_p2.
-        let j = unsafe { std::mem::transmute::<G2Projective, blst::blst_p2>(*p) };
-        let (mut zz, mut zzz) = (blst::blst_fp2::default(), blst::blst_fp2::default());
-        // SAFETY: blst's field operations on valid field elements.
-        unsafe {
-            blst::blst_fp2_sqr(&mut zz, &j.z);
-            blst::blst_fp2_mul(&mut zzz, &zz, &j.z);
-        }
-        [j.x, j.y, zz, zzz]
-            .iter()
-            .flat_map(|f| f.fp.iter().flat_map(fp_words))
-            .collect()
-    }
-
-    /// The window combination and the tree of its partials against blstrs, over shapes that the
-    /// MSMs above reach rarely or not at all: one segment, fewer segments than lanes, block
-    /// counts that do not divide the segments, lanes past the segments, many segments per lane,
-    /// splits other than the planned one, segments of other lengths; with points at infinity
-    /// and, in the last two shapes, one point everywhere (doublings in the running sums and the
-    /// scan), then one point and its opposite in turn (sums at infinity).
-    fn window_sums_match<C: MsmCurve>(
-        points: &[C::Projective],
-        xyzz: impl Fn(&C::Projective) -> Vec<u32>,
-    ) where
-        C::Projective: std::ops::Mul<Scalar, Output = C::Projective>,
-    {
-        let e = EmuExec::new(SMS);
-        // (segments, buckets per segment, windows, split as (groups, per): the planned one
-        // where none)
-        type Shape = (u32, u32, u32, Option<(u32, u32)>);
-        let shapes: [Shape; 14] = [
-            (1, 16, 3, None),
-            (1, 5, 2, Some((1, 3))),
-            (8, 16, 4, None),
-            (31, 16, 1, Some((2, 1))),
-            (33, 16, 1, Some((1, 2))),
-            (100, 16, 2, Some((3, 2))),
-            (100, 16, 2, Some((7, 1))),
-            (300, 3, 1, Some((5, 2))),
-            (700, 16, 3, Some((23, 1))),
-            (1000, 16, 2, Some((1, 32))),
-            (1500, 16, 1, Some((13, 4))),
-            (2048, 16, 1, None),
-            (64, 16, 1, Some((1, 2))),
-            (64, 16, 1, Some((1, 2))),
-        ];
-        for (shape, &(segs, seg, sets, split)) in shapes.iter().enumerate() {
-            let split = match split {
-                Some((groups, per)) => WindowSplit { groups, per },
-                None => WindowSplit::new(segs, seg, sets, SMS * C::WINDOW_BLOCKS_PER_SM),
-            };
-            let one = shapes.len() - shape;
-            let vals: Vec<C::Projective> = (0..2 * segs as usize * sets as usize)
-                .map(|k| match k % 13 {
-                    _ if one == 2 => points[0],
-                    _ if one == 1 && k % 4 >= 2 => -points[0],
-                    _ if one == 1 => points[0],
-                    5 => C::Projective::identity(),
-                    _ => points[k % points.len()],
-                })
-                .collect();
-            let words: Vec<u32> = vals.iter().flat_map(&xyzz).collect();
-            let buf = e.upload(&words).unwrap();
-            let got = msm::window_sums::<_, C>(&e, buf.ptr(), sets, segs, seg, split).unwrap();
-            for (w, got) in got.iter().enumerate() {
-                let pairs = &vals[2 * segs as usize * w..][..2 * segs as usize];
-                let want = pairs
-                    .chunks_exact(2)
-                    .enumerate()
-                    .fold(C::Projective::identity(), |acc, (t, ws)| {
-                        acc + ws[0] + ws[1] * Scalar::from(u64::from(seg) * t as u64)
-                    });
-                assert_eq!(
-                    *got, want,
-                    "{segs} segments of {seg}, {split:?}, window {w}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn window_sums_match_blstrs() {
-        // sums of two points: Z is not one
-        let p = random_points(98, 81);
-        let points: Vec<G1Projective> = p
-            .windows(2)
-            .map(|w| G1Projective::from(w[0]) + w[1])
-            .collect();
-        window_sums_match::<G1>(&points, g1_xyzz);
-    }
-
-    #[test]
-    fn g2_window_sums_match_blstrs() {
-        let p = random_g2_points(32, 82);
-        let points: Vec<G2Projective> = p
-            .windows(2)
-            .map(|w| G2Projective::from(w[0]) + w[1])
-            .collect();
-        window_sums_match::<G2>(&points, g2_xyzz);
     }
 }

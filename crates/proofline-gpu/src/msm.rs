@@ -34,7 +34,7 @@ use crate::abi::{
     SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX, AFF_INV_THREADS,
     AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_BITS,
     RADIX_PREP_BLOCKS_PER_SM, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE,
-    SMALL_THREADS, SORT_THREADS, WINDOW_THREADS,
+    SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig, RoundPoints};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -43,7 +43,7 @@ use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
 use crate::plan::{
     affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, ChunkSort,
-    OnesRounds, Precomputation, RadixPlan, SortPlan, WindowPlan, WindowSplit,
+    OnesRounds, Precomputation, RadixPlan, SortPlan, WindowPlan,
 };
 use crate::stager::stream_chunks;
 
@@ -912,52 +912,24 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     )?;
     drop(buckets);
     // 4. window combination, then per-window tree reduction to Jacobian
-    let seg = plan.segment_len();
-    let split = WindowSplit::new(segs, seg, nsets, e.sm_count() * C::WINDOW_BLOCKS_PER_SM);
-    let windows = window_sums::<E, C>(e, seg_out.ptr(), nsets, segs, seg, split)?;
-    drop((counts, cursor, seg_out));
-    e.sync()?;
-    Ok(combine_windows(&windows, sets.shift()))
-}
-
-/// The sum of each of `sets` windows from its `segs` segment results (W_t, S_t) at `segres`
-/// (segments of `seg` buckets, `msm_bucket_reduce`'s layout): sum_t W_t + seg * sum_t t S_t,
-/// by the window combination in `split`'s blocks, then the tree of each window's partials.
-pub(crate) fn window_sums<E: Exec, C: MsmCurve>(
-    e: &E,
-    segres: u64,
-    sets: u32,
-    segs: u32,
-    seg: u32,
-    split: WindowSplit,
-) -> Result<Vec<C::Projective>, GpuError> {
-    let k = C::KERNELS;
-    let groups = split.groups;
-    debug_assert!(
-        (1..=segs).contains(&groups)
-            && u64::from(seg) * u64::from(groups) * u64::from(split.per) < 1 << 31
-            && u64::from(split.per) * u64::from(WINDOW_THREADS) * u64::from(groups)
-                >= u64::from(segs),
-        "window split {split:?} for {segs} segments of {seg}"
-    );
-    let partial = e.alloc(sets as usize * groups as usize * C::XYZZ_WORDS)?;
+    let groups = WINDOW_GROUPS.min(segs);
+    let partial = e.alloc(nsets as usize * groups as usize * C::XYZZ_WORDS)?;
     e.launch_as(
         k.window_combine,
-        sets * groups,
-        WINDOW_THREADS,
+        nsets * groups,
+        C::RED_THREADS,
         &WindowCombineArgs {
-            segres: DevPtr(segres),
+            segres: DevPtr(seg_out.ptr()),
             partial: DevPtrMut(partial.ptr()),
             segs,
-            seg,
+            seg: plan.segment_len(),
             groups,
-            per: split.per,
         },
     )?;
-    let win = e.alloc(sets as usize * C::JACOBIAN_WORDS)?;
+    let win = e.alloc(nsets as usize * C::JACOBIAN_WORDS)?;
     e.launch_as(
         k.xyzz_reduce,
-        sets,
+        nsets,
         C::RED_THREADS,
         &XyzzReduceArgs {
             input: DevPtr(partial.ptr()),
@@ -965,12 +937,15 @@ pub(crate) fn window_sums<E: Exec, C: MsmCurve>(
             count: groups,
         },
     )?;
-    let mut h = vec![0u32; sets as usize * C::JACOBIAN_WORDS];
+    let mut h = vec![0u32; nsets as usize * C::JACOBIAN_WORDS];
     e.read(Readback::Values, &win, 0, &mut h)?;
-    drop((partial, win));
-    Ok(h.chunks_exact(C::JACOBIAN_WORDS)
+    drop((counts, cursor, seg_out, partial, win));
+    e.sync()?;
+    let windows: Vec<C::Projective> = h
+        .chunks_exact(C::JACOBIAN_WORDS)
         .map(C::from_jacobian)
-        .collect())
+        .collect();
+    Ok(combine_windows(&windows, sets.shift()))
 }
 
 /// A bitmap of ones on the device: `words` u32 words at `ptr` (bit i of the bitmap is bit

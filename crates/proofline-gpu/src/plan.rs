@@ -71,41 +71,6 @@ impl WindowPlan {
     }
 }
 
-/// The launch of the window combination (`msm_window_combine`): `groups` blocks of one warp
-/// per bucket set, lane i of block b taking the set's `per` segments from
-/// per * (b + groups * i). A lane's chain is 3 * per additions and a double-and-add over the
-/// multiples seg and seg * per * groups (see the kernel).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WindowSplit {
-    /// Blocks per bucket set.
-    pub groups: u32,
-    /// Segments per lane.
-    pub per: u32,
-}
-
-impl WindowSplit {
-    /// The split of `sets` bucket sets of `segs` segments of `seg` buckets over at most
-    /// `blocks` blocks (the resident ones: one wave; one block per set at least): the fewest
-    /// segments per lane; then, among the block counts that cover the segments with them, the
-    /// cheapest multiple seg * per * groups (each of its one bits is an addition in every lane,
-    /// each further bit a doubling, about two thirds of one).
-    pub fn new(segs: u32, seg: u32, sets: u32, blocks: u32) -> Self {
-        let lanes = crate::abi::WINDOW_THREADS;
-        let segs = segs.max(1);
-        let most = (blocks / sets.max(1)).clamp(1, segs);
-        let per = segs.div_ceil(most).div_ceil(lanes);
-        let fewest = segs.div_ceil(per).div_ceil(lanes);
-        let cost = |g: u32| {
-            let k = u64::from(seg) * u64::from(per) * u64::from(g);
-            3 * k.count_ones() + 2 * (64 - k.leading_zeros())
-        };
-        let groups = (fewest..=most)
-            .min_by_key(|&g| (cost(g), g))
-            .unwrap_or(fewest);
-        WindowSplit { groups, per }
-    }
-}
-
 /// Coarse bins the two-level sort aims for at least (blocks of its fine pass), where the
 /// shared-memory limit allows.
 pub const SORT_BINS_TARGET: u32 = 512;
@@ -1009,34 +974,6 @@ mod tests {
             let p = WindowPlan::for_points(n);
             assert_eq!(p.segments() * p.segment_len(), p.nb);
         }
-    }
-
-    /// The window combination's split covers every segment in at most the wave of blocks it is
-    /// given (one block per set at least), with the fewest segments per lane that allows, and
-    /// multiples that fit the kernel's 32-bit double-and-add.
-    #[test]
-    fn window_split_covers_the_segments_in_one_wave() {
-        let lanes = crate::abi::WINDOW_THREADS;
-        for c in [MIN_WINDOW, 12, 16, MAX_WINDOW, PRECOMPUTE_MAX_WINDOW] {
-            let plan = WindowPlan::with_window(c);
-            let (segs, seg) = (plan.segments(), plan.segment_len());
-            for sets in [1, 2, 3, 13, plan.nw, 64] {
-                for blocks in [1, 24, 132 * 12, 132 * 8, 1 << 20] {
-                    let s = WindowSplit::new(segs, seg, sets, blocks);
-                    let most = (blocks / sets).clamp(1, segs);
-                    assert!((1..=most).contains(&s.groups), "{c} {sets} {blocks}: {s:?}");
-                    assert!(
-                        s.per * lanes * s.groups >= segs,
-                        "{c} {sets} {blocks}: {s:?}"
-                    );
-                    assert!((s.per - 1) * lanes * most < segs || s.per == 1);
-                    assert!(u64::from(seg) * u64::from(s.groups * s.per) < 1 << 31);
-                }
-            }
-        }
-        // fewer segments than lanes: one block, one segment per lane
-        let s = WindowSplit::new(8, 16, 32, 24);
-        assert_eq!((s.groups, s.per), (1, 1));
     }
 
     #[test]
