@@ -219,9 +219,9 @@ extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const s
 // tiles of entries (single pass, "onesweep"): a tile ranks its entries by digit within warps
 // (ballots), publishes its count of each digit, finds the counts of the tiles before it by
 // looking back through their published counts (decoupled look-back), and writes each digit's
-// entries as one run after the digit's start in the pass (`msm_radix_digits`, from the bucket
-// histogram). No global atomics beyond the histogram and one tile ticket per block, no
-// separate count pass or scan of per-tile counts.
+// entries as one run after the digit's start in the pass (`msm_radix_digits`, from the digits'
+// histogram). Global atomics: a block's histogram in the preparation, a ticket per tile, two a
+// bucket's run in a tile of the last pass; no separate count pass or scan of per-tile counts.
 //  1. msm_radix_prep: each scalar out of Montgomery form as 8 words stored word-major (word k of
 //     point i at words[k * n + i], so that a window's two words are read coalesced), the carry
 //     into each window as a bit mask (the signed digits' carries chain from the lowest window
