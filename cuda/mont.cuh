@@ -18,6 +18,17 @@
 // (measured before the kernels were written). The technique is the one used
 // by sppark's mont_t; this file is an independent implementation of it.
 //
+// Squaring (device): the products a_i a_j with i < j made once, in two carry chains a row (pairs
+// starting on odd and on even words), their sum doubled by funnel shifts and the diagonal a_i^2
+// added in one chain: n (n + 1) / 2 wide products for the n^2 of a multiplication. The 2n-word
+// square is then reduced row by row; each row's two chains go to two accumulators by the parity
+// of their pairs' first words, so that every word keeps one register pair (mixing the parities in
+// one array cost ptxas a move per product), with the carry between the accumulators' cleared low
+// words tracked as one bit. Fp's squaring compiles to 221 wide multiply-adds and one IMAD.HI where
+// the multiply takes 276 and 12 (sm_90); both are bound by those instructions, each two cycles
+// of the FMA-heavy pipe, and on an H200 the squaring runs at 1.19x the multiply's rate
+// (scripts/mul-rates.cu).
+//
 // Requirements: the modulus must leave at least one spare top bit (both
 // BLS12-381 fields do: 255 of 256 and 381 of 384 bits), so that sums of two
 // reduced values and the Montgomery accumulators never overflow n words.
@@ -143,7 +154,112 @@ struct mont_t {
         ASM("addc.u32 %0, %0, 0;" : "+r"(even.v[n - 1]));
         return even;
     }
+    // acc += a_i a_j B^(i+j) for j = j0, j0 + 2, ... < n (their word pairs are disjoint: one
+    // carry chain), the chain's carry into the word after its last pair. No earlier row's pairs
+    // reach that word (row i' < i ends at word i' + n), so it holds at most earlier rows' carries
+    // and cannot overflow.
+    static DEVI void sqr_row(u32* acc, const u32* a, int i, int j0) {
+        ASM("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+            : "+r"(acc[i + j0]), "+r"(acc[i + j0 + 1])
+            : "r"(a[j0]), "r"(a[i]));
+        int j = j0 + 2;
+#pragma unroll
+        for (; j < n; j += 2)
+            ASM("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                : "+r"(acc[i + j]), "+r"(acc[i + j + 1])
+                : "r"(a[j]), "r"(a[i]));
+        ASM("addc.u32 %0, %0, 0;" : "+r"(acc[i + j]));
+    }
+    // t += m p_j B^(i+j) for j = j0, j0 + 2, ... < n, one carry chain; leaves the carry flag set
+    static DEVI void redc_row(u32* t, u32 m, int i, int j0) {
+        ASM("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+            : "+r"(t[i + j0]), "+r"(t[i + j0 + 1])
+            : "r"(P::mod()[j0]), "r"(m));
+#pragma unroll
+        for (int j = j0 + 2; j < n; j += 2)
+            ASM("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
+                : "+r"(t[i + j]), "+r"(t[i + j + 1])
+                : "r"(P::mod()[j]), "r"(m));
+    }
+    // a^2 (a reduced) before the final subtraction: below 2 modulus. The square's 2n words as
+    // twice the products a_i a_j (i < j), each made once, plus the diagonal a_i^2: n (n + 1) / 2
+    // wide products where a multiplication makes n^2. Then the Montgomery reduction of those 2n
+    // words (n^2 more), its chains' carries past word n kept aside and added at the end (no
+    // reduction row reads a word at or past n).
+    static DEVI wide_t sqr_unreduced(const mont_t& a) {
+        // the products whose low word lands on an odd (od) or an even (ev) word
+        u32 od[2 * n], ev[2 * n];
+#pragma unroll
+        for (int k = 0; k < 2 * n; k++) {
+            od[k] = 0;
+            ev[k] = 0;
+        }
+#pragma unroll
+        for (int i = 0; i < n - 1; i++) {
+            sqr_row(od, a.v, i, i + 1);
+            if (i + 2 < n) sqr_row(ev, a.v, i, i + 2);
+        }
+        // x = od + ev, the off-diagonal half: 2 x <= a^2 < 2^(64 n - 2), no carry out of the top
+        u32 x[2 * n];
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(x[0]) : "r"(od[0]), "r"(ev[0]));
+#pragma unroll
+        for (int k = 1; k < 2 * n; k++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(x[k]) : "r"(od[k]), "r"(ev[k]));
+        // t = 2 x + the diagonal
+        u32 t[2 * n];
+        t[0] = x[0] << 1;
+#pragma unroll
+        for (int k = 1; k < 2 * n; k++)
+            ASM("shf.l.wrap.b32 %0, %1, %2, 1;" : "=r"(t[k]) : "r"(x[k - 1]), "r"(x[k]));
+        ASM("mad.lo.cc.u32 %0, %2, %2, %0; madc.hi.cc.u32 %1, %2, %2, %1;"
+            : "+r"(t[0]), "+r"(t[1])
+            : "r"(a.v[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("madc.lo.cc.u32 %0, %2, %2, %0; madc.hi.cc.u32 %1, %2, %2, %1;"
+                : "+r"(t[2 * i]), "+r"(t[2 * i + 1])
+                : "r"(a.v[i]));
+        // The reduction: row i adds m_i p B^i, m_i chosen to clear word i. Its chains' pairs start
+        // at words of both parities, so they go to two accumulators by the parity of their
+        // pairs' first words (t: even, u: odd), each word in one register pair throughout. The
+        // words below i of t + u sum to 0 or B^i: `low` is that carry into word i. carry[k]
+        // holds the chains' carries into word n + k (no row reads a word at or past n).
+        u32 u[2 * n], carry[n], low = 0;
+#pragma unroll
+        for (int k = 0; k < 2 * n; k++) u[k] = 0;
+#pragma unroll
+        for (int k = 0; k < n; k++) carry[k] = 0;
+#pragma unroll
+        for (int i = 0; i < n; i++) {
+            u32 w;
+            ASM("add.u32 %0, %1, %2;" : "=r"(w) : "r"(t[i]), "r"(u[i]));
+            const u32 m = (w + low) * P::m0();
+            redc_row(i % 2 == 0 ? t : u, m, i, 0);
+            ASM("addc.u32 %0, %0, 0;" : "+r"(carry[i]));
+            redc_row(i % 2 == 0 ? u : t, m, i, 1);
+            // the last row's carry out of word 2n - 1 is zero: the sum is below 2 modulus B^n
+            if (i + 1 < n) ASM("addc.u32 %0, %0, 0;" : "+r"(carry[i + 1]));
+            // word i of t + u + low is now 0 mod B: it carries iff any of its terms is nonzero
+            low = (t[i] | u[i] | low) != 0;
+        }
+        // the quotient: the upper halves of t and u, the low carry and the chains' carries
+        wide_t r;
+        u32 h[n];
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(h[0]) : "r"(t[n]), "r"(u[n]));
+#pragma unroll
+        for (int k = 1; k < n; k++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(h[k]) : "r"(t[n + k]), "r"(u[n + k]));
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(carry[0]) : "r"(carry[0]), "r"(low));
+#pragma unroll
+        for (int k = 1; k < n; k++) ASM("addc.cc.u32 %0, %0, 0;" : "+r"(carry[k]));
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(h[0]), "r"(carry[0]));
+#pragma unroll
+        for (int k = 1; k < n; k++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[k]) : "r"(h[k]), "r"(carry[k]));
+        return r;
+    }
   public:
+    static DEVI mont_t sqr(const mont_t& a) { return reduce(sqr_unreduced(a)); }
 #else
     // ---- portable path (host emulation) -----------------------------------
     DEVI void final_sub() {
@@ -213,10 +329,10 @@ struct mont_t {
         return mul_words_unreduced(a, b.v);
     }
 
-    // Squaring: the same carry-chain multiply. For moduli with a spare top bit
-    // (both of ours) a dedicated squaring saves too little to pay for its
-    // extra merge passes in this interleaved form.
+#ifndef __CUDA_ARCH__
+    // the host emulation squares by its multiply (the device's squaring is above)
     static DEVI mont_t sqr(const mont_t& a) { return mul(a, a); }
+#endif
 
 #ifdef __CUDA_ARCH__
     static DEVI mont_t sub(const mont_t& a, const mont_t& b) {
