@@ -84,7 +84,7 @@ struct xyzz {
         F M = F::sqr(x);
         M = F::add(M, F::dbl(M));
         r.X = F::sub(F::sqr(M), F::dbl(S));
-        r.Y = F::sub(F::mul(M, F::sub(S, r.X)), F::mul(W, y));
+        r.Y = F::mul_sub(M, F::sub(S, r.X), W, y);
         r.ZZ = V;
         r.ZZZ = W;
         return r;
@@ -118,7 +118,7 @@ struct xyzz {
         F M = F::sqr(X);
         M = F::add(M, F::dbl(M));
         F X3 = F::sub(F::sqr(M), F::dbl(S));
-        Y = F::sub(F::mul(M, F::sub(S, X3)), F::mul(W, Y));
+        Y = F::mul_sub(M, F::sub(S, X3), W, Y);
         X = X3;
         ZZ = F::mul(V, ZZ);
         ZZZ = F::mul(W, ZZZ);
@@ -164,7 +164,7 @@ struct xyzz {
         ZZZ = F::mul(ZZZ, PPP);
         const F Q = F::mul(U, PP);
         const F X3 = F::sub(F::sub(F::sqr(R), PPP), F::dbl(Q));
-        Y = F::sub(F::mul(R, F::sub(Q, X3)), F::mul(S, PPP));
+        Y = F::mul_sub(R, F::sub(Q, X3), S, PPP);
         X = X3;
     }
 };

@@ -29,6 +29,11 @@
 // of the FMA-heavy pipe, and on an H200 the squaring runs at 1.19x the multiply's rate
 // (scripts/mul-rates.cu).
 //
+// A difference of products (device): mul_sub(a, b, c, d) = a b - c d makes both 2n-word products
+// with the same row chains, subtracts them (adding modulus B^n where the difference would be
+// negative, which keeps it below modulus B^n) and reduces once: one reduction fewer than two
+// multiplications. The curve formulas' Y3 take it.
+//
 // Requirements: the modulus must leave at least one spare top bit (both
 // BLS12-381 fields do: 255 of 256 and 381 of 384 bits), so that sums of two
 // reduced values and the Montgomery accumulators never overflow n words.
@@ -154,21 +159,78 @@ struct mont_t {
         ASM("addc.u32 %0, %0, 0;" : "+r"(even.v[n - 1]));
         return even;
     }
-    // acc += a_i a_j B^(i+j) for j = j0, j0 + 2, ... < n (their word pairs are disjoint: one
-    // carry chain), the chain's carry into the word after its last pair. No earlier row's pairs
-    // reach that word (row i' < i ends at word i' + n), so it holds at most earlier rows' carries
-    // and cannot overflow.
-    static DEVI void sqr_row(u32* acc, const u32* a, int i, int j0) {
+    // acc += a_j bi B^(off+j) for j = j0, j0 + 2, ... < n (their word pairs are disjoint: one
+    // carry chain), the chain's carry into the word after its last pair; none past word 2n - 1
+    // (a chain that ends the value cannot carry out of it). A row of a product or a square
+    // adds at words from off on; no earlier row's pairs reach past word off + n - 1, so the
+    // carry word holds at most earlier rows' carries and cannot overflow.
+    static DEVI void mad_row(u32* acc, const u32* a, u32 bi, int off, int j0) {
         ASM("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
-            : "+r"(acc[i + j0]), "+r"(acc[i + j0 + 1])
-            : "r"(a[j0]), "r"(a[i]));
+            : "+r"(acc[off + j0]), "+r"(acc[off + j0 + 1])
+            : "r"(a[j0]), "r"(bi));
         int j = j0 + 2;
 #pragma unroll
         for (; j < n; j += 2)
             ASM("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;"
-                : "+r"(acc[i + j]), "+r"(acc[i + j + 1])
-                : "r"(a[j]), "r"(a[i]));
-        ASM("addc.u32 %0, %0, 0;" : "+r"(acc[i + j]));
+                : "+r"(acc[off + j]), "+r"(acc[off + j + 1])
+                : "r"(a[j]), "r"(bi));
+        if (off + j < 2 * n) ASM("addc.u32 %0, %0, 0;" : "+r"(acc[off + j]));
+    }
+    // t = od + ev over 2n words (no carry out: the callers' sums fit)
+    static DEVI void merge(u32* t, const u32* od, const u32* ev) {
+        ASM("add.cc.u32 %0, %1, %2;" : "=r"(t[0]) : "r"(od[0]), "r"(ev[0]));
+#pragma unroll
+        for (int k = 1; k < 2 * n; k++)
+            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(t[k]) : "r"(od[k]), "r"(ev[k]));
+    }
+    // t = a b, 2n words (a, b any n words). Row i's products with even j start their word
+    // pairs on words of i's parity, those with odd j on the other: two chains, into two
+    // accumulators by that parity (od, ev), so that every word keeps one register pair.
+    static DEVI void product_words(const u32* a, const u32* b, u32* t) {
+        u32 od[2 * n], ev[2 * n];
+#pragma unroll
+        for (int k = 0; k < 2 * n; k++) {
+            od[k] = 0;
+            ev[k] = 0;
+        }
+#pragma unroll
+        for (int i = 0; i < n; i++) {
+            mad_row(i % 2 == 0 ? ev : od, a, b[i], i, 0);
+            mad_row(i % 2 == 0 ? od : ev, a, b[i], i, 1);
+        }
+        merge(t, od, ev);
+    }
+    // t = a^2, 2n words: twice the products a_i a_j (i < j), each made once, plus the diagonal
+    // a_i^2: n (n + 1) / 2 wide products where a product makes n^2.
+    static DEVI void square_words(const u32* a, u32* t) {
+        // the products whose low word lands on an odd (od) or an even (ev) word
+        u32 od[2 * n], ev[2 * n];
+#pragma unroll
+        for (int k = 0; k < 2 * n; k++) {
+            od[k] = 0;
+            ev[k] = 0;
+        }
+#pragma unroll
+        for (int i = 0; i < n - 1; i++) {
+            mad_row(od, a, a[i], i, i + 1);
+            if (i + 2 < n) mad_row(ev, a, a[i], i, i + 2);
+        }
+        // x = od + ev, the off-diagonal half: 2 x <= a^2 < 2^(64 n - 2)
+        u32 x[2 * n];
+        merge(x, od, ev);
+        // t = 2 x + the diagonal
+        t[0] = x[0] << 1;
+#pragma unroll
+        for (int k = 1; k < 2 * n; k++)
+            ASM("shf.l.wrap.b32 %0, %1, %2, 1;" : "=r"(t[k]) : "r"(x[k - 1]), "r"(x[k]));
+        ASM("mad.lo.cc.u32 %0, %2, %2, %0; madc.hi.cc.u32 %1, %2, %2, %1;"
+            : "+r"(t[0]), "+r"(t[1])
+            : "r"(a[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("madc.lo.cc.u32 %0, %2, %2, %0; madc.hi.cc.u32 %1, %2, %2, %1;"
+                : "+r"(t[2 * i]), "+r"(t[2 * i + 1])
+                : "r"(a[i]));
     }
     // t += m p_j B^(i+j) for j = j0, j0 + 2, ... < n, one carry chain; leaves the carry flag set
     static DEVI void redc_row(u32* t, u32 m, int i, int j0) {
@@ -181,49 +243,13 @@ struct mont_t {
                 : "+r"(t[i + j]), "+r"(t[i + j + 1])
                 : "r"(P::mod()[j]), "r"(m));
     }
-    // a^2 (a reduced) before the final subtraction: below 2 modulus. The square's 2n words as
-    // twice the products a_i a_j (i < j), each made once, plus the diagonal a_i^2: n (n + 1) / 2
-    // wide products where a multiplication makes n^2. Then the Montgomery reduction of those 2n
-    // words (n^2 more), its chains' carries past word n kept aside and added at the end (no
-    // reduction row reads a word at or past n).
-    static DEVI wide_t sqr_unreduced(const mont_t& a) {
-        // the products whose low word lands on an odd (od) or an even (ev) word
-        u32 od[2 * n], ev[2 * n];
-#pragma unroll
-        for (int k = 0; k < 2 * n; k++) {
-            od[k] = 0;
-            ev[k] = 0;
-        }
-#pragma unroll
-        for (int i = 0; i < n - 1; i++) {
-            sqr_row(od, a.v, i, i + 1);
-            if (i + 2 < n) sqr_row(ev, a.v, i, i + 2);
-        }
-        // x = od + ev, the off-diagonal half: 2 x <= a^2 < 2^(64 n - 2), no carry out of the top
-        u32 x[2 * n];
-        ASM("add.cc.u32 %0, %1, %2;" : "=r"(x[0]) : "r"(od[0]), "r"(ev[0]));
-#pragma unroll
-        for (int k = 1; k < 2 * n; k++)
-            ASM("addc.cc.u32 %0, %1, %2;" : "=r"(x[k]) : "r"(od[k]), "r"(ev[k]));
-        // t = 2 x + the diagonal
-        u32 t[2 * n];
-        t[0] = x[0] << 1;
-#pragma unroll
-        for (int k = 1; k < 2 * n; k++)
-            ASM("shf.l.wrap.b32 %0, %1, %2, 1;" : "=r"(t[k]) : "r"(x[k - 1]), "r"(x[k]));
-        ASM("mad.lo.cc.u32 %0, %2, %2, %0; madc.hi.cc.u32 %1, %2, %2, %1;"
-            : "+r"(t[0]), "+r"(t[1])
-            : "r"(a.v[0]));
-#pragma unroll
-        for (int i = 1; i < n; i++)
-            ASM("madc.lo.cc.u32 %0, %2, %2, %0; madc.hi.cc.u32 %1, %2, %2, %1;"
-                : "+r"(t[2 * i]), "+r"(t[2 * i + 1])
-                : "r"(a.v[i]));
-        // The reduction: row i adds m_i p B^i, m_i chosen to clear word i. Its chains' pairs start
-        // at words of both parities, so they go to two accumulators by the parity of their
-        // pairs' first words (t: even, u: odd), each word in one register pair throughout. The
-        // words below i of t + u sum to 0 or B^i: `low` is that carry into word i. carry[k]
-        // holds the chains' carries into word n + k (no row reads a word at or past n).
+    // The Montgomery reduction of 2n words t below modulus B^n: t / B^n mod modulus, below 2
+    // modulus (t is spent). Row i adds m_i p B^i, m_i chosen to clear word i. Its chains' pairs
+    // start at words of both parities, so they go to two accumulators by the parity of their
+    // pairs' first words (t: even, u: odd), each word in one register pair throughout. The words
+    // below i of t + u sum to 0 or B^i: `low` is that carry into word i. carry[k] holds the
+    // chains' carries into word n + k (no row reads a word at or past n).
+    static DEVI wide_t redc_words(u32* t) {
         u32 u[2 * n], carry[n], low = 0;
 #pragma unroll
         for (int k = 0; k < 2 * n; k++) u[k] = 0;
@@ -258,8 +284,57 @@ struct mont_t {
             ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[k]) : "r"(h[k]), "r"(carry[k]));
         return r;
     }
+    // a^2 (a reduced) before the final subtraction: below 2 modulus
+    static DEVI wide_t sqr_unreduced(const mont_t& a) {
+        u32 t[2 * n];
+        square_words(a.v, t);
+        return redc_words(t);
+    }
   public:
     static DEVI mont_t sqr(const mont_t& a) { return reduce(sqr_unreduced(a)); }
+
+    // a b - c d (all reduced) with one Montgomery reduction: both products double-width, their
+    // difference taken as a double-width value (dwide_t), then reduced once
+    static DEVI mont_t mul_sub(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
+        return redc(dsub(mul_dwide(a, b), mul_dwide(c, d)));
+    }
+
+  private:
+    // A double-width value: 2n words below modulus B^n, what the Montgomery reduction takes to
+    // give a result below 2 modulus. A product of two reduced values is one, and so is the
+    // difference of two (dsub adds modulus B^n where it would be negative).
+    class dwide_t {
+        u32 v[2 * n];
+        friend struct mont_t;
+    };
+    static DEVI dwide_t mul_dwide(const mont_t& a, const mont_t& b) {
+        dwide_t r;
+        product_words(a.v, b.v, r.v);
+        return r;
+    }
+    // x - y, plus modulus B^n where that is negative: congruent, and again below modulus B^n
+    static DEVI dwide_t dsub(const dwide_t& x, const dwide_t& y) {
+        dwide_t r;
+        u32 borrow;
+        ASM("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(x.v[0]), "r"(y.v[0]));
+#pragma unroll
+        for (int k = 1; k < 2 * n; k++)
+            ASM("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[k]) : "r"(x.v[k]), "r"(y.v[k]));
+        ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        ASM("add.cc.u32 %0, %0, %1;" : "+r"(r.v[n]) : "r"(P::mod()[0] & borrow));
+#pragma unroll
+        for (int k = 1; k < n; k++)
+            ASM("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[n + k]) : "r"(P::mod()[k] & borrow));
+        return r;
+    }
+    // x / B^n mod modulus, reduced
+    static DEVI mont_t redc(const dwide_t& x) {
+        u32 t[2 * n];
+#pragma unroll
+        for (int k = 0; k < 2 * n; k++) t[k] = x.v[k];
+        return reduce(redc_words(t));
+    }
+  public:
 #else
     // ---- portable path (host emulation) -----------------------------------
     DEVI void final_sub() {
@@ -330,8 +405,12 @@ struct mont_t {
     }
 
 #ifndef __CUDA_ARCH__
-    // the host emulation squares by its multiply (the device's squaring is above)
+    // the host emulation squares by its multiply and reduces each product (the device's
+    // squaring and double-width products are above)
     static DEVI mont_t sqr(const mont_t& a) { return mul(a, a); }
+    static DEVI mont_t mul_sub(const mont_t& a, const mont_t& b, const mont_t& c, const mont_t& d) {
+        return sub(mul(a, b), mul(c, d));
+    }
 #endif
 
 #ifdef __CUDA_ARCH__
