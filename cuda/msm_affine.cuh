@@ -35,31 +35,74 @@
 // What an output position computes, and the denominator it puts into the shared inversion.
 enum AffKind : u32 { AFF_ADD, AFF_DBL, AFF_LEFT, AFF_RIGHT, AFF_INF };
 
+DEVI u32 aff_half(u32 cnt) { return (cnt + 1) >> 1; }
+
+// Where output position o of a round takes its inputs: `first`, the index of its first input in
+// the round's input order, and whether input first + 1 is its second or it is the odd one out.
+struct aff_site {
+    u32 first;
+    bool pair;
+};
+
+// The site of position o in bucket g (o within the bucket's outputs).
+DEVI aff_site aff_site_in(const affine_round_args& a, u32 g, u32 o) {
+    const u32 cnt = a.counts[g];
+    const u32 i = o - (a.out_ends[g] - aff_half(cnt));
+    return {a.ends[g] - cnt + 2 * i, 2 * i + 1 < cnt};
+}
+
+// The site of position o, walking g up from a bucket at or before o's (the forward pass).
+DEVI aff_site aff_site_up(const affine_round_args& a, u32 o, u32& g) {
+    while (a.out_ends[g] <= o) g++;
+    return aff_site_in(a, g, o);
+}
+
+// The site of position o, walking g down from a bucket at or after o's (the backward pass).
+DEVI aff_site aff_site_down(const affine_round_args& a, u32 o, u32& g) {
+    while (a.out_ends[g] - aff_half(a.counts[g]) > o) g--;
+    return aff_site_in(a, g, o);
+}
+
+// A site's inputs as entries (point | sign << 31; q is 0 for the odd one out).
+struct aff_entries {
+    u32 p, q;
+};
+
+DEVI aff_entries aff_entries_of(const affine_round_args& a, aff_site s) {
+    return {entry_at(a.vals, s.first), s.pair ? entry_at(a.vals, s.first + 1) : 0u};
+}
+
 template <class C>
-DEVI typename C::A aff_point(const affine_round_args& a, u32 k) {
+DEVI typename C::F aff_x(const affine_round_args& a, u32 v) {
+    return C::F::load(a.src + a.src_stride * (size_t)(v & 0x7fffffffu));
+}
+
+// Input point v (its sign bit not applied: aff_signed, once the load is wanted).
+template <class C>
+DEVI typename C::A aff_point(const affine_round_args& a, u32 v) {
     typedef typename C::A A;
-    const u32 v = entry_at(a.vals, k);
     const size_t at = a.src_stride * (size_t)(v & 0x7fffffffu);
     A p;
     p.x = C::F::load(a.src + at);
     p.y = C::F::load(a.src_y + at);
-    if ((v >> 31) != 0) p.y = C::F::neg(p.y);
     return p;
 }
 
-// The operands of output position o of bucket g (whose outputs start at `ostart`): p, and q
-// unless p is the odd one out; the kind of the sum and its denominator (never zero).
 template <class C>
-DEVI AffKind aff_operands(const affine_round_args& a, u32 g, u32 o, u32 ostart, typename C::A& p,
-                          typename C::A& q, typename C::F& d) {
+DEVI void aff_signed(typename C::A& p, u32 v) {
+    if ((v >> 31) != 0) p.y = C::F::neg(p.y);
+}
+
+// The operands of a position, p and q (unless p is the odd one out) as aff_point loaded them;
+// applies their signs and returns the kind of the sum and its denominator (never zero).
+template <class C>
+DEVI AffKind aff_classify(aff_site s, aff_entries e, typename C::A& p, typename C::A& q,
+                          typename C::F& d) {
     typedef typename C::F F;
-    const u32 cnt = a.counts[g];
-    const u32 i = o - ostart;
-    const u32 first = a.ends[g] - cnt + 2 * i;
-    p = aff_point<C>(a, first);
+    aff_signed<C>(p, e.p);
     d = F::one();
-    if (2 * i + 1 == cnt) return AFF_LEFT;
-    q = aff_point<C>(a, first + 1);
+    if (!s.pair) return AFF_LEFT;
+    aff_signed<C>(q, e.q);
     if (p.is_inf()) return AFF_RIGHT;
     if (q.is_inf()) return AFF_LEFT;
     F dx = F::sub(q.x, p.x);
@@ -75,29 +118,21 @@ DEVI AffKind aff_operands(const affine_round_args& a, u32 g, u32 o, u32 ostart, 
     return AFF_INF;
 }
 
-// The denominator of output position o as aff_operands gives it, reading only the x coordinates
-// when they settle it (non-zero and distinct: an addition), the whole points otherwise.
+// The denominator of a position as aff_classify gives it, from its inputs' x when they settle it
+// (non-zero and distinct: an addition), from the whole points otherwise.
 template <class C>
-DEVI typename C::F aff_denominator(const affine_round_args& a, u32 g, u32 o, u32 ostart) {
+DEVI typename C::F aff_denominator(const affine_round_args& a, aff_site s, aff_entries e,
+                                   const typename C::F& px, const typename C::F& qx) {
     typedef typename C::A A;
     typedef typename C::F F;
-    const u32 cnt = a.counts[g];
-    const u32 i = o - ostart;
-    if (2 * i + 1 == cnt) return F::one();
-    const u32 first = a.ends[g] - cnt + 2 * i;
-    const u32 vp = entry_at(a.vals, first);
-    const u32 vq = entry_at(a.vals, first + 1);
-    const F px = F::load(a.src + a.src_stride * (size_t)(vp & 0x7fffffffu));
-    const F qx = F::load(a.src + a.src_stride * (size_t)(vq & 0x7fffffffu));
+    if (!s.pair) return F::one();
     F dx = F::sub(qx, px);
     if (!px.is_zero() && !qx.is_zero() && !dx.is_zero()) return dx;
-    A p, q;
+    A p = aff_point<C>(a, e.p), q = aff_point<C>(a, e.q);
     F d;
-    aff_operands<C>(a, g, o, ostart, p, q, d);
+    aff_classify<C>(s, e, p, q, d);
     return d;
 }
-
-DEVI u32 aff_half(u32 cnt) { return (cnt + 1) >> 1; }
 
 // half[g] = ceil(counts[g] / 2) for g < m, half[m] = 0 (its exclusive scan ends with the total)
 DEVI void affine_halve(const affine_halve_args& a) {
@@ -121,6 +156,13 @@ DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
     return (u32)((wend - f + 31) / 32);
 }
 
+// The passes are software-pipelined: a position's inputs are found through a chain of dependent
+// loads (its bucket's bounds, then its entries, then the points), and a pass with one position in
+// flight per thread waited on that whole chain at every step. The forward pass finds position
+// k + 2's site and issues its entries' loads, and issues k + 1's x loads, before it multiplies for
+// k; the backward pass finds k - 1's site and issues its entries' loads before the additions of
+// k, whose points' loads it issues first (a point in flight costs the registers the backward
+// pass does not have).
 template <class C>
 DEVI void affine_fwd(const affine_round_args& a) {
     typedef typename C::F F;
@@ -134,10 +176,25 @@ DEVI void affine_fwd(const affine_round_args& a) {
     const u32 cnt = aff_positions(a, t, first);
     if (cnt > 0) {
         u32 g = bucket_of(a.out_ends, a.m, first);
+        // position k (current), k + 1 (next) and k + 2 (after)
+        aff_site sc = aff_site_up(a, first, g), sn = sc, sa = sc;
+        aff_entries ec = aff_entries_of(a, sc), en = ec, ea = ec;
+        F pxc = aff_x<C>(a, ec.p), qxc = sc.pair ? aff_x<C>(a, ec.q) : pxc, pxn = pxc, qxn = qxc;
+        if (cnt > 1) {
+            sn = aff_site_up(a, first + 32, g);
+            en = aff_entries_of(a, sn);
+        }
         for (u32 k = 0; k < cnt; k++) {
             const u32 o = first + 32 * k;
-            while (a.out_ends[g] <= o) g++;
-            const F d = aff_denominator<C>(a, g, o, a.out_ends[g] - aff_half(a.counts[g]));
+            if (k + 1 < cnt) {
+                pxn = aff_x<C>(a, en.p);
+                if (sn.pair) qxn = aff_x<C>(a, en.q);
+            }
+            if (k + 2 < cnt) {
+                sa = aff_site_up(a, o + 64, g);
+                ea = aff_entries_of(a, sa);
+            }
+            const F d = aff_denominator<C>(a, sc, ec, pxc, qxc);
             // the prefix waits in the output's x, which the backward pass reads before it
             // writes the sum there; with interleaved outputs padded with zeros (into the y) to
             // whole 32-byte sectors (a partly written sector costs the memory a
@@ -150,6 +207,12 @@ DEVI void affine_fwd(const affine_round_args& a) {
                     *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
             }
             acc = F::mul(acc, d);
+            sc = sn;
+            ec = en;
+            pxc = pxn;
+            qxc = qxn;
+            sn = sa;
+            en = ea;
         }
     }
     acc.store(a.totals + F::WORDS * (size_t)t);
@@ -166,17 +229,25 @@ DEVI void affine_bwd(const affine_round_args& a) {
     if (cnt == 0) return;
     F inv = F::load(a.inv + F::WORDS * (size_t)t);
     u32 g = bucket_of(a.out_ends, a.m, first + 32 * (cnt - 1));
+    aff_site sc = aff_site_down(a, first + 32 * (cnt - 1), g);
+    aff_entries ec = aff_entries_of(a, sc);
     for (u32 k = cnt; k-- > 0;) {
         const u32 o = first + 32 * k;
-        u32 ostart;
-        while ((ostart = a.out_ends[g] - aff_half(a.counts[g])) > o) g--;
-        A p, q;
-        F d;
-        const AffKind kind = aff_operands<C>(a, g, o, ostart, p, q, d);
+        A p = aff_point<C>(a, ec.p), q;
+        if (sc.pair) q = aff_point<C>(a, ec.q);
         const size_t at = a.out_stride * (size_t)o;
+        const F prefix = F::load(a.out + at);
+        const aff_site s = sc;
+        const aff_entries e = ec;
+        if (k > 0) {
+            sc = aff_site_down(a, o - 32, g);
+            ec = aff_entries_of(a, sc);
+        }
+        F d;
+        const AffKind kind = aff_classify<C>(s, e, p, q, d);
         // a position's inverse is only multiplied again (as the second operand, dy and 3 x^2
         // being reduced): it skips its final subtraction
-        const typename F::wide_t dinv = F::mul_unreduced(inv, F::load(a.out + at));
+        const typename F::wide_t dinv = F::mul_unreduced(inv, prefix);
         inv = F::mul(inv, d);
         A r;
         switch (kind) {
