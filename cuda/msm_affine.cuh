@@ -72,19 +72,22 @@ DEVI aff_entries aff_entries_of(const affine_round_args& a, aff_site s) {
     return {entry_at(a.vals, s.first), s.pair ? entry_at(a.vals, s.first + 1) : 0u};
 }
 
+// Word offset of input point v (an entry: point | sign << 31) in `src` and `src_y`.
+DEVI size_t aff_at(const affine_round_args& a, u32 v) {
+    return a.src_stride * (size_t)(v & 0x7fffffffu);
+}
+
 template <class C>
 DEVI typename C::F aff_x(const affine_round_args& a, u32 v) {
-    return C::F::load(a.src + a.src_stride * (size_t)(v & 0x7fffffffu));
+    return C::F::load(a.src + aff_at(a, v));
 }
 
 // Input point v (its sign bit not applied: aff_signed, once the load is wanted).
 template <class C>
 DEVI typename C::A aff_point(const affine_round_args& a, u32 v) {
-    typedef typename C::A A;
-    const size_t at = a.src_stride * (size_t)(v & 0x7fffffffu);
-    A p;
-    p.x = C::F::load(a.src + at);
-    p.y = C::F::load(a.src_y + at);
+    typename C::A p;
+    p.x = aff_x<C>(a, v);
+    p.y = C::F::load(a.src_y + aff_at(a, v));
     return p;
 }
 
@@ -157,8 +160,8 @@ DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
 }
 
 // The passes are software-pipelined: a position's inputs are found through a chain of dependent
-// loads (its bucket's bounds, then its entries, then the points), and a pass with one position in
-// flight per thread waited on that whole chain at every step. The forward pass finds position
+// loads (its bucket's bounds, then its entries, then the points), which a pass that starts them
+// only when it reaches the position waits on in full before its arithmetic. The forward pass finds position
 // k + 2's site and issues its entries' loads, and issues k + 1's x loads, before it multiplies for
 // k; the backward pass finds k - 1's site and issues its entries' loads before the additions of
 // k, whose points' loads it issues first (a point in flight costs the registers the backward
