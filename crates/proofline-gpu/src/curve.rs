@@ -114,10 +114,13 @@ impl MsmCurve for G1 {
             field_words: AFFINE_WORDS as usize / 2,
             blocks_per_sm: AFF_BLOCKS_PER_SM,
             group_entries: AFFINE_GROUP_ENTRIES,
-            // groups of 2^25 points: 2.4 GB of round buffers
+            // groups of 2^25 points: 2.4 GB of round buffers. Halved down to 2^19 points: on
+            // the H200 each round below 2^22 saved more in XYZZ additions than its fixed cost
+            // (2^18 and 2^17 left were slower again); groups of 2^26 were 1.3 ms faster still
+            // for L's and A's ones, for 2.4 GB more of the sparse stage's lease
             ones: OnesRounds {
                 entries: 1 << 25,
-                left: 1 << 22,
+                left: 1 << 19,
             },
         }),
     };
@@ -158,8 +161,8 @@ impl MsmCurve for G2 {
             field_words: G2_AFFINE_WORDS as usize / 2,
             blocks_per_sm: AFF_BLOCKS_PER_SM_G2,
             group_entries: AFFINE_GROUP_ENTRIES_G2,
-            // groups of 2^24 points: 2.4 GB of round buffers; a G2 XYZZ addition costs three
-            // times G1's, so rounds pay down to fewer points
+            // groups of 2^24 points: 2.4 GB of round buffers, halved down to 2^20 points (2^18,
+            // 2^21 and 2^22 left were slower on the H200)
             ones: OnesRounds {
                 entries: 1 << 24,
                 left: 1 << 20,
