@@ -161,11 +161,11 @@ DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
 
 // The passes are software-pipelined: a position's inputs are found through a chain of dependent
 // loads (its bucket's bounds, then its entries, then the points), which a pass that starts them
-// only when it reaches the position waits on in full before its arithmetic. The forward pass finds position
-// k + 2's site and issues its entries' loads, and issues k + 1's x loads, before it multiplies for
-// k; the backward pass finds k - 1's site and issues its entries' loads before the additions of
-// k, whose points' loads it issues first (a point in flight costs the registers the backward
-// pass does not have).
+// only when it reaches the position waits on in full before its arithmetic. The forward pass
+// finds position k + 2's site and issues its entries' loads, and issues k + 1's x loads, before
+// it multiplies for k; the backward pass finds k - 1's site and issues its entries' loads before
+// the additions of k, whose points' loads it issues first (a point in flight costs the registers
+// the backward pass does not have).
 template <class C>
 DEVI void affine_fwd(const affine_round_args& a) {
     typedef typename C::F F;
