@@ -212,6 +212,48 @@ extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_fine(const s
     }
 }
 
+// ---- split windows --------------------------------------------------------------
+// A chunk whose windows are split (plan::ChunkWindows::Split) runs as two MSMs over the same
+// bases: the low windows over the scalars as they are (their digits' final carry dropped), the
+// high windows over these scalars: s >> bit plus that carry, so that s = (the low windows'
+// digits) + 2^bit (the high scalar). Back in Montgomery form (times R^2 mod r, then reduced), as
+// the sorts read any scalars.
+
+// R^2 mod r, R = 2^256.
+__device__ __constant__ u32 FR_RR[8] = {0xf3f29c6d, 0xc999e990, 0x87925c23, 0x2b6cedcb,
+                                        0x7254398f, 0x05d31496, 0x9f59ff11, 0x0748d9d9};
+
+extern "C" __global__ void msm_scalars_high(const scalars_high_args a) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    const fr_t s = fr_t::from_mont(fr_t::load(a.scalars + 8 * (size_t)i));
+    u32 carry = 0;
+    for (u32 w = 0; w < a.low_nw; w++) {
+        u32 d, sign;
+        carry = signed_digit(window_bits(s, w * a.low_c, a.low_c), carry, a.low_c, d, sign);
+    }
+    const u32 bit = a.low_c * a.low_nw;
+    fr_t h;
+#pragma unroll
+    for (u32 k = 0; k < 8; k++) {
+        const u32 off = bit + 32 * k, j = off >> 5, sh = off & 31;
+        const u64 lo = j < 8 ? select_word(s, j) : 0;
+        const u64 hi = j + 1 < 8 ? select_word(s, j + 1) : 0;
+        h.v[k] = (u32)((lo | (hi << 32)) >> sh);
+    }
+    // h < 2^(256 - bit): the carry never leaves the words
+#pragma unroll
+    for (u32 k = 0; k < 8; k++) {
+        const u64 t = (u64)h.v[k] + carry;
+        h.v[k] = (u32)t;
+        carry = (u32)(t >> 32);
+    }
+    fr_t rr;
+#pragma unroll
+    for (u32 k = 0; k < 8; k++) rr.v[k] = FR_RR[k];
+    fr_t::mul(h, rr).store(a.out + 8 * (size_t)i);
+}
+
 // ---- radix sort -------------------------------------------------------------------
 // The counting sort above is bound by its returned atomics, the two-level sort by its scattered
 // writes. The radix sort sorts one bucket set at a time by its bucket key (|d| - 1, c - 1 bits)

@@ -340,6 +340,16 @@ kernel_args! {
         coarse: u32,
         nb: u32,
     }
+    /// The scalars of the high windows of a split chunk (`plan::ChunkWindows::Split`): each
+    /// scalar s (Montgomery form) as (s >> low_c low_nw) plus the carry out of its `low_nw`
+    /// signed digits of `low_c` bits, in Montgomery form into `out`.
+    "msm"::"msm_scalars_high" => ScalarsHighArgs("scalars_high_args") {
+        scalars: DevPtr,
+        out: DevPtrMut,
+        n: u32,
+        low_c: u32,
+        low_nw: u32,
+    }
     /// Radix sort, preparation: each scalar out of Montgomery form into `words` (word k of point
     /// i at k * n + i), the carry into each window as bit w of `carries[i]` (nw <= 32), and the
     /// count of every pass's digits per set added to hist[(pass * sets + set) * 2^RADIX_BITS +

@@ -13,8 +13,8 @@ use crate::config::{MsmAcc, MsmConfig};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
-    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, Precomputation,
-    SortPlan, WindowPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, ChunkWindows,
+    Precomputation, SortPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{QueryLens, Residency};
 
@@ -174,6 +174,17 @@ impl Sizer {
         list + heads.max(big)
     }
 
+    /// Peak of one chunk of `len` points through `windows`: a split's high part holds the high
+    /// scalars beside its own buffers (`msm::pippenger_windows`).
+    fn windows_bytes<C: MsmCurve>(&self, len: usize, windows: &ChunkWindows) -> u64 {
+        match windows {
+            ChunkWindows::Uniform(sets) => self.chunk_bytes::<C>(len, sets),
+            ChunkWindows::Split { low, high } => self
+                .chunk_bytes::<C>(len, low)
+                .max(self.r(len * FR_WORDS as usize) + self.chunk_bytes::<C>(len, high)),
+        }
+    }
+
     /// Peak of a Pippenger MSM of `n` points of `C` whose bases and scalars are already on the
     /// device.
     fn pippenger<C: MsmCurve>(&self, n: usize) -> u64 {
@@ -185,16 +196,16 @@ impl Sizer {
         if n == 0 {
             return 0;
         }
-        let sets = |len: usize| match pre {
-            Some(p) => BucketSets::precomputed(p),
-            None => BucketSets::plain(WindowPlan::for_points(len)),
+        let windows = |len: usize| match pre {
+            Some(p) => ChunkWindows::Uniform(BucketSets::precomputed(p)),
+            None => ChunkWindows::plain(len, self.cfg.windows),
         };
         let max_chunk = self.cfg.max_chunk();
         let first = n.min(max_chunk);
-        let full = self.chunk_bytes::<C>(first, &sets(first));
+        let full = self.windows_bytes::<C>(first, &windows(first));
         let rest = n % max_chunk;
         if n > max_chunk && rest != 0 {
-            full.max(self.chunk_bytes::<C>(rest, &sets(rest)))
+            full.max(self.windows_bytes::<C>(rest, &windows(rest)))
         } else {
             full
         }
@@ -358,6 +369,16 @@ pub fn pippenger_bytes_with(n: usize, cfg: &MsmConfig, sm_count: u32) -> u64 {
     Sizer::new(sm_count, cfg).pippenger::<G1>(n)
 }
 
+/// [`pippenger_bytes_with`] of one chunk of `n` points through `windows`.
+pub fn chunk_windows_bytes(
+    n: usize,
+    windows: &ChunkWindows,
+    cfg: &MsmConfig,
+    sm_count: u32,
+) -> u64 {
+    Sizer::new(sm_count, cfg).windows_bytes::<G1>(n, windows)
+}
+
 /// [`pippenger_bytes_with`] over bases with the precomputed copies of `pre`.
 pub fn pippenger_bytes_precomputed(
     n: usize,
@@ -393,6 +414,23 @@ pub(crate) fn pippenger_bytes_exact(n: usize, cfg: &MsmConfig, sm_count: u32) ->
         h_pre: None,
     }
     .pippenger::<G1>(n)
+}
+
+/// [`pippenger_bytes_exact`] of one chunk of `n` points through `windows`.
+#[cfg(test)]
+pub(crate) fn windows_bytes_exact(
+    n: usize,
+    windows: &ChunkWindows,
+    cfg: &MsmConfig,
+    sm_count: u32,
+) -> u64 {
+    Sizer {
+        sm_count,
+        granule: 4,
+        cfg: *cfg,
+        h_pre: None,
+    }
+    .windows_bytes::<G1>(n, windows)
 }
 
 /// Device bytes of the sparse stage (the splits of L, A and B on the device, and beside them

@@ -88,6 +88,26 @@ pub enum RoundPoints {
     Split,
 }
 
+/// How a plain Pippenger chunk of [`crate::plan::WIDE_CHUNK_POINTS`] points or more (the H MSM
+/// of a 32 GiB partition in one chunk) lays out its windows; smaller chunks take
+/// `plan::WindowPlan::for_points` under every variant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum MsmWindows {
+    /// 13 windows of 20 bits (2^19 buckets each), as below that size.
+    Uniform,
+    /// 12 windows of 22 bits: 8 % fewer entries to sort and add, for 3.7 times the buckets.
+    Wide,
+    /// 12 windows as two MSMs over the same bases (`plan::ChunkWindows::Split`): 8 of 21 bits
+    /// over the scalars' low 168 bits, then 4 of 22 over the rest plus the low digits' carry.
+    /// `Wide`'s entries for two thirds of its buckets, for one more pass over the scalars and
+    /// a second bucket reduction. The production default: the H MSM of a 32 GiB partition in
+    /// one chunk in 650.6-654.7 ms against 659.3-661.2 with `Uniform` and 654.0-654.5 with
+    /// `Wide` (H200, side by side). Below 2^27 points it does not pay: dense 2^25 / 2^26 and
+    /// the H MSM in two chunks 2-9 % slower split than uniform.
+    #[default]
+    Split,
+}
+
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmConfig {
@@ -105,6 +125,8 @@ pub struct MsmConfig {
     pub acc: MsmAcc,
     /// The batch-affine rounds' points between rounds.
     pub round_points: RoundPoints,
+    /// The windows of the largest chunks.
+    pub windows: MsmWindows,
 }
 
 impl Default for MsmConfig {
@@ -115,6 +137,7 @@ impl Default for MsmConfig {
             g2_madd: G2Madd::default(),
             acc: MsmAcc::default(),
             round_points: RoundPoints::default(),
+            windows: MsmWindows::default(),
         }
     }
 }
@@ -163,6 +186,22 @@ impl MsmConfig {
                 "acc=xyzz",
                 MsmConfig {
                     acc: MsmAcc::Xyzz,
+                    ..d
+                },
+            ),
+            (
+                "chunk=2^27 windows=uniform",
+                MsmConfig {
+                    max_chunk_log: 27,
+                    windows: MsmWindows::Uniform,
+                    ..d
+                },
+            ),
+            (
+                "chunk=2^27 windows=wide",
+                MsmConfig {
+                    max_chunk_log: 27,
+                    windows: MsmWindows::Wide,
                     ..d
                 },
             ),

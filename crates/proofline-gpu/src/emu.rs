@@ -359,7 +359,7 @@ mod tests {
     };
     use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
-    use crate::plan::{OnesRounds, Precomputation};
+    use crate::plan::{ChunkWindows, OnesRounds, Precomputation};
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_unreduced_is, fp_words,
         fr_montgomery_top, mixed_scalars, random_g2_points, random_points, random_scalars, FieldOp,
@@ -722,6 +722,54 @@ mod tests {
                 cpu_msm(&same_point, &scalars[..n]),
                 "{name}"
             );
+        }
+    }
+
+    /// Windows split between two MSMs over the same bases (the layout of the largest chunks,
+    /// here at small sizes): equal to blstrs, with scalars whose low digits carry into the high
+    /// part, and within the byte formula of bytes.rs.
+    #[test]
+    fn split_windows_match_blstrs() {
+        let n = 1 << 11;
+        let points = random_points(n, 81);
+        let mut scalars = random_scalars(n, 82);
+        let two = Scalar::from(2u64);
+        for (i, bits) in [180u64, 156, 165].into_iter().enumerate() {
+            // every low digit negative (a carry out of the low part), and the high part's one
+            scalars[3 * i] = two.pow_vartime([bits]) - Scalar::ONE;
+            scalars[3 * i + 1] = two.pow_vartime([bits]);
+            scalars[3 * i + 2] = -two.pow_vartime([bits]);
+        }
+        scalars[9] = -Scalar::ONE;
+        scalars[10] = Scalar::ZERO;
+        scalars[11] = Scalar::ONE;
+        let want = cpu_msm(&points, &scalars);
+        let splits = [
+            ChunkWindows::split(9, 20),
+            ChunkWindows::split(12, 13),
+            ChunkWindows::split(15, 11),
+        ];
+        for (k, windows) in splits.iter().enumerate() {
+            let variants = match k {
+                0 => MsmConfig::variants(),
+                _ => vec![("default", MsmConfig::default())],
+            };
+            for (name, cfg) in variants {
+                let e = EmuExec::new(SMS);
+                let b = e.upload(affines_as_u32(&points)).unwrap();
+                let s = e.upload(scalars_as_u32(&scalars)).unwrap();
+                let got =
+                    msm::pippenger_windows::<_, G1>(&e, b.ptr(), s.ptr(), n, windows, 0, &cfg)
+                        .unwrap();
+                assert_eq!(got, want, "{windows:?}, {name}");
+                let uploads = 4 * (n * (24 + 8)) as u64;
+                let formula = crate::bytes::windows_bytes_exact(n, windows, &cfg, SMS);
+                assert!(
+                    e.peak() <= uploads + formula,
+                    "{windows:?}, {name}: peak {} against {formula}",
+                    e.peak()
+                );
+            }
         }
     }
 

@@ -59,7 +59,9 @@ pub mod kernels {
 }
 
 pub use arena::Arena;
-pub use config::{G2Madd, HSequence, MsmAcc, MsmConfig, MsmSort, NttConfig, RoundPoints};
+pub use config::{
+    G2Madd, HSequence, MsmAcc, MsmConfig, MsmSort, MsmWindows, NttConfig, RoundPoints,
+};
 pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;
 pub use msm::{MsmStats, STREAM_CHUNK};

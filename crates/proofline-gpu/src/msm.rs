@@ -30,11 +30,11 @@ use crate::abi::{
     AffineHalveArgs, AffineRoundArgs, BatchInvArgs, BigFinalArgs, BigPartialArgs, BucketAccArgs,
     BucketFixupArgs, BucketReduceArgs, DevPtr, DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs,
     OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixDigitsArgs, RadixEndsArgs, RadixPassArgs,
-    RadixPrepArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs, SortFineArgs,
-    SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX, AFF_INV_THREADS,
-    AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS, RADIX_BITS,
-    RADIX_PREP_BLOCKS_PER_SM, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS, SCAN_TILE,
-    SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    RadixPrepArgs, ScalarsHighArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs,
+    SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX,
+    AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS,
+    RADIX_BITS, RADIX_PREP_BLOCKS_PER_SM, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS,
+    SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig, RoundPoints};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -43,7 +43,7 @@ use crate::exec::{grid, DevBuf, Exec, Readback};
 use crate::layout::scalars_as_u32;
 use crate::plan::{
     affine_threads, combine_windows, split_big, AccSplit, AffineGroup, BucketSets, ChunkSort,
-    OnesRounds, Precomputation, RadixPlan, SortPlan, WindowPlan,
+    ChunkWindows, OnesRounds, Precomputation, RadixPlan, SortPlan,
 };
 use crate::stager::stream_chunks;
 
@@ -58,8 +58,10 @@ pub struct MsmStats {
     pub points: usize,
     /// scalars that went through Pippenger
     pub tail: usize,
-    /// window bits of the last chunk
+    /// window bits of the last chunk (its widest windows')
     pub window: u32,
+    /// windows of the last chunk
+    pub windows: u32,
     /// Pippenger chunks
     pub chunks: usize,
     /// Milliseconds of host-to-device copies of sparse splits (bitmaps of the ones, tail
@@ -150,20 +152,65 @@ pub(crate) fn pippenger_sets<E: Exec, C: MsmCurve>(
     while start < n {
         let len = (n - start).min(cfg.max_chunk());
         let sp = scalars + (start * FR_WORDS as usize * 4) as u64;
-        let (sets, stride) = match pre {
-            Some((p, stride)) => (BucketSets::precomputed(&p), stride as u32),
-            None => (BucketSets::plain(WindowPlan::for_points(len)), 0),
+        let (windows, stride) = match pre {
+            Some((p, stride)) => (
+                ChunkWindows::Uniform(BucketSets::precomputed(&p)),
+                stride as u32,
+            ),
+            None => (ChunkWindows::plain(len, cfg.windows), 0),
         };
         let bp = point_at::<C>(bases, start);
-        let r = pippenger_chunk::<E, C>(e, bp, sp, len, &sets, stride, cfg)?;
-        total += r;
+        total += pippenger_windows::<E, C>(e, bp, sp, len, &windows, stride, cfg)?;
         stats.tail += len;
-        stats.window = sets.plan.c;
+        stats.window = windows.widest();
+        stats.windows = windows.windows();
         stats.chunks += 1;
         start += len;
     }
     stats.pippenger_ms += ms_since(t);
     Ok(total)
+}
+
+/// One chunk of `n` points at `bp`, scalars at `sp`, through `windows`: one [`pippenger_chunk`],
+/// or for split windows the low windows over the scalars, then the high ones over the high
+/// scalars (`msm_scalars_high`, made once the low part is done, so that they and the low
+/// part's buffers are never on the device together).
+pub(crate) fn pippenger_windows<E: Exec, C: MsmCurve>(
+    e: &E,
+    bp: u64,
+    sp: u64,
+    n: usize,
+    windows: &ChunkWindows,
+    stride: u32,
+    cfg: &MsmConfig,
+) -> Result<C::Projective, GpuError> {
+    match windows {
+        ChunkWindows::Uniform(sets) => pippenger_chunk::<E, C>(e, bp, sp, n, sets, stride, cfg),
+        ChunkWindows::Split { low, high } => {
+            let low_sum = pippenger_chunk::<E, C>(e, bp, sp, n, low, stride, cfg)?;
+            let high_scalars = e.alloc(n * FR_WORDS as usize)?;
+            e.launch(
+                grid(n, ELEMENT_THREADS),
+                ELEMENT_THREADS,
+                &ScalarsHighArgs {
+                    scalars: DevPtr(sp),
+                    out: DevPtrMut(high_scalars.ptr()),
+                    n: n as u32,
+                    low_c: low.plan.c,
+                    low_nw: low.plan.nw,
+                },
+            )?;
+            let high_sum =
+                pippenger_chunk::<E, C>(e, bp, high_scalars.ptr(), n, high, stride, cfg)?;
+            drop(high_scalars);
+            e.sync()?;
+            let mut shifted = high_sum;
+            for _ in 0..windows.high_bit() {
+                shifted = shifted.double();
+            }
+            Ok(low_sum + shifted)
+        }
+    }
 }
 
 /// Threads the balanced accumulation of `C` targets on this device.

@@ -8,7 +8,7 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use group::Group;
 
-use crate::config::MsmSort;
+use crate::config::{MsmSort, MsmWindows};
 
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
@@ -37,8 +37,11 @@ pub struct WindowPlan {
 
 impl WindowPlan {
     /// Window choice: about log2(n) - 4 bits in [MIN_WINDOW, 16], and
-    /// MAX_WINDOW (13 windows) from 2^22 points. Windows 17..19 would only
-    /// add a nearly empty top window (255 = 15 * 17) for no fewer windows.
+    /// MAX_WINDOW (13 windows) from 2^22 points. On the H200, the sparse
+    /// queries' tails (2.7-3.8 M points) were slower at 17 and 18 bits (16 and
+    /// 15 windows) than at 16, dense 2^25 and 2^26 slower at 18 and 19 bits
+    /// than at 20 (level at 2^24). Chunks of `WIDE_CHUNK_POINTS` take the
+    /// layout of `MsmWindows` instead (`ChunkWindows::plain`).
     pub fn for_points(n: usize) -> Self {
         let lg = usize::BITS - n.max(1).leading_zeros() - 1;
         let c = if lg >= 22 {
@@ -263,6 +266,88 @@ impl BucketSets {
     /// Bits between the results of consecutive sets (their Horner shift).
     pub fn shift(&self) -> u32 {
         self.plan.c * self.copies
+    }
+}
+
+/// Points from which a plain chunk lays out its windows as [`MsmWindows`] says.
+pub const WIDE_CHUNK_POINTS: usize = 1 << 27;
+
+/// The windows of a Pippenger chunk: one layout of bucket sets, or the scalars' bits split
+/// between two MSMs over the same bases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkWindows {
+    /// Every window through one layout of bucket sets.
+    Uniform(BucketSets),
+    /// `low`'s windows over the scalars' low [`ChunkWindows::high_bit`] bits (the carry of
+    /// their top signed digit dropped), `high`'s over the scalars shifted right by that many
+    /// bits plus that carry (`msm_scalars_high`); the MSM is low + 2^bit high.
+    Split {
+        /// The low windows.
+        low: BucketSets,
+        /// The high windows.
+        high: BucketSets,
+    },
+}
+
+impl ChunkWindows {
+    /// The windows of a plain chunk of `n` points under `windows`.
+    pub fn plain(n: usize, windows: MsmWindows) -> Self {
+        let uniform = |plan| ChunkWindows::Uniform(BucketSets::plain(plan));
+        if n < WIDE_CHUNK_POINTS {
+            return uniform(WindowPlan::for_points(n));
+        }
+        match windows {
+            MsmWindows::Uniform => uniform(WindowPlan::for_points(n)),
+            MsmWindows::Wide => uniform(WindowPlan::with_window(22)),
+            MsmWindows::Split => ChunkWindows::split(21, 8),
+        }
+    }
+
+    /// `low_nw` windows of `c` bits, then as many of c + 1 bits as the rest of the scalars'
+    /// [`SCALAR_BITS`] take.
+    pub fn split(c: u32, low_nw: u32) -> Self {
+        let low = WindowPlan {
+            c,
+            nw: low_nw,
+            nb: 1 << (c - 1),
+        };
+        let high = WindowPlan::with_window(c + 1);
+        let high = WindowPlan {
+            nw: (SCALAR_BITS - c * low_nw).div_ceil(c + 1),
+            ..high
+        };
+        ChunkWindows::Split {
+            low: BucketSets::plain(low),
+            high: BucketSets::plain(high),
+        }
+    }
+
+    /// The first bit of the high windows (the scalars' bits the low windows cover); 0 when
+    /// uniform.
+    pub fn high_bit(&self) -> u32 {
+        match self {
+            ChunkWindows::Uniform(_) => 0,
+            ChunkWindows::Split { low, .. } => low.plan.c * low.plan.nw,
+        }
+    }
+
+    /// The layouts, low windows first.
+    pub fn parts(&self) -> impl Iterator<Item = &BucketSets> {
+        let (a, b) = match self {
+            ChunkWindows::Uniform(s) => (s, None),
+            ChunkWindows::Split { low, high } => (low, Some(high)),
+        };
+        std::iter::once(a).chain(b)
+    }
+
+    /// Windows in all.
+    pub fn windows(&self) -> u32 {
+        self.parts().map(|s| s.plan.nw).sum()
+    }
+
+    /// The widest window.
+    pub fn widest(&self) -> u32 {
+        self.parts().map(|s| s.plan.c).max().unwrap_or(0)
     }
 }
 
@@ -973,6 +1058,48 @@ mod tests {
         for n in [1usize, 100, 1 << 10, 1 << 20, 1 << 26] {
             let p = WindowPlan::for_points(n);
             assert_eq!(p.segments() * p.segment_len(), p.nb);
+        }
+    }
+
+    #[test]
+    fn largest_chunks_lay_out_their_windows_by_the_variant() {
+        let bits = |w: &ChunkWindows| -> u32 { w.parts().map(|s| s.plan.c * s.plan.nw).sum() };
+        // below the threshold every variant keeps the size's uniform windows
+        for v in [MsmWindows::Uniform, MsmWindows::Wide, MsmWindows::Split] {
+            let w = ChunkWindows::plain(WIDE_CHUNK_POINTS - 1, v);
+            assert_eq!(
+                w,
+                ChunkWindows::Uniform(BucketSets::plain(WindowPlan::with_window(20)))
+            );
+        }
+        let n = WIDE_CHUNK_POINTS;
+        let uniform = ChunkWindows::plain(n, MsmWindows::Uniform);
+        let wide = ChunkWindows::plain(n, MsmWindows::Wide);
+        let split = ChunkWindows::plain(n, MsmWindows::Split);
+        assert_eq!((uniform.windows(), uniform.widest()), (13, 20));
+        assert_eq!((wide.windows(), wide.widest()), (12, 22));
+        assert_eq!(
+            (split.windows(), split.widest(), split.high_bit()),
+            (12, 22, 168)
+        );
+        let buckets = |w: &ChunkWindows| -> usize { w.parts().map(|s| s.buckets()).sum() };
+        assert_eq!(buckets(&split), (8 << 20) + (4 << 21));
+        assert!(3 * buckets(&split) == 2 * buckets(&wide));
+        for w in [uniform, wide, split] {
+            // the signed digits' top carry fits: at least SCALAR_BITS in all, and each part
+            // sorts by radix at this size
+            assert!(bits(&w) >= SCALAR_BITS, "{w:?}");
+            for sets in w.parts() {
+                assert!(RadixPlan::new(n, sets).is_some(), "{w:?}");
+            }
+        }
+        // the high part of any split covers what its low part leaves
+        for c in MIN_WINDOW..=MAX_WINDOW {
+            for low_nw in 1..SCALAR_BITS / c {
+                let w = ChunkWindows::split(c, low_nw);
+                assert_eq!(w.high_bit(), c * low_nw);
+                assert!(bits(&w) >= SCALAR_BITS && bits(&w) < SCALAR_BITS + c + 1);
+            }
         }
     }
 

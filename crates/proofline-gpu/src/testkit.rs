@@ -25,8 +25,8 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    pippenger_bytes_precomputed, pippenger_bytes_with, sparse_stage_bytes_with,
-    sparse_stage_bytes_with_chunk, QueryShape,
+    chunk_windows_bytes, pippenger_bytes_precomputed, pippenger_bytes_with,
+    sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
 };
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{MsmCurve, G1, G2};
@@ -39,7 +39,7 @@ use crate::layout::{
 };
 use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
-use crate::plan::{coset_generator, root_of_unity, Precomputation};
+use crate::plan::{coset_generator, root_of_unity, ChunkWindows, Precomputation};
 use crate::resident::{QueryLens, Residency, ResidentSet};
 use crate::slot::{DeviceWords, GpuSlot, Lane};
 use crate::stages::upload_padded;
@@ -380,6 +380,35 @@ impl TestGpu {
             let mut dc = e.upload(scalars_as_u32(c))?;
             ntt::h_poly(e, &mut da, &mut db, &mut dc, &t, cfg, ntt::CInput::Given)?;
             e.read(Readback::Values, &da, 0, scalars_as_u32_mut(a))
+        })
+    }
+
+    /// [`TestGpu::msm`] as one chunk through `windows` (a split is otherwise taken only by
+    /// chunks of `plan::WIDE_CHUNK_POINTS`); the arena is the uploads plus
+    /// `bytes::chunk_windows_bytes`.
+    pub fn msm_windows(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        windows: &ChunkWindows,
+        cfg: &MsmConfig,
+    ) -> Result<G1Projective, GpuError> {
+        if bases.len() != scalars.len() {
+            return Err(GpuError::InvalidInput(
+                "bases and scalars differ in length".into(),
+            ));
+        }
+        let n = scalars.len();
+        let arena = Arena::new(
+            charge_of(n * AFFINE_WORDS as usize)
+                + charge_of(n * FR_WORDS as usize)
+                + chunk_windows_bytes(n, windows, cfg, self.slot.sm_count()),
+            "test msm",
+        );
+        self.run(&arena, |e| {
+            let b = e.upload(affines_as_u32(bases))?;
+            let s = e.upload(scalars_as_u32(scalars))?;
+            msm::pippenger_windows::<_, G1>(e, b.ptr(), s.ptr(), n, windows, 0, cfg)
         })
     }
 

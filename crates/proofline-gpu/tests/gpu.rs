@@ -11,6 +11,7 @@ use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::Group;
 use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
+use proofline_gpu::plan::ChunkWindows;
 use proofline_gpu::testkit::*;
 use proofline_gpu::{MsmConfig, NttConfig, NttKind, Precomputation, Residency};
 use proofline_groth16::msm::SparseScalars;
@@ -392,6 +393,40 @@ fn msm_dense_matches_blstrs() {
             assert_eq!(got, want, "resident msm n = {n}, {name}");
         }
         eprintln!("msm {n} ok");
+    }
+}
+
+/// Windows split between two MSMs over the same bases (the layout of the largest chunks; here
+/// at the test sizes), with scalars whose low digits carry into the high part.
+#[test]
+fn split_windows_match_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let n = 1usize << max_log().min(18);
+    let points = random_points(n, sd + 30);
+    let mut scalars = random_scalars(n, sd + 31);
+    let two = Scalar::from(2u64);
+    for (i, bits) in [168u64, 180, 156].into_iter().enumerate() {
+        scalars[3 * i] = two.pow_vartime([bits]) - Scalar::ONE;
+        scalars[3 * i + 1] = two.pow_vartime([bits]);
+        scalars[3 * i + 2] = -two.pow_vartime([bits]);
+    }
+    scalars[9] = -Scalar::ONE;
+    scalars[10] = Scalar::ZERO;
+    scalars[11] = Scalar::ONE;
+    let want = cpu_msm(&points, &scalars);
+    let splits = [
+        ChunkWindows::split(21, 8),
+        ChunkWindows::split(9, 20),
+        ChunkWindows::split(12, 13),
+    ];
+    for windows in &splits {
+        for (name, cfg) in MsmConfig::variants() {
+            let got = g
+                .msm_windows(&points, &scalars, windows, &cfg)
+                .expect("msm");
+            assert_eq!(got, want, "{windows:?}, n = {n}, {name}");
+        }
     }
 }
 

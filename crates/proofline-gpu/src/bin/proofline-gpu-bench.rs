@@ -746,11 +746,11 @@ fn upload_share(
 }
 
 /// Where an MSM's time went: uploads of a sparse split, the ones' sum, the tail's gather,
-/// Pippenger (c = window bits).
+/// Pippenger (c = the widest window's bits, then the windows of the last chunk).
 fn phases_note(st: &MsmStats) -> String {
     format!(
-        "upload {:.1} / ones {:.1} / gather {:.1} / pippenger {:.1} (c={}, {} chunks)",
-        st.upload_ms, st.ones_ms, st.gather_ms, st.pippenger_ms, st.window, st.chunks
+        "upload {:.1} / ones {:.1} / gather {:.1} / pippenger {:.1} (c={}, {} windows, {} chunks)",
+        st.upload_ms, st.ones_ms, st.gather_ms, st.pippenger_ms, st.window, st.windows, st.chunks
     )
 }
 
