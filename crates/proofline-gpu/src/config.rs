@@ -115,9 +115,10 @@ pub struct MsmConfig {
     pub sort: MsmSort,
     /// log2 of the most points one Pippenger chunk takes (10..=27). 26 by default: an H MSM
     /// of a 32 GiB partition runs as two chunks. 27 runs it as one (one sort and one bucket
-    /// reduction fewer: 805.7 ms against 826.7 on the H200) for 3.5 GB more of the H stage's
-    /// lease (the sort's entries), too much beside the evaluations on a 24 GB card. The H
-    /// stage takes 27 where its lease allows (`bytes::h_stage_msm_config`, `h_stage_lease`).
+    /// reduction fewer, and its windows laid out as `windows` says: 650.6-654.7 ms against
+    /// 678.2-684.4 on the H200) for 3.5 GB more of the H stage's lease (the sort's entries), too
+    /// much beside the evaluations on a 24 GB card. The H stage takes 27 where its lease allows
+    /// (`bytes::h_stage_msm_config`, `h_stage_lease`).
     pub max_chunk_log: u32,
     /// G2's mixed additions in the bucket accumulation (G1's are inlined).
     pub g2_madd: G2Madd,
