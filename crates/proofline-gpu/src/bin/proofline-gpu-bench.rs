@@ -540,7 +540,8 @@ fn g2_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
 }
 
 /// The variants the partition runs under: the defaults, and with `--variants` each other MSM
-/// and NTT variant alone (one change from the defaults at a time; those `--only` names).
+/// and NTT variant alone (one change from the defaults at a time, but the window layouts,
+/// which come with the one chunk of 2^27 they apply to; those `--only` names).
 fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let mut v = vec![("default".to_string(), msm, ntt)];
