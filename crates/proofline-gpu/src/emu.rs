@@ -362,8 +362,8 @@ mod tests {
     use crate::plan::{ChunkWindows, OnesRounds, Precomputation};
     use crate::testkit::{
         cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_unreduced_is, fp_words,
-        fr_montgomery_top, mixed_scalars, random_g2_points, random_points, random_scalars, FieldOp,
-        ScalarMix,
+        fr_montgomery_top, mixed_scalars, random_g2_points, random_points, random_scalars,
+        scalars_around_bits, FieldOp, ScalarMix,
     };
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
@@ -732,17 +732,7 @@ mod tests {
     fn split_windows_match_blstrs() {
         let n = 1 << 11;
         let points = random_points(n, 81);
-        let mut scalars = random_scalars(n, 82);
-        let two = Scalar::from(2u64);
-        for (i, bits) in [180u64, 156, 165].into_iter().enumerate() {
-            // every low digit negative (a carry out of the low part), and the high part's one
-            scalars[3 * i] = two.pow_vartime([bits]) - Scalar::ONE;
-            scalars[3 * i + 1] = two.pow_vartime([bits]);
-            scalars[3 * i + 2] = -two.pow_vartime([bits]);
-        }
-        scalars[9] = -Scalar::ONE;
-        scalars[10] = Scalar::ZERO;
-        scalars[11] = Scalar::ONE;
+        let scalars = scalars_around_bits(n, &[180, 156, 165], 82);
         let want = cpu_msm(&points, &scalars);
         let splits = [
             ChunkWindows::split(9, 20),

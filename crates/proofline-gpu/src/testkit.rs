@@ -393,22 +393,9 @@ impl TestGpu {
         windows: &ChunkWindows,
         cfg: &MsmConfig,
     ) -> Result<G1Projective, GpuError> {
-        if bases.len() != scalars.len() {
-            return Err(GpuError::InvalidInput(
-                "bases and scalars differ in length".into(),
-            ));
-        }
-        let n = scalars.len();
-        let arena = Arena::new(
-            charge_of(n * AFFINE_WORDS as usize)
-                + charge_of(n * FR_WORDS as usize)
-                + chunk_windows_bytes(n, windows, cfg, self.slot.sm_count()),
-            "test msm",
-        );
-        self.run(&arena, |e| {
-            let b = e.upload(affines_as_u32(bases))?;
-            let s = e.upload(scalars_as_u32(scalars))?;
-            msm::pippenger_windows::<_, G1>(e, b.ptr(), s.ptr(), n, windows, 0, cfg)
+        let bytes = chunk_windows_bytes(scalars.len(), windows, cfg, self.slot.sm_count());
+        self.msm_uploaded(bases, scalars, bytes, |e, b, s, n| {
+            msm::pippenger_windows::<_, G1>(e, b, s, n, windows, 0, cfg)
         })
     }
 
@@ -420,23 +407,35 @@ impl TestGpu {
         scalars: &[Scalar],
         cfg: &MsmConfig,
     ) -> Result<G1Projective, GpuError> {
+        let bytes = pippenger_bytes_with(scalars.len(), cfg, self.slot.sm_count());
+        self.msm_uploaded(bases, scalars, bytes, |e, b, s, n| {
+            msm::pippenger::<_, G1>(e, b, s, n, cfg, &mut MsmStats::default())
+        })
+    }
+
+    /// `msm(exec, bases, scalars, n)` over `bases` and `scalars` uploaded, under an arena of the
+    /// uploads plus `bytes`.
+    fn msm_uploaded(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        bytes: u64,
+        msm: impl FnOnce(&crate::slot::SlotExec<'_>, u64, u64, usize) -> Result<G1Projective, GpuError>,
+    ) -> Result<G1Projective, GpuError> {
         if bases.len() != scalars.len() {
             return Err(GpuError::InvalidInput(
                 "bases and scalars differ in length".into(),
             ));
         }
         let n = scalars.len();
-        let sm = self.slot.sm_count();
         let arena = Arena::new(
-            charge_of(n * AFFINE_WORDS as usize)
-                + charge_of(n * FR_WORDS as usize)
-                + pippenger_bytes_with(n, cfg, sm),
+            charge_of(n * AFFINE_WORDS as usize) + charge_of(n * FR_WORDS as usize) + bytes,
             "test msm",
         );
         self.run(&arena, |e| {
             let b = e.upload(affines_as_u32(bases))?;
             let s = e.upload(scalars_as_u32(scalars))?;
-            msm::pippenger::<_, G1>(e, b.ptr(), s.ptr(), n, cfg, &mut MsmStats::default())
+            msm(e, b.ptr(), s.ptr(), n)
         })
     }
 
@@ -1047,6 +1046,24 @@ impl Default for ScalarMix {
             one: 0.3,
         }
     }
+}
+
+/// `n` (at least 3 per bit, plus 3) random scalars that begin with 2^b - 1 (every signed digit
+/// below b carries), 2^b and -2^b for each bit b of `bits`, then -1, 0 and 1: the scalars a
+/// split of the windows at bit b must carry across.
+pub fn scalars_around_bits(n: usize, bits: &[u64], seed: u64) -> Vec<Scalar> {
+    let mut v = random_scalars(n, seed);
+    let two = Scalar::from(2u64);
+    let mut edge = Vec::new();
+    for &b in bits {
+        let p = two.pow_vartime([b]);
+        edge.extend([p - Scalar::ONE, p, -p]);
+    }
+    edge.extend([-Scalar::ONE, Scalar::ZERO, Scalar::ONE]);
+    for (s, e) in v.iter_mut().zip(edge) {
+        *s = e;
+    }
+    v
 }
 
 /// `n` scalars drawn with the given mix (others uniformly random).

@@ -404,16 +404,7 @@ fn split_windows_match_blstrs() {
     let sd = seed();
     let n = 1usize << max_log().min(18);
     let points = random_points(n, sd + 30);
-    let mut scalars = random_scalars(n, sd + 31);
-    let two = Scalar::from(2u64);
-    for (i, bits) in [168u64, 180, 156].into_iter().enumerate() {
-        scalars[3 * i] = two.pow_vartime([bits]) - Scalar::ONE;
-        scalars[3 * i + 1] = two.pow_vartime([bits]);
-        scalars[3 * i + 2] = -two.pow_vartime([bits]);
-    }
-    scalars[9] = -Scalar::ONE;
-    scalars[10] = Scalar::ZERO;
-    scalars[11] = Scalar::ONE;
+    let scalars = scalars_around_bits(n, &[168, 180, 156], sd + 31);
     let want = cpu_msm(&points, &scalars);
     let splits = [
         ChunkWindows::split(21, 8),
