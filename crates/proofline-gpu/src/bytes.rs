@@ -60,6 +60,15 @@ impl Sizer {
         }
     }
 
+    /// A sizer charging by the word (the emulation's account) instead of by granule.
+    #[cfg(test)]
+    fn by_word(sm_count: u32, cfg: &MsmConfig) -> Self {
+        Sizer {
+            granule: 4,
+            ..Sizer::new(sm_count, cfg)
+        }
+    }
+
     fn with_h_pre(mut self, pre: Option<Precomputation>) -> Self {
         self.h_pre = pre;
         self
@@ -407,13 +416,7 @@ pub fn resident_bytes_precomputed(log_n: u32, lens: &QueryLens, pre: &Precomputa
 /// [`pippenger_bytes_with`] charged by the word (the emulation's account), for tests.
 #[cfg(test)]
 pub(crate) fn pippenger_bytes_exact(n: usize, cfg: &MsmConfig, sm_count: u32) -> u64 {
-    Sizer {
-        sm_count,
-        granule: 4,
-        cfg: *cfg,
-        h_pre: None,
-    }
-    .pippenger::<G1>(n)
+    Sizer::by_word(sm_count, cfg).pippenger::<G1>(n)
 }
 
 /// [`pippenger_bytes_exact`] of one chunk of `n` points through `windows`.
@@ -424,13 +427,7 @@ pub(crate) fn windows_bytes_exact(
     cfg: &MsmConfig,
     sm_count: u32,
 ) -> u64 {
-    Sizer {
-        sm_count,
-        granule: 4,
-        cfg: *cfg,
-        h_pre: None,
-    }
-    .windows_bytes::<G1>(n, windows)
+    Sizer::by_word(sm_count, cfg).windows_bytes::<G1>(n, windows)
 }
 
 /// Device bytes of the sparse stage (the splits of L, A and B on the device, and beside them
@@ -544,12 +541,7 @@ mod tests {
         let mut v = Vec::new();
         for (_, cfg) in MsmConfig::variants() {
             v.push(Sizer::new(SMS, &cfg));
-            v.push(Sizer {
-                sm_count: SMS,
-                granule: 4,
-                cfg,
-                h_pre: None,
-            });
+            v.push(Sizer::by_word(SMS, &cfg));
         }
         v
     }

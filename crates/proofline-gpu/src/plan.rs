@@ -306,19 +306,16 @@ impl ChunkWindows {
     /// `low_nw` windows of `c` bits, then as many of c + 1 bits as the rest of the scalars'
     /// [`SCALAR_BITS`] take.
     pub fn split(c: u32, low_nw: u32) -> Self {
-        let low = WindowPlan {
-            c,
-            nw: low_nw,
-            nb: 1 << (c - 1),
-        };
-        let high = WindowPlan::with_window(c + 1);
-        let high = WindowPlan {
-            nw: (SCALAR_BITS - c * low_nw).div_ceil(c + 1),
-            ..high
+        let windows = |c: u32, nw: u32| {
+            BucketSets::plain(WindowPlan {
+                c,
+                nw,
+                nb: 1 << (c - 1),
+            })
         };
         ChunkWindows::Split {
-            low: BucketSets::plain(low),
-            high: BucketSets::plain(high),
+            low: windows(c, low_nw),
+            high: windows(c + 1, (SCALAR_BITS - c * low_nw).div_ceil(c + 1)),
         }
     }
 
@@ -1084,7 +1081,7 @@ mod tests {
         );
         let buckets = |w: &ChunkWindows| -> usize { w.parts().map(|s| s.buckets()).sum() };
         assert_eq!(buckets(&split), (8 << 20) + (4 << 21));
-        assert!(3 * buckets(&split) == 2 * buckets(&wide));
+        assert_eq!(3 * buckets(&split), 2 * buckets(&wide));
         for w in [uniform, wide, split] {
             // the signed digits' top carry fits: at least SCALAR_BITS in all, and each part
             // sorts by radix at this size
