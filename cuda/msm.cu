@@ -626,24 +626,38 @@ DEVI u32 ones_block_scan(u32* sh, u32 v) {
     return sh[threadIdx.x];
 }
 
+// With pair sums (pairs != 0), a word's 16 pairs of bits (2j, 2j + 1) each give one entry when
+// either bit is set: bit 2j of the result.
+DEVI u32 ones_pairs_of(u32 x) { return (x | (x >> 1)) & 0x55555555u; }
+
+// Entries of word x in the list: its set bits, or its pairs with a bit set.
+DEVI u32 ones_entries(u32 x, u32 pairs) { return __popc(pairs != 0 ? ones_pairs_of(x) : x); }
+
 extern "C" __global__ void __launch_bounds__(ONES_THREADS) msm_ones_count(const ones_count_args a) {
     __shared__ u32 sh[ONES_THREADS];
     const u32 k = blockIdx.x * ONES_THREADS + threadIdx.x;
-    const u32 total = ones_block_scan(sh, __popc(ones_word(a.bits, k, a.bit_lo, a.bit_hi)));
+    const u32 x = ones_word(a.bits, k, a.bit_lo, a.bit_hi);
+    const u32 total = ones_block_scan(sh, ones_entries(x, a.pairs));
     if (threadIdx.x == ONES_THREADS - 1) a.counts[blockIdx.x] = total;
 }
 
 extern "C" __global__ void __launch_bounds__(ONES_THREADS) msm_ones_expand(const ones_expand_args a) {
     __shared__ u32 sh[ONES_THREADS];
     const u32 k = blockIdx.x * ONES_THREADS + threadIdx.x;
-    u32 x = ones_word(a.bits, k, a.bit_lo, a.bit_hi);
-    const u32 c = __popc(x);
+    const u32 x = ones_word(a.bits, k, a.bit_lo, a.bit_hi);
+    const u32 c = ones_entries(x, a.pairs);
     u32 pos = a.offsets[blockIdx.x] + ones_block_scan(sh, c) - c;
     const u32 first = ((a.bit_lo >> 5) + k) * 32 - a.bit_lo;  // position of the word's bit 0
-    while (x != 0) {
-        const u32 b = __ffs(x) - 1;
-        a.list[pos++] = first + b;
-        x &= x - 1;
+    if (a.pairs == 0) {
+        for (u32 y = x; y != 0; y &= y - 1) a.list[pos++] = first + __ffs(y) - 1;
+        return;
+    }
+    // bit_lo is even, so `first` is too: a pair (b, b + 1) of the word is pair (first + b) / 2
+    // of the range, and its sum the point `pairs` after that
+    for (u32 m = ones_pairs_of(x); m != 0; m &= m - 1) {
+        const u32 b = __ffs(m) - 1;
+        const u32 both = (x >> b) & 3u;
+        a.list[pos++] = both == 3u ? a.pairs + (first + b) / 2 : first + b + (both >> 1);
     }
 }
 
@@ -684,6 +698,26 @@ extern "C" __global__ void msm_precompute(const precompute_args a) {
         }
     }
     p.store(a.output + 24 * (size_t)i);
+}
+
+// ---- the ones' pair sums --------------------------------------------------------------
+// out[j] = in[2j] + in[2j + 1] (in[n] is infinity): with them resident after a sparse query's
+// bases, a pair of ones whose two bits are set is one entry of the ones' sum instead of two.
+// Run once per parameter set, so each point takes its own inversion, as msm_precompute's do.
+extern "C" __global__ void msm_pair_sums(const pair_sums_args a) {
+    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= (a.n + 1) / 2) return;
+    const affine_t p = affine_t::load(a.input + 48 * (size_t)j);
+    const affine_t q = 2 * j + 1 < a.n ? affine_t::load(a.input + 48 * (size_t)j + 24) : affine_t::inf();
+    xyzz_t s = xyzz_t::from_affine(p);
+    if (!q.is_inf()) s.add_affine(q.x, q.y);
+    affine_t r = affine_t::inf();
+    if (!s.is_inf()) {
+        const fp_t u = fp_t::inv(fp_t::mul(s.ZZ, s.ZZZ));
+        r.x = fp_t::mul(s.X, fp_t::mul(u, s.ZZZ));
+        r.y = fp_t::mul(s.Y, fp_t::mul(u, s.ZZ));
+    }
+    r.store(a.output + 24 * (size_t)j);
 }
 
 // ---- the G1 instances of the curve kernels (msm_curve.cuh) -----------------------

@@ -38,7 +38,9 @@
 #            GPU's sparse stage (HARNESS_G2=skip: the G1 side alone): partitions per minute,
 #            kernel-busy fraction, peak device memory, OOM errors (HARNESS_SHAPE, HARNESS_SLOTS,
 #            HARNESS_PARTITIONS, HARNESS_G2; HARNESS_SLOT_KERNELS, default in-turn: the slots'
-#            kernels in turn, concurrent, or both side by side as "in-turn,concurrent")
+#            kernels in turn, concurrent, or both side by side as "in-turn,concurrent";
+#            HARNESS_PAIR_SUMS, default off: the resident sets' ones' pair sums, or both as
+#            "off,where-room")
 #   porep    2 KiB porep-c2 jobs over HTTP, parameters preloaded (resident) at start, three
 #            in a row per synthesis mode (POREP_MODES, default "plain precompiled", one daemon
 #            each); the last job's latency is the figure (in "precompiled" the first job
@@ -237,6 +239,7 @@ phase_harness() {
         --shape "${HARNESS_SHAPE:-32gib}" --slots "${HARNESS_SLOTS:-1,2,4}" \
         --partitions "${HARNESS_PARTITIONS:-24}" --g2 "${HARNESS_G2:-run}" --backend gpu \
         --slot-kernels "${HARNESS_SLOT_KERNELS:-in-turn}" \
+        --ones-pair-sums "${HARNESS_PAIR_SUMS:-off}" \
         --timeout-s "${HARNESS_RUN_TIMEOUT:-150}" --json "$json" > "$OUT/harness.log" 2> "$OUT/harness.err"
     local rc=$?
     note "harness rc=$rc"

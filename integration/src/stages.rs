@@ -25,7 +25,7 @@ use proofline_actors::compute::domain_size;
 use proofline_actors::messages::{CancelToken, Evaluations};
 use proofline_actors::pipeline::{cpu_cores, host_budget, host_device};
 use proofline_actors::{ComputeInput, DeviceSetup, G2Stage, PlanSource, StagePool};
-use proofline_config::{BackendKind, Config, Count, SlotKernels};
+use proofline_config::{BackendKind, Config, Count, OnesPairSums, SlotKernels};
 use proofline_gpu::layout::scalar_from_raw_montgomery;
 use proofline_gpu::oplog::busy_fraction;
 use proofline_gpu::testkit::{random_points, random_scalars};
@@ -322,6 +322,8 @@ pub struct StageRun {
     pub slots: usize,
     /// How a GPU's slots run their kernels.
     pub slot_kernels: SlotKernels,
+    /// Whether a GPU's resident set takes the ones' pair sums where there is room.
+    pub ones_pair_sums: OnesPairSums,
     /// Partitions timed (after the warm-up).
     pub partitions: usize,
     /// Partitions run before timing (resident uploads, pools warm); `None`: one per slot.
@@ -395,6 +397,8 @@ pub struct StageReport {
     pub slots: usize,
     /// How a GPU's slots ran their kernels.
     pub slot_kernels: SlotKernels,
+    /// Whether a GPU's resident set could take the ones' pair sums.
+    pub ones_pair_sums: OnesPairSums,
     /// In flight at once.
     pub in_flight: usize,
     /// Whether the G2 MSM ran.
@@ -432,16 +436,15 @@ pub struct StageReport {
 /// The devices of a run, and each one's device-op log (GPUs only).
 type Opened = (Vec<DeviceSetup>, Vec<Option<Arc<DeviceLog>>>);
 
-/// Opens the devices of `backend` with `slots` slots each, running their kernels as
-/// `slot_kernels` says (GPU logs recording); their logs.
-fn open_devices(
-    backend: Backend,
-    slots: usize,
-    slot_kernels: SlotKernels,
-) -> anyhow::Result<Opened> {
+/// Opens the devices of `run.backend` with `run.slots` slots each, running their kernels as
+/// `run.slot_kernels` says, their resident sets with the pair sums `run.ones_pair_sums` allows
+/// (GPU logs recording); their logs.
+fn open_devices(run: &StageRun) -> anyhow::Result<Opened> {
+    let (backend, slots) = (run.backend, run.slots);
     let mut cfg = Config::embedded_default()?;
     cfg.pipeline.compute_slots = Count::Fixed(slots);
-    cfg.pipeline.slot_kernels = slot_kernels;
+    cfg.pipeline.slot_kernels = run.slot_kernels;
+    cfg.pipeline.ones_pair_sums = run.ones_pair_sums;
     let cpu = |cfg: &Config| {
         (
             vec![host_device(slots, host_budget(&cfg.pipeline))],
@@ -474,7 +477,7 @@ pub fn run_stages(run: &StageRun, inputs: &Inputs) -> anyhow::Result<StageReport
         domain_size(&inputs.key) == 1 << inputs.shape.spec().log_n,
         "inputs of another shape"
     );
-    let (setups, logs) = open_devices(run.backend, run.slots, run.slot_kernels)?;
+    let (setups, logs) = open_devices(run)?;
     let total_slots = run.slots * setups.len();
     let in_flight = if run.in_flight == 0 {
         2 * total_slots
@@ -627,6 +630,7 @@ pub fn run_stages(run: &StageRun, inputs: &Inputs) -> anyhow::Result<StageReport
         shape: inputs.shape,
         slots: run.slots,
         slot_kernels: run.slot_kernels,
+        ones_pair_sums: run.ones_pair_sums,
         in_flight,
         g2: run.g2 == G2Stage::Run,
         partitions: results.len(),
@@ -654,6 +658,14 @@ pub fn slot_kernels_name(k: SlotKernels) -> &'static str {
     }
 }
 
+/// The configuration's name of `p`.
+pub fn ones_pair_sums_name(p: OnesPairSums) -> &'static str {
+    match p {
+        OnesPairSums::Off => "off",
+        OnesPairSums::WhereRoom => "where_room",
+    }
+}
+
 fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{:.1} %", v * 100.0))
 }
@@ -665,10 +677,11 @@ fn gb(x: Option<u64>) -> String {
 /// The reports as a table.
 pub fn table(reports: &[StageReport]) -> String {
     let mut out = format!(
-        "{:<6} {:>5} {:>10} {:>6} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>5}\n",
+        "{:<6} {:>5} {:>10} {:>10} {:>6} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>5}\n",
         "shape",
         "slots",
         "kernels",
+        "pair sums",
         "done",
         "part/min",
         "device",
@@ -684,10 +697,11 @@ pub fn table(reports: &[StageReport]) -> String {
     for r in reports {
         for d in &r.devices {
             out.push_str(&format!(
-                "{:<6} {:>5} {:>10} {:>6} {:>9.1} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8.3} {:>6} {:>5}\n",
+                "{:<6} {:>5} {:>10} {:>10} {:>6} {:>9.1} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8.3} {:>6} {:>5}\n",
                 r.shape.name(),
                 r.slots,
                 slot_kernels_name(r.slot_kernels),
+                ones_pair_sums_name(r.ones_pair_sums),
                 format!("{}/{}", r.succeeded, r.partitions),
                 r.partitions_per_min,
                 d.device,

@@ -134,6 +134,18 @@ pub enum SlotKernels {
     Concurrent,
 }
 
+/// Whether a GPU's resident parameter sets take the ones' pair sums of their sparse G1 queries.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OnesPairSums {
+    /// The bases alone.
+    Off,
+    /// The L, A and B (G1) bases each followed by their pair sums (half as many points again)
+    /// where the device budget holds them beside every compute slot's H stage at the lease it
+    /// would have without them; the bases alone elsewhere.
+    WhereRoom,
+}
+
 /// `[pipeline]`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -155,6 +167,8 @@ pub struct PipelineConfig {
     pub compute_slots: Count,
     /// How a GPU's compute slots run their kernels.
     pub slot_kernels: SlotKernels,
+    /// Whether resident sets take their sparse queries' ones' pair sums.
+    pub ones_pair_sums: OnesPairSums,
     /// Partitions admitted at once.
     pub max_partitions_in_flight: Count,
     /// Extra partitions admitted for a job that outranks every partition in flight.

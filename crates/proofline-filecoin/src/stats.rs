@@ -4,6 +4,9 @@
 //! the bases of ones, and runs Pippenger only on the rest ("other"); these figures size that
 //! split (and a GPU benchmark that mimics a real partition's shape). "other ≤ 64 bits" counts
 //! the other scalars whose canonical value fits in 64 bits (small constants, packed bits).
+//! "1+1 pairs" counts the pairs of bases (2j, 2j + 1) whose scalars are both one: with the
+//! pair sums of a query's bases on the GPU (`proofline_gpu::OnesPairs`), each such pair is
+//! one addition of the ones' sum instead of two.
 
 use ff::PrimeField;
 use proofline_groth16::{MsmPlan, SparseScalars, SynthesizedPartition};
@@ -24,6 +27,11 @@ pub struct QueryStats {
     pub other: usize,
     /// Other scalars below 2^64.
     pub other_le_64_bits: usize,
+    /// Pairs of bases (2j, 2j + 1) whose scalars are both one.
+    pub one_pairs: usize,
+    /// `one_pairs / (ones / 2)`: the share of the ones that come in such pairs (the fraction
+    /// if ones were independent would be the ones' density).
+    pub one_pair_frac: f64,
     /// `zeros / scalars`.
     pub zero_frac: f64,
     /// `ones / scalars`.
@@ -48,6 +56,14 @@ impl QueryStats {
             .iter()
             .filter(|x| x.to_repr().as_ref()[8..].iter().all(|b| *b == 0))
             .count();
+        // both bits of a pair set: bit 2j of x & (x >> 1) (32-bit words hold whole pairs)
+        let one_pairs = s
+            .ones
+            .words()
+            .iter()
+            .map(|x| (x & (x >> 1) & 0x5555_5555).count_ones() as usize)
+            .sum();
+        let ones = s.ones.len();
         QueryStats {
             query,
             scalars,
@@ -55,6 +71,12 @@ impl QueryStats {
             ones: s.ones.len(),
             other: s.tail_index.len(),
             other_le_64_bits,
+            one_pairs,
+            one_pair_frac: if ones == 0 {
+                0.0
+            } else {
+                2.0 * one_pairs as f64 / ones as f64
+            },
             zero_frac: frac(s.zeros),
             one_frac: frac(s.ones.len()),
             other_frac: frac(s.tail_index.len()),
@@ -98,7 +120,7 @@ pub fn partition_stats(p: &SynthesizedPartition) -> PartitionStats {
 /// A plain-text table of the statistics.
 pub fn table(s: &PartitionStats) -> String {
     let mut out = format!(
-        "constraints {}  inputs {}  aux {}  domain {}\n{:<5} {:>10} {:>8} {:>8} {:>8} {:>12}\n",
+        "constraints {}  inputs {}  aux {}  domain {}\n{:<5} {:>10} {:>8} {:>8} {:>8} {:>12} {:>10}\n",
         s.constraints,
         s.inputs,
         s.aux,
@@ -108,17 +130,19 @@ pub fn table(s: &PartitionStats) -> String {
         "zero",
         "one",
         "other",
-        "other<=64bit"
+        "other<=64bit",
+        "1+1 pairs"
     );
     for q in &s.queries {
         out.push_str(&format!(
-            "{:<5} {:>10} {:>7.2}% {:>7.2}% {:>7.2}% {:>12}\n",
+            "{:<5} {:>10} {:>7.2}% {:>7.2}% {:>7.2}% {:>12} {:>9.2}%\n",
             q.query,
             q.scalars,
             100.0 * q.zero_frac,
             100.0 * q.one_frac,
             100.0 * q.other_frac,
-            q.other_le_64_bits
+            q.other_le_64_bits,
+            100.0 * q.one_pair_frac
         ));
     }
     out
@@ -140,5 +164,19 @@ mod tests {
         let q = QueryStats::of("x", &SparseScalars::from_dense(&v));
         assert_eq!((q.zeros, q.ones, q.other, q.other_le_64_bits), (1, 1, 2, 1));
         assert!((q.zero_frac + q.one_frac + q.other_frac - 1.0).abs() < 1e-12);
+        assert_eq!(q.one_pairs, 0);
+    }
+
+    #[test]
+    fn pairs_of_ones_are_aligned_pairs() {
+        let (zero, one) = (Scalar::from(0u64), Scalar::from(1u64));
+        // pairs (0, 1) both ones, (2, 3) one and zero, (4, 5) zero and one; ones at 5 and 6 are
+        // neighbours but not a pair; (32, 33) spans no word boundary; 34 is alone at the end
+        let mut v = vec![one, one, one, zero, zero, one, one, zero];
+        v.resize(32, zero);
+        v.extend([one, one, one]);
+        let q = QueryStats::of("x", &SparseScalars::from_dense(&v));
+        assert_eq!((q.ones, q.one_pairs), (8, 2));
+        assert!((q.one_pair_frac - 0.5).abs() < 1e-12);
     }
 }

@@ -559,22 +559,35 @@ kernel_args! {
         out: DevPtrMut,
         count: u32,
     }
-    /// Set bits of the ones' bitmap per block of ONES_THREADS words: bits [bit_lo, bit_hi) of
-    /// `bits` count, block b's count to counts[b].
+    /// Entries of the ones' list per block of ONES_THREADS words of bits [bit_lo, bit_hi) of
+    /// `bits`, block b's count to counts[b]: one per set bit, or with `pairs` != 0 one per pair
+    /// of bits (2j, 2j + 1) with a bit set (bit_lo even).
     "msm"::"msm_ones_count" => OnesCountArgs("ones_count_args") {
         bits: DevPtr,
         counts: DevPtrMut,
         bit_lo: u32,
         bit_hi: u32,
+        pairs: u32,
     }
-    /// The list of the set bits [bit_lo, bit_hi) of `bits`, each as its position less bit_lo,
-    /// ascending; block b writes from offsets[b] (the exclusive scan of msm_ones_count's).
+    /// The ones' list of bits [bit_lo, bit_hi) of `bits`, ascending; block b writes from
+    /// offsets[b] (the exclusive scan of msm_ones_count's). Each entry is a point index from the
+    /// range's first base: a set bit's position less bit_lo, or with `pairs` != 0, for a pair
+    /// with both bits set, `pairs` + its pair index from the range's first pair (the pair sums
+    /// `pairs` points after that base).
     "msm"::"msm_ones_expand" => OnesExpandArgs("ones_expand_args") {
         bits: DevPtr,
         offsets: DevPtr,
         list: DevPtrMut,
         bit_lo: u32,
         bit_hi: u32,
+        pairs: u32,
+    }
+    /// The ones' pair sums of n G1 bases: out[j] = in[2j] + in[2j + 1] (affine; in[n] is
+    /// infinity), j < ceil(n / 2).
+    "msm"::"msm_pair_sums" => PairSumsArgs("pair_sums_args") {
+        input: DevPtr,
+        output: DevPtrMut,
+        n: u32,
     }
     /// Grid-stride sum of the bases listed in `list` (the scalars equal to one).
     "msm"::"msm_sum_ones" | "msm_g2"::"msm_g2_sum_ones" => SumOnesArgs("sum_ones_args") {

@@ -16,7 +16,7 @@ use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, ChunkWindows,
     Precomputation, SortPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
-use crate::resident::{QueryLens, Residency};
+use crate::resident::{OnesPairs, QueryLens, Residency};
 
 /// The shape of one sparse query: bases, ones, tail.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -48,6 +48,8 @@ struct Sizer {
     cfg: MsmConfig,
     /// Copies of the H query's bases precomputed in the resident set.
     h_pre: Option<Precomputation>,
+    /// Whether the resident set's sparse G1 queries hold their ones' pair sums.
+    pairs: OnesPairs,
 }
 
 impl Sizer {
@@ -57,6 +59,7 @@ impl Sizer {
             granule: GRANULE,
             cfg: *cfg,
             h_pre: None,
+            pairs: OnesPairs::Absent,
         }
     }
 
@@ -71,6 +74,11 @@ impl Sizer {
 
     fn with_h_pre(mut self, pre: Option<Precomputation>) -> Self {
         self.h_pre = pre;
+        self
+    }
+
+    fn with_pairs(mut self, pairs: OnesPairs) -> Self {
+        self.pairs = pairs;
         self
     }
 
@@ -356,10 +364,15 @@ impl Sizer {
             Residency::Resident => {
                 // the H query with its precomputed copies, if any
                 let h_copies = self.h_pre.map_or(1, |p| p.copies as usize);
+                // the sparse G1 queries, with their pair sums if any
+                let pairs = |p: usize| match self.pairs {
+                    OnesPairs::Absent => 0,
+                    OnesPairs::Resident => p.div_ceil(2),
+                };
                 let bases: u64 = self.r(AFFINE_WORDS as usize * lens.h * h_copies)
                     + [lens.l, lens.a, lens.b_g1]
                         .iter()
-                        .map(|&p| self.r(AFFINE_WORDS as usize * p))
+                        .map(|&p| self.r(AFFINE_WORDS as usize * (p + pairs(p))))
                         .sum::<u64>()
                     + self.r(G2::AFFINE_WORDS * lens.b_g2);
                 building.max(kept + bases)
@@ -408,9 +421,7 @@ pub fn h_stage_bytes_precomputed(log_n: u32, pre: &Precomputation, sm_count: u32
 /// [`resident_bytes`] of a resident set ([`Residency::Resident`]) whose H query has the
 /// precomputed copies of `pre` (they replace the H bases: `pre.copies` times their bytes).
 pub fn resident_bytes_precomputed(log_n: u32, lens: &QueryLens, pre: &Precomputation) -> u64 {
-    Sizer::new(1, &MsmConfig::default())
-        .with_h_pre(Some(*pre))
-        .resident(log_n, lens, Residency::Resident)
+    resident_set_bytes(log_n, lens, Some(pre), OnesPairs::Absent)
 }
 
 /// [`pippenger_bytes_with`] charged by the word (the emulation's account), for tests.
@@ -517,6 +528,50 @@ pub fn h_stage_lease(
 /// (The sizes do not depend on the device.)
 pub fn resident_bytes(log_n: u32, lens: &QueryLens, residency: Residency) -> u64 {
     Sizer::new(1, &MsmConfig::default()).resident(log_n, lens, residency)
+}
+
+/// [`resident_bytes`] of a [`Residency::Resident`] set whose L, A and B (G1) queries hold
+/// their ones' pair sums ([`OnesPairs::Resident`]: half as many points again). A set uploaded
+/// under a lease of at least this many bytes computes them.
+pub fn resident_bytes_paired(log_n: u32, lens: &QueryLens) -> u64 {
+    resident_set_bytes(log_n, lens, None, OnesPairs::Resident)
+}
+
+/// [`resident_bytes`] of a [`Residency::Resident`] set with the H copies of `h_pre`, if any,
+/// and the ones' pair sums of `pairs`.
+pub(crate) fn resident_set_bytes(
+    log_n: u32,
+    lens: &QueryLens,
+    h_pre: Option<&Precomputation>,
+    pairs: OnesPairs,
+) -> u64 {
+    Sizer::new(1, &MsmConfig::default())
+        .with_h_pre(h_pre.copied())
+        .with_pairs(pairs)
+        .resident(log_n, lens, Residency::Resident)
+}
+
+/// The lease of a [`Residency::Resident`] set on a device of `budget` bytes with `slots`
+/// compute slots: with the ones' pair sums ([`resident_bytes_paired`]) where they fit beside
+/// every slot's H stage at the lease that set without them leaves it ([`h_stage_lease`]: the H
+/// MSM's largest chunk saves more than the pairs do), else without them ([`resident_bytes`]).
+pub fn resident_lease(
+    log_n: u32,
+    lens: &QueryLens,
+    slots: usize,
+    budget: u64,
+    sm_count: u32,
+) -> u64 {
+    let r = Residency::Resident;
+    let plain = resident_bytes(log_n, lens, r);
+    let paired = resident_bytes_paired(log_n, lens);
+    let h = h_stage_lease(log_n, r, plain, slots, budget, sm_count);
+    let stages = (slots.max(1) as u64).saturating_mul(h);
+    if paired.saturating_add(stages) <= budget {
+        paired
+    } else {
+        plain
+    }
 }
 
 #[cfg(test)]
@@ -850,7 +905,7 @@ mod tests {
         for z in sizers() {
             for log_n in [0u32, 1, 4, 12, 20, 27] {
                 let e = dry(&z);
-                upload_resident(&e, log_n, None, None).unwrap();
+                upload_resident(&e, log_n, None, None, OnesPairs::Absent).unwrap();
                 check(
                     &format!("tables 2^{log_n}"),
                     &z,
@@ -859,19 +914,28 @@ mod tests {
                 );
             }
             let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), None).unwrap();
+            upload_resident(&e, 10, Some(&q), None, OnesPairs::Absent).unwrap();
             check(
                 "resident set 2^10",
                 &z,
                 e.peak(),
                 z.resident(10, &q.lens(), Residency::Resident),
             );
+            let e = dry(&z);
+            upload_resident(&e, 10, Some(&q), None, OnesPairs::Resident).unwrap();
+            check(
+                "resident set 2^10 with pair sums",
+                &z,
+                e.peak(),
+                z.with_pairs(OnesPairs::Resident)
+                    .resident(10, &q.lens(), Residency::Resident),
+            );
             let pre = Precomputation {
                 window: 16,
                 copies: 5,
             };
             let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), Some(&pre)).unwrap();
+            upload_resident(&e, 10, Some(&q), Some(&pre), OnesPairs::Absent).unwrap();
             check(
                 "resident set 2^10 with H copies",
                 &z,
@@ -920,6 +984,33 @@ mod tests {
         // (the batch-affine rounds' scratch included)
         assert!(tables + streamed < 22_800_000_000, "{tables} + {streamed}");
         assert_eq!(streamed, 3 * (1u64 << 27) * 32);
+    }
+
+    #[test]
+    fn the_pair_sums_take_only_the_room_the_h_stages_leave() {
+        let lens = lens_32gib();
+        let r = Residency::Resident;
+        let plain = resident_bytes(27, &lens, r);
+        let paired = resident_bytes_paired(27, &lens);
+        // half as many points again for L, A and B in G1 (each buffer rounded to a granule)
+        let pairs = [lens.l, lens.a, lens.b_g1].map(|p| p.div_ceil(2) as u64 * 96);
+        let extra: u64 = pairs.iter().sum();
+        assert!(
+            (paired - plain).abs_diff(extra) <= 3 * GRANULE,
+            "{paired} - {plain}"
+        );
+        let h200 = 133_000_000_000;
+        // one or two slots keep their one-chunk H stages beside the pairs
+        for slots in [1, 2] {
+            assert_eq!(resident_lease(27, &lens, slots, h200, SMS), paired);
+            assert_eq!(
+                h_stage_lease(27, r, paired, slots, h200, SMS),
+                h_stage_lease(27, r, plain, slots, h200, SMS)
+            );
+        }
+        // four slots' H stages leave no room for them, nor does a card of 80 GB with one slot
+        assert_eq!(resident_lease(27, &lens, 4, h200, SMS), plain);
+        assert_eq!(resident_lease(27, &lens, 1, 76_000_000_000, SMS), plain);
     }
 
     #[test]

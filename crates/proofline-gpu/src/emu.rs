@@ -350,14 +350,14 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::{HSequence, MsmConfig, NttConfig};
+    use crate::config::{HSequence, MsmAcc, MsmConfig, NttConfig};
     use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
         affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32, scalars_as_u32,
         scalars_as_u32_mut,
     };
-    use crate::msm::{self, Bases, MsmStats};
+    use crate::msm::{self, Bases, MsmStats, OnesList};
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
     use crate::plan::{ChunkWindows, OnesRounds, Precomputation};
     use crate::testkit::{
@@ -898,9 +898,18 @@ mod tests {
                         .sum();
                     let mut stats = MsmStats::default();
                     let base = b.at(lo * C::AFFINE_WORDS);
-                    let got =
-                        msm::sum_ones::<_, C>(&e, base, &bits, lo..hi, rounds, &cfg, &mut stats)
-                            .unwrap();
+                    let single = OnesList::Single;
+                    let got = msm::sum_ones::<_, C>(
+                        &e,
+                        base,
+                        &bits,
+                        lo..hi,
+                        single,
+                        rounds,
+                        &cfg,
+                        &mut stats,
+                    )
+                    .unwrap();
                     assert!(got == want, "{} {name}, {rounds:?}, {lo}..{hi}", C::NAME);
                 }
             }
@@ -915,6 +924,116 @@ mod tests {
                 p[i] = p[99];
             }
         });
+    }
+
+    /// The ones' pair sums and the ones summed over them: pairs that double, cancel, hold
+    /// infinity, an odd count of bases; ranges from even bases (inside words, an odd end) in
+    /// both accumulations; an odd start refused; and sparse MSMs over paired bases.
+    #[test]
+    fn paired_ones_match_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 2501;
+        let mut points = random_points(n, 34);
+        points[7] = G1Affine::identity();
+        points[10] = G1Affine::identity();
+        points[11] = G1Affine::identity();
+        for j in 50..60 {
+            points[2 * j + 1] = points[2 * j];
+        }
+        for j in 60..70 {
+            points[2 * j + 1] = -points[2 * j];
+        }
+        for i in 2000..2100 {
+            points[i] = points[1999];
+        }
+        let pairs = n.div_ceil(2);
+        let w = G1::AFFINE_WORDS;
+        let mut all = e.alloc((n + pairs) * w).unwrap();
+        e.upload_at(&mut all, 0, affines_as_u32(&points)).unwrap();
+        msm::pair_sums(&e, all.ptr(), n, all.at(n * w)).unwrap();
+        let mut got = vec![0u32; pairs * w];
+        e.read(Readback::Values, &all, n * w, &mut got).unwrap();
+        let want: Vec<G1Affine> = points
+            .chunks(2)
+            .map(|p| {
+                p.iter()
+                    .map(|&q| G1Projective::from(q))
+                    .sum::<G1Projective>()
+                    .into()
+            })
+            .collect();
+        assert_eq!(got, affines_as_u32(&want), "pair sums");
+        let paired = OnesList::Paired { n };
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(35);
+        for density in [0.46, 0.9] {
+            let ones: IndexBitmap = (0..n as u32).filter(|_| rng.gen_bool(density)).collect();
+            let bits = e.upload(ones.words()).unwrap();
+            let bits = msm::OnesBits::of(&bits, ones.len());
+            let xyzz = MsmConfig {
+                acc: MsmAcc::Xyzz,
+                ..MsmConfig::default()
+            };
+            for cfg in [MsmConfig::default(), xyzz] {
+                for rounds in [
+                    None,
+                    Some(OnesRounds {
+                        entries: n / 8,
+                        left: 20,
+                    }),
+                ] {
+                    for (lo, hi) in [(0, n), (6, n - 9), (32, 64), (64, 97), (n - 1, n), (40, 40)] {
+                        let want: G1Projective = ones
+                            .iter_range(lo, hi)
+                            .map(|i| G1Projective::from(points[i as usize]))
+                            .sum();
+                        let mut stats = MsmStats::default();
+                        let base = all.at(lo * w);
+                        let got = msm::sum_ones::<_, G1>(
+                            &e,
+                            base,
+                            &bits,
+                            lo..hi,
+                            paired,
+                            rounds,
+                            &cfg,
+                            &mut stats,
+                        )
+                        .unwrap();
+                        assert!(got == want, "{density}, {cfg:?}, {rounds:?}, {lo}..{hi}");
+                    }
+                }
+                let mut stats = MsmStats::default();
+                let odd = msm::sum_ones::<_, G1>(
+                    &e,
+                    all.at(5 * w),
+                    &bits,
+                    5..64,
+                    paired,
+                    None,
+                    &cfg,
+                    &mut stats,
+                );
+                assert!(matches!(odd, Err(GpuError::InvalidInput(_))), "{odd:?}");
+            }
+        }
+        for mix in [
+            ScalarMix {
+                zero: 0.4621,
+                one: 0.4579,
+            },
+            ScalarMix {
+                zero: 0.0,
+                one: 1.0,
+            },
+        ] {
+            let scalars = mixed_scalars(n, mix, 36);
+            let split = SparseScalars::from_dense(&scalars);
+            let bases = Bases::Paired { ptr: all.ptr(), n };
+            let mut stats = MsmStats::default();
+            let cfg = MsmConfig::default();
+            let got = msm::sparse::<_, G1>(&e, bases, &split, &cfg, &mut stats).unwrap();
+            assert_eq!(got, cpu_msm(&points, &scalars), "{mix:?}");
+        }
     }
 
     #[test]

@@ -13,8 +13,9 @@
 //! copy it before it runs kernels; [`sparse_uploaded`] then works from those device copies
 //! (`sparse` does both).
 //! Bases are either resident on the device ([`Bases::Device`]), resident with precomputed
-//! copies for fixed-base MSMs ([`Bases::Precomputed`], `plan::Precomputation`), or streamed
-//! from host memory in chunks of [`STREAM_CHUNK`] points ([`Bases::Host`]).
+//! copies for fixed-base MSMs ([`Bases::Precomputed`], `plan::Precomputation`), resident with
+//! the pair sums of a sparse query's ones ([`Bases::Paired`], [`pair_sums`]), or streamed from
+//! host memory in chunks of [`STREAM_CHUNK`] points ([`Bases::Host`]).
 //!
 //! Memory: every helper frees its temporaries and synchronises before it returns (a split on
 //! the device is its caller's, held until dropped), so the phases' peaks add up simply;
@@ -29,12 +30,12 @@ use proofline_groth16::msm::SparseScalars;
 use crate::abi::{
     AffineHalveArgs, AffineRoundArgs, BatchInvArgs, BigFinalArgs, BigPartialArgs, BucketAccArgs,
     BucketFixupArgs, BucketReduceArgs, DevPtr, DevPtrMut, FindBigArgs, GatherArgs, MsmDigitsArgs,
-    OnesCountArgs, OnesExpandArgs, PrecomputeArgs, RadixDigitsArgs, RadixEndsArgs, RadixPassArgs,
-    RadixPrepArgs, ScalarsHighArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs, SortCoarseArgs,
-    SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS, AFF_INV_MAX,
-    AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS, ONES_THREADS,
-    RADIX_BITS, RADIX_PREP_BLOCKS_PER_SM, RADIX_THREADS, SCAN_SUMS_THREADS, SCAN_THREADS,
-    SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
+    OnesCountArgs, OnesExpandArgs, PairSumsArgs, PrecomputeArgs, RadixDigitsArgs, RadixEndsArgs,
+    RadixPassArgs, RadixPrepArgs, ScalarsHighArgs, ScanAddArgs, ScanSumsArgs, ScanTilesArgs,
+    SortCoarseArgs, SortFineArgs, SumOnesArgs, WindowCombineArgs, XyzzReduceArgs, ACC_THREADS,
+    AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS, BIG_PER_BLOCK, ELEMENT_THREADS, FR_WORDS,
+    ONES_THREADS, RADIX_BITS, RADIX_PREP_BLOCKS_PER_SM, RADIX_THREADS, SCAN_SUMS_THREADS,
+    SCAN_THREADS, SCAN_TILE, SMALL_THREADS, SORT_THREADS, WINDOW_GROUPS,
 };
 use crate::config::{G2Madd, MsmAcc, MsmConfig, RoundPoints};
 use crate::curve::{AffineKernels, MsmCurve, G1};
@@ -94,6 +95,16 @@ pub(crate) enum Bases<'a, P = G1Affine> {
         stride: usize,
         /// Window and copies.
         pre: Precomputation,
+    },
+    /// On the device at `ptr`: the query's `n` bases, then their pair sums (point `n + j` is
+    /// base 2j + base 2j + 1, j < ceil(n / 2); [`pair_sums`]). A sparse MSM's ones then list
+    /// one entry per pair of bases with a one ([`OnesList::Paired`]); everything else reads the
+    /// bases as [`Bases::Device`].
+    Paired {
+        /// Address of base 0.
+        ptr: u64,
+        /// Bases before the pair sums.
+        n: usize,
     },
     /// In host memory: streamed through a staging buffer of `chunk` points.
     Host {
@@ -1018,16 +1029,32 @@ impl OnesBits {
     }
 }
 
+/// What the ones' list of a sparse MSM indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnesList {
+    /// The bases: an entry per one.
+    Single,
+    /// The bases and their pair sums ([`Bases::Paired`] over `n` bases): an entry per pair of
+    /// bases (2j, 2j + 1) with a one, the pair sum j where both are ones.
+    Paired {
+        /// Bases before the pair sums.
+        n: usize,
+    },
+}
+
 /// `sum bases[i - lo]` over the ones `i` of `[lo, hi)` of the device bitmap `ones`: point `lo`
 /// is the first at `bases`. The device lists the ones of the range (`ones_list`, from word
-/// `lo / 32` of the bitmap), and their bases are summed by batch-affine rounds
+/// `lo / 32` of the bitmap; with [`OnesList::Paired`], where `lo` must be even, a pair of ones
+/// as its pair sum), and those points are summed by batch-affine rounds
 /// ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's in [`sparse_uploaded`])
 /// or by the grid-wide XYZZ sum.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     ones: &OnesBits,
     range: std::ops::Range<usize>,
+    list: OnesList,
     rounds: Option<OnesRounds>,
     cfg: &MsmConfig,
     stats: &mut MsmStats,
@@ -1037,12 +1064,25 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     if lo >= hi || ones.count == 0 {
         return Ok(C::Projective::identity());
     }
+    // where the range's pair sums start, from its first base: pair lo / 2 is point n + lo / 2 of
+    // the query, n - lo / 2 points after base lo (every index a u32)
+    let pairs = match list {
+        OnesList::Single => 0,
+        OnesList::Paired { n } => {
+            if lo % 2 != 0 || hi > n || u32::try_from(n + n.div_ceil(2)).is_err() {
+                return Err(GpuError::InvalidInput(format!(
+                    "ones {lo}..{hi} over {n} paired bases"
+                )));
+            }
+            (n - lo / 2) as u32
+        }
+    };
     let t = Instant::now();
     // the range's first word; its bits from bit_lo on, up to bit_hi (within the bitmap's words)
     let bits = ones.ptr.wrapping_add(4 * (lo / 32) as u64);
     let bit_lo = (lo % 32) as u32;
     let bit_hi = bit_lo + (hi - lo) as u32;
-    let listed = ones_list(e, bits, bit_lo, bit_hi, ones.count.min(hi - lo))?;
+    let listed = ones_list(e, bits, bit_lo, bit_hi, pairs, ones.count.min(hi - lo))?;
     // the listing's scratch goes back before the sums allocate
     e.sync()?;
     let Some((list, count)) = listed else {
@@ -1092,12 +1132,14 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
 /// The positions (less `bit_lo`) of the set bits `[bit_lo, bit_hi)` of the words at `bits` (at
 /// most `max`), ascending, as a device list, and their count (none when there are none): a count
 /// per block of words, their exclusive scan (one element more: its last is the total, read
-/// back), the positions.
+/// back), the positions. With `pairs` != 0 (`bit_lo` even), a pair of set bits (2j, 2j + 1)
+/// is one entry, `pairs + j`.
 fn ones_list<E: Exec>(
     e: &E,
     bits: u64,
     bit_lo: u32,
     bit_hi: u32,
+    pairs: u32,
     max: usize,
 ) -> Result<Option<(E::Buf, usize)>, GpuError> {
     let words = (bit_hi as usize).div_ceil(32);
@@ -1112,6 +1154,7 @@ fn ones_list<E: Exec>(
             counts: DevPtrMut(counts.ptr()),
             bit_lo,
             bit_hi,
+            pairs,
         },
     )?;
     exclusive_scan(e, counts.ptr(), offsets.ptr(), blocks + 1)?;
@@ -1137,6 +1180,7 @@ fn ones_list<E: Exec>(
             list: DevPtrMut(list.ptr()),
             bit_lo,
             bit_hi,
+            pairs,
         },
     )?;
     drop((counts, offsets));
@@ -1366,12 +1410,16 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
         None
     };
     let out = |t0: usize| gathered.as_ref().map(|g| g.at(t0 * C::AFFINE_WORDS));
+    let list = match bases {
+        Bases::Paired { n, .. } => OnesList::Paired { n },
+        _ => OnesList::Single,
+    };
     match bases {
         // the ones and the gathered tail use the bases themselves (copy 0)
-        Bases::Device(p) | Bases::Precomputed { ptr: p, .. } => {
+        Bases::Device(p) | Bases::Precomputed { ptr: p, .. } | Bases::Paired { ptr: p, .. } => {
             if let Some(ones) = &ones {
                 let all = 0..split.num_bases;
-                total += sum_ones::<E, C>(e, p, ones, all, ones_rounds, cfg, stats)?;
+                total += sum_ones::<E, C>(e, p, ones, all, list, ones_rounds, cfg, stats)?;
             }
             if let (Some(o), Some(idx)) = (out(0), &dev.tail_index) {
                 gather::<E, C>(e, p, idx.ptr(), tail, o, stats)?;
@@ -1386,8 +1434,9 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
                 let base = staging.ptr().wrapping_sub(point_at::<C>(0, st.lo));
                 let p = staging.ptr();
                 if let Some(ones) = &ones {
-                    let chunk_ones = st.lo..st.hi;
-                    total += sum_ones::<E, C>(e, p, ones, chunk_ones, ones_rounds, cfg, stats)?;
+                    let (chunk_ones, single) = (st.lo..st.hi, OnesList::Single);
+                    total +=
+                        sum_ones::<E, C>(e, p, ones, chunk_ones, single, ones_rounds, cfg, stats)?;
                 }
                 // the chunk's part of the tail: a range of the device's index list
                 let t = in_range(&split.tail_index, st.lo, st.hi);
@@ -1420,7 +1469,9 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
 ) -> Result<C::Projective, GpuError> {
     stats.points += n;
     match bases {
-        Bases::Device(p) => pippenger::<E, C>(e, p, scalars, n, cfg, stats),
+        Bases::Device(p) | Bases::Paired { ptr: p, .. } => {
+            pippenger::<E, C>(e, p, scalars, n, cfg, stats)
+        }
         Bases::Precomputed { ptr, stride, pre } => {
             pippenger_sets::<E, C>(e, ptr, Some((pre, stride)), scalars, n, cfg, stats)
         }
@@ -1448,6 +1499,26 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
             Ok(total)
         }
     }
+}
+
+/// Writes the pair sums of the `n` G1 bases at `bases` to `out` (`n.div_ceil(2)` points: point j
+/// is base 2j + base 2j + 1, the last a lone base where n is odd), for [`Bases::Paired`].
+pub(crate) fn pair_sums<E: Exec>(e: &E, bases: u64, n: usize, out: u64) -> Result<(), GpuError> {
+    let pairs = n.div_ceil(2);
+    if pairs == 0 {
+        return Ok(());
+    }
+    let n =
+        u32::try_from(n).map_err(|_| GpuError::InvalidInput(format!("pair sums of {n} bases")))?;
+    e.launch(
+        grid(pairs, ELEMENT_THREADS),
+        ELEMENT_THREADS,
+        &PairSumsArgs {
+            input: DevPtr(bases),
+            output: DevPtrMut(out),
+            n,
+        },
+    )
 }
 
 /// Fills `out` with the copies of `pre` of the `n` G1 bases at `bases`: copy k at point

@@ -1,15 +1,16 @@
 //! Resident data of one parameter set on one device: the NTT tables of its domain and, when
-//! they fit the budget, the bases of its five queries (H, L, A, B in G1, B in G2). Uploaded
-//! once, on the device's resident stream, under a long-lived lease, then shared read-only by
-//! every slot of the device (in an `Arc`); freed on the same stream when the last holder drops
-//! it.
+//! they fit the budget, the bases of its five queries (H, L, A, B in G1, B in G2), those of the
+//! sparse G1 queries (L, A, B in G1) each followed by their ones' pair sums where the lease
+//! covers them. Uploaded once, on the device's resident stream, under a long-lived lease, then shared
+//! read-only by every slot of the device (in an `Arc`); freed on the same stream when the last
+//! holder drops it.
 
 use blstrs::{G1Affine, G2Affine};
 
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
-use crate::layout::{affines_as_u32, g2_affines_as_u32};
-use crate::msm::{precompute, Bases, STREAM_CHUNK};
+use crate::layout::{affines_as_u32, g2_affines_as_u32, AFFINE_WORDS};
+use crate::msm::{pair_sums, precompute, Bases, STREAM_CHUNK};
 use crate::ntt::{build_tables, NttTables, TablePtrs};
 use crate::plan::Precomputation;
 use crate::slot::DeviceWords;
@@ -73,6 +74,19 @@ pub enum Residency {
     Streamed,
 }
 
+/// Whether a resident set's sparse G1 queries (L, A, B in G1) hold their ones' pair sums after
+/// their bases (`msm::Bases::Paired`): base 2j + base 2j + 1 at point n + j of a query of n
+/// bases, so that a pair of bases whose scalars are both one is one addition of the ones' sum,
+/// not two. Half as many points again for those queries, computed on the device once per set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum OnesPairs {
+    /// The bases alone.
+    #[default]
+    Absent,
+    /// Each query's bases, then their pair sums.
+    Resident,
+}
+
 /// The five query bases on the device.
 pub(crate) struct DeviceQueries {
     pub(crate) h: DeviceWords,
@@ -100,6 +114,8 @@ pub struct ResidentSet {
     /// The copies of the H bases precomputed for the fixed-base H MSM, if any (`bases.h` then
     /// holds all of them, `lens.h` points apart).
     pub(crate) h_pre: Option<Precomputation>,
+    /// Whether `bases.l`, `bases.a` and `bases.b_g1` hold their ones' pair sums.
+    pub(crate) pairs: OnesPairs,
     pub(crate) lens: QueryLens,
     pub(crate) bytes: u64,
 }
@@ -111,6 +127,7 @@ impl std::fmt::Debug for ResidentSet {
             .field("log_n", &self.tables.log_n)
             .field("residency", &self.residency())
             .field("h_precomputation", &self.h_pre)
+            .field("ones_pairs", &self.pairs)
             .field("bytes", &self.bytes)
             .finish()
     }
@@ -134,6 +151,11 @@ impl ResidentSet {
     /// The copies of the H bases precomputed for the H MSM, if any.
     pub fn h_precomputation(&self) -> Option<Precomputation> {
         self.h_pre
+    }
+
+    /// Whether the sparse G1 queries hold their ones' pair sums.
+    pub fn ones_pairs(&self) -> OnesPairs {
+        self.pairs
     }
 
     /// Bytes of the H stage over this set (`bytes::h_stage_bytes`, or with the H MSM over the
@@ -177,20 +199,26 @@ impl ResidentSet {
             )));
         }
         Ok(match &self.bases {
-            Some(d) => StageBases {
-                h: match self.h_pre {
-                    Some(pre) => Bases::Precomputed {
-                        ptr: d.h.ptr(),
-                        stride: self.lens.h,
-                        pre,
+            Some(d) => {
+                let sparse = |q: &DeviceWords, n: usize| match self.pairs {
+                    OnesPairs::Absent => Bases::Device(q.ptr()),
+                    OnesPairs::Resident => Bases::Paired { ptr: q.ptr(), n },
+                };
+                StageBases {
+                    h: match self.h_pre {
+                        Some(pre) => Bases::Precomputed {
+                            ptr: d.h.ptr(),
+                            stride: self.lens.h,
+                            pre,
+                        },
+                        None => Bases::Device(d.h.ptr()),
                     },
-                    None => Bases::Device(d.h.ptr()),
-                },
-                l: Bases::Device(d.l.ptr()),
-                a: Bases::Device(d.a.ptr()),
-                b_g1: Bases::Device(d.b_g1.ptr()),
-                b_g2: Bases::Device(d.b_g2.ptr()),
-            },
+                    l: sparse(&d.l, self.lens.l),
+                    a: sparse(&d.a, self.lens.a),
+                    b_g1: sparse(&d.b_g1, self.lens.b_g1),
+                    b_g2: Bases::Device(d.b_g2.ptr()),
+                }
+            }
             None => {
                 let host = |points| Bases::Host {
                     points,
@@ -216,12 +244,15 @@ impl ResidentSet {
 pub(crate) type Uploaded<B> = (NttTables<B>, Option<[B; 5]>);
 
 /// The NTT tables of `log_n` and, when `bases` is given, the five query bases, on `e`; with
-/// `h_pre`, the H bases are followed by their precomputed copies (computed on the device).
+/// `h_pre`, the H bases are followed by their precomputed copies, and with
+/// [`OnesPairs::Resident`] the L, A and B (G1) bases by their pair sums (both computed on the
+/// device).
 pub(crate) fn upload_resident<E: Exec>(
     e: &E,
     log_n: u32,
     bases: Option<&HostQueries<'_>>,
     h_pre: Option<&Precomputation>,
+    pairs: OnesPairs,
 ) -> Result<Uploaded<E::Buf>, GpuError> {
     let tables = build_tables(e, log_n)?;
     let h_query = |q: &HostQueries<'_>| -> Result<E::Buf, GpuError> {
@@ -236,12 +267,25 @@ pub(crate) fn upload_resident<E: Exec>(
             }
         }
     };
+    let sparse_query = |points: &[G1Affine]| -> Result<E::Buf, GpuError> {
+        let words = affines_as_u32(points);
+        match pairs {
+            OnesPairs::Absent => e.upload(words),
+            OnesPairs::Resident => {
+                let n = points.len();
+                let mut all = e.alloc(words.len() + n.div_ceil(2) * AFFINE_WORDS)?;
+                e.upload_at(&mut all, 0, words)?;
+                pair_sums(e, all.ptr(), n, all.at(words.len()))?;
+                Ok(all)
+            }
+        }
+    };
     let uploaded = match bases {
         Some(q) => Some([
             h_query(q)?,
-            e.upload(affines_as_u32(q.l))?,
-            e.upload(affines_as_u32(q.a))?,
-            e.upload(affines_as_u32(q.b_g1))?,
+            sparse_query(q.l)?,
+            sparse_query(q.a)?,
+            sparse_query(q.b_g1)?,
             e.upload(g2_affines_as_u32(q.b_g2))?,
         ]),
         None => None,

@@ -20,7 +20,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
-use crate::bytes::h_stage_msm_config;
+use crate::bytes::{h_stage_msm_config, resident_set_bytes};
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
@@ -30,7 +30,7 @@ use crate::msm::{self, Bases, MsmStats, SplitOnDevice};
 use crate::ntt::{h_poly, CInput, TablePtrs};
 use crate::plan::Precomputation;
 use crate::resident::{
-    upload_resident, DeviceQueries, HostQueries, Residency, ResidentSet, StageBases,
+    upload_resident, DeviceQueries, HostQueries, OnesPairs, Residency, ResidentSet, StageBases,
 };
 use crate::slot::{GpuSlot, Lane};
 
@@ -80,7 +80,9 @@ pub enum SparseGroups {
 impl GpuSlot {
     /// Uploads a parameter set's resident data on the device's resident stream: the NTT tables
     /// of domain 2^`log_n` and, with [`Residency::Resident`], the five query bases of `queries`.
-    /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`).
+    /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`); where
+    /// it covers them (`bytes::resident_bytes_paired`, `bytes::resident_lease`), the L, A and B
+    /// (G1) queries also get their ones' pair sums ([`OnesPairs::Resident`]), computed there.
     pub fn upload_resident(
         &self,
         lease_bytes: u64,
@@ -125,8 +127,15 @@ impl GpuSlot {
             Residency::Streamed => None,
         };
         let h_pre = bases.and(h_pre);
+        // the pair sums where the lease covers them
+        let lens = queries.lens();
+        let paired = resident_set_bytes(log_n, &lens, h_pre.as_ref(), OnesPairs::Resident);
+        let pairs = match bases {
+            Some(_) if lease_bytes >= paired => OnesPairs::Resident,
+            _ => OnesPairs::Absent,
+        };
         let (tables, uploaded) = self.run(Lane::Resident, &arena, |e| {
-            upload_resident(e, log_n, bases, h_pre.as_ref())
+            upload_resident(e, log_n, bases, h_pre.as_ref(), pairs)
         })?;
         let tables = tables.map(|b| b.into_resident());
         let bases_dev = uploaded.map(|[h, l, a, b_g1, b_g2]| DeviceQueries {
@@ -141,7 +150,8 @@ impl GpuSlot {
             tables,
             bases: bases_dev,
             h_pre,
-            lens: queries.lens(),
+            pairs,
+            lens,
             bytes: lease_bytes,
         })
     }

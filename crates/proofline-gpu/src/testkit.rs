@@ -25,7 +25,7 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    chunk_windows_bytes, pippenger_bytes_precomputed, pippenger_bytes_with,
+    chunk_windows_bytes, pippenger_bytes_precomputed, pippenger_bytes_with, resident_set_bytes,
     sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
 };
 use crate::config::{MsmConfig, NttConfig};
@@ -40,7 +40,7 @@ use crate::layout::{
 use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
 use crate::plan::{coset_generator, root_of_unity, ChunkWindows, Precomputation};
-use crate::resident::{QueryLens, Residency, ResidentSet};
+use crate::resident::{OnesPairs, QueryLens, Residency, ResidentSet};
 use crate::slot::{DeviceWords, GpuSlot, Lane};
 use crate::stages::upload_padded;
 
@@ -575,15 +575,28 @@ impl TestGpu {
     /// `n` points resident on the device, made by repeating `unique` (benchmarks, harness).
     pub fn tiled_points(&self, unique: &[G1Affine], n: usize) -> Result<DeviceData, GpuError> {
         let words = self.run(&unbounded(), |e| {
-            Ok(tile::<_, G1>(e, unique, n)?.into_resident())
+            Ok(tile::<_, G1>(e, unique, n, 0)?.into_resident())
         })?;
         Ok(DeviceData { words, len: n })
+    }
+
+    /// [`TestGpu::tiled_points`] followed by their ones' pair sums, as a resident set's sparse
+    /// queries hold them ([`OnesPairs::Resident`]).
+    pub fn tiled_points_paired(
+        &self,
+        unique: &[G1Affine],
+        n: usize,
+    ) -> Result<PairedPoints, GpuError> {
+        let words = self.run(&unbounded(), |e| {
+            Ok(tile_paired(e, unique, n)?.into_resident())
+        })?;
+        Ok(PairedPoints(DeviceData { words, len: n }))
     }
 
     /// [`TestGpu::tiled_points`] in G2.
     pub fn tiled_g2_points(&self, unique: &[G2Affine], n: usize) -> Result<DeviceData, GpuError> {
         let words = self.run(&unbounded(), |e| {
-            Ok(tile::<_, G2>(e, unique, n)?.into_resident())
+            Ok(tile::<_, G2>(e, unique, n, 0)?.into_resident())
         })?;
         Ok(DeviceData { words, len: n })
     }
@@ -776,6 +789,33 @@ impl TestGpu {
         split: &SparseScalars,
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
+        self.msm_sparse_over(Bases::Device(bases.words.ptr()), split, cfg)
+    }
+
+    /// [`TestGpu::msm_sparse_resident`] over bases with their ones' pair sums.
+    pub fn msm_sparse_paired(
+        &self,
+        bases: &PairedPoints,
+        split: &SparseScalars,
+        cfg: &MsmConfig,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        let b = &bases.0;
+        self.msm_sparse_over(
+            Bases::Paired {
+                ptr: b.words.ptr(),
+                n: b.len,
+            },
+            split,
+            cfg,
+        )
+    }
+
+    fn msm_sparse_over(
+        &self,
+        bases: Bases<'_>,
+        split: &SparseScalars,
+        cfg: &MsmConfig,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
         let q: QueryShape = split.into();
         let arena = Arena::new(
             sparse_stage_bytes_with(&[q, q, q], Residency::Resident, cfg, self.slot.sm_count()),
@@ -783,7 +823,7 @@ impl TestGpu {
         );
         let mut stats = MsmStats::default();
         let r = self.run(&arena, |e| {
-            msm::sparse::<_, G1>(e, Bases::Device(bases.words.ptr()), split, cfg, &mut stats)
+            msm::sparse::<_, G1>(e, bases, split, cfg, &mut stats)
         })?;
         Ok((r, stats))
     }
@@ -809,7 +849,8 @@ impl TestGpu {
 
     /// A resident set whose query bases repeat `unique` and `unique_g2` (the stage harness's
     /// parameters): NTT tables of 2^`log_n`, bases of `lens`, under a lease of `lease_bytes`
-    /// (`bytes::resident_bytes` of a [`Residency::Resident`] set).
+    /// (`bytes::resident_bytes` of a [`Residency::Resident`] set; with the ones' pair sums
+    /// where it covers them, as `GpuSlot::upload_resident` makes them).
     pub fn tiled_resident_set(
         slot: &GpuSlot,
         lease_bytes: u64,
@@ -822,17 +863,26 @@ impl TestGpu {
         let kernels = KernelTable::load(
             &slot.shared.ctx,
             slot.shared.cc,
-            &["ntt", "arith"],
+            &["ntt", "arith", "msm"],
             &mut notes,
         )?;
         let arena = Arena::new(lease_bytes, "tiled resident set");
+        let pairs = if lease_bytes >= resident_set_bytes(log_n, &lens, None, OnesPairs::Resident) {
+            OnesPairs::Resident
+        } else {
+            OnesPairs::Absent
+        };
         let (tables, bases) = slot.run_with(Lane::Resident, &arena, &kernels, |e| {
             let tables = build_tables(e, log_n)?;
-            let mut q = Vec::new();
-            for p in lens.g1() {
-                q.push(tile::<_, G1>(e, unique, p)?);
+            let [h, l, a, b_g1] = lens.g1();
+            let mut q = vec![tile::<_, G1>(e, unique, h, 0)?];
+            for p in [l, a, b_g1] {
+                q.push(match pairs {
+                    OnesPairs::Absent => tile::<_, G1>(e, unique, p, 0)?,
+                    OnesPairs::Resident => tile_paired(e, unique, p)?,
+                });
             }
-            q.push(tile::<_, G2>(e, unique_g2, lens.b_g2)?);
+            q.push(tile::<_, G2>(e, unique_g2, lens.b_g2, 0)?);
             e.sync()?;
             Ok((tables, q))
         })?;
@@ -853,20 +903,26 @@ impl TestGpu {
             tables: tables.map(|b| b.into_resident()),
             bases: Some(queries),
             h_pre: None,
+            pairs,
             lens,
             bytes: lease_bytes,
         })
     }
 }
 
-/// `n` points of `C` made by repeating `unique`, on `e`.
-fn tile<E: Exec, C: MsmCurve>(e: &E, unique: &[C::Affine], n: usize) -> Result<E::Buf, GpuError> {
+/// `n` points of `C` made by repeating `unique`, on `e`, in a buffer with `room` points more.
+fn tile<E: Exec, C: MsmCurve>(
+    e: &E,
+    unique: &[C::Affine],
+    n: usize,
+    room: usize,
+) -> Result<E::Buf, GpuError> {
     if n > u32::MAX as usize {
         return Err(GpuError::InvalidInput(
             "tiling needs at most 2^32 points".into(),
         ));
     }
-    let mut buf = e.alloc(n * C::AFFINE_WORDS)?;
+    let mut buf = e.alloc((n + room) * C::AFFINE_WORDS)?;
     let m = unique.len().min(n);
     if m == 0 {
         return Ok(buf);
@@ -889,6 +945,16 @@ fn tile<E: Exec, C: MsmCurve>(e: &E, unique: &[C::Affine], n: usize) -> Result<E
     )?;
     Ok(buf)
 }
+
+/// [`tile`]'s G1 points followed by their ones' pair sums (`msm::pair_sums`).
+fn tile_paired<E: Exec>(e: &E, unique: &[G1Affine], n: usize) -> Result<E::Buf, GpuError> {
+    let buf = tile::<_, G1>(e, unique, n, n.div_ceil(2))?;
+    msm::pair_sums(e, buf.ptr(), n, buf.at(n * G1::AFFINE_WORDS))?;
+    Ok(buf)
+}
+
+/// G1 bases on the device followed by their ones' pair sums ([`TestGpu::tiled_points_paired`]).
+pub struct PairedPoints(DeviceData);
 
 /// NTT tables kept on the device by a benchmark.
 pub struct TestTables(NttTables<DeviceWords>);

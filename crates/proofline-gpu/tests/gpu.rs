@@ -485,6 +485,12 @@ fn msm_sparse_matches_blstrs() {
                 )
                 .expect("msm");
             assert_eq!(got, want, "streamed sparse msm n = {n} mix {m:?}");
+            // resident bases followed by their ones' pair sums
+            let paired = g.tiled_points_paired(&points[..n], n).expect("pair sums");
+            let (got, _) = g
+                .msm_sparse_paired(&paired, &split, &MsmConfig::default())
+                .expect("msm");
+            assert_eq!(got, want, "sparse msm over pair sums n = {n} mix {m:?}");
         }
         eprintln!("sparse mix {m:?} ok");
     }

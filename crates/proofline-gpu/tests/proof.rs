@@ -10,9 +10,11 @@
 use bellperson::groth16;
 use blstrs::Bls12;
 use proofline_circuits::Sha256Preimage;
-use proofline_gpu::bytes::{resident_bytes, resident_bytes_precomputed, sparse_stage_bytes};
+use proofline_gpu::bytes::{
+    resident_bytes, resident_bytes_paired, resident_bytes_precomputed, sparse_stage_bytes,
+};
 use proofline_gpu::testkit::TestGpu;
-use proofline_gpu::{HostQueries, Precomputation, Residency, SparseGroups};
+use proofline_gpu::{HostQueries, OnesPairs, Precomputation, Residency, SparseGroups};
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::synthesis::synthesize;
 use proofline_groth16::{prover, CpuBackend, MsmResults, ProvingKey};
@@ -57,29 +59,35 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
         let (l, a, b_g1) = prover::msm_sparse_g1(&CpuBackend, &pk, &plan).unwrap();
         let b_g2 = prover::msm_b_g2(&CpuBackend, &pk, &plan).unwrap();
 
-        // resident, streamed, and resident with the H bases' precomputed copies (as many as
-        // the planner takes for this size)
+        // resident, streamed, resident with the ones' pair sums, and resident with the H
+        // bases' precomputed copies (as many as the planner takes for this size)
         let h_plan = Precomputation::plan(p.h.len(), p.h.len(), u64::MAX);
         assert!(
             h_plan.is_some(),
             "no precomputation for {} points",
             p.h.len()
         );
-        for (residency, h_pre) in [
-            (Residency::Resident, None),
-            (Residency::Streamed, None),
-            (Residency::Resident, h_plan),
+        for (residency, h_pre, pairs) in [
+            (Residency::Resident, None, OnesPairs::Absent),
+            (Residency::Streamed, None, OnesPairs::Absent),
+            (Residency::Resident, None, OnesPairs::Resident),
+            (Residency::Resident, h_plan, OnesPairs::Absent),
         ] {
             device.reset_pool_high_water().unwrap();
             let before = device.pool_usage().unwrap();
             let sm = slot.sm_count();
-            let (set_bytes, set) = match h_pre {
-                None => {
+            let (set_bytes, set) = match (h_pre, pairs) {
+                (None, OnesPairs::Absent) => {
                     let bytes = resident_bytes(log_n, &host.lens(), residency);
                     let set = slot.upload_resident(bytes, log_n, &host, residency);
                     (bytes, set.unwrap())
                 }
-                Some(plan) => {
+                (None, OnesPairs::Resident) => {
+                    let bytes = resident_bytes_paired(log_n, &host.lens());
+                    let set = slot.upload_resident(bytes, log_n, &host, residency);
+                    (bytes, set.unwrap())
+                }
+                (Some(plan), _) => {
                     let bytes = resident_bytes_precomputed(log_n, &host.lens(), &plan);
                     let set = slot.upload_resident_precomputed(bytes, log_n, &host, plan);
                     (bytes, set.unwrap())
@@ -87,6 +95,7 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             };
             assert_eq!(set.residency(), residency);
             assert_eq!(set.h_precomputation(), h_pre);
+            assert_eq!(set.ones_pairs(), pairs);
             let h_bytes = set.h_stage_bytes(sm);
             let (h, _) = slot
                 .h_stage(h_bytes, [&synth.a, &synth.b], &set, &host)
@@ -103,7 +112,7 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             assert_eq!(
                 (s.l, s.a, s.b_g1),
                 (l, a, b_g1),
-                "sparse G1 MSMs, {blocks} block(s), {residency:?}"
+                "sparse G1 MSMs, {blocks} block(s), {residency:?}, {pairs:?}"
             );
             let s_b_g2 = s.b_g2.expect("the stage computes B in G2");
             assert_eq!(s_b_g2, b_g2, "B in G2, {blocks} block(s), {residency:?}");

@@ -10,7 +10,8 @@ use proofline_actors::compute::{domain_size, G2Placement, HStage, SparseMsms};
 use proofline_actors::messages::{Evaluations, PoolUsage, Residency, StageError};
 use proofline_actors::resident::ResidentData;
 use proofline_actors::{ComputeEngine, DeviceSetup, DeviceSizing, G2Stage, MemoryDevice};
-use proofline_gpu::bytes::{h_stage_lease, resident_bytes, sparse_stage_bytes};
+use proofline_config::OnesPairSums;
+use proofline_gpu::bytes::{h_stage_lease, resident_bytes, resident_lease, sparse_stage_bytes};
 use proofline_gpu::{
     DeviceOptions, GpuDevice, GpuError, GpuSlot, HostQueries, QueryLens, ResidentSet, SparseGroups,
 };
@@ -133,6 +134,13 @@ impl ComputeEngine for GpuEngine {
             .slot
             .upload_resident(bytes, log_n(pk)?, &host_queries(pk), residency(r))
             .map_err(stage_error)?;
+        tracing::info!(
+            device = %self.slot.label(),
+            residency = ?set.residency(),
+            ones_pairs = ?set.ones_pairs(),
+            bytes,
+            "parameters resident"
+        );
         Ok(Arc::new(set))
     }
 
@@ -198,6 +206,7 @@ pub struct GpuSizing {
     sm_count: u32,
     budget: u64,
     slots: usize,
+    pair_sums: OnesPairSums,
 }
 
 impl DeviceSizing for GpuSizing {
@@ -211,8 +220,16 @@ impl DeviceSizing for GpuSizing {
             b_g1: p.b_g1.len(),
             b_g2: p.b_g2.len(),
         };
+        // the bases, with `where_room` and the ones' pair sums where the budget holds them
+        // beside the slots' H stages (the set computes them when its lease covers them)
+        let on_device = match self.pair_sums {
+            OnesPairSums::Off => resident_bytes(lg, &lens, proofline_gpu::Residency::Resident),
+            OnesPairSums::WhereRoom => {
+                resident_lease(lg, &lens, self.slots, self.budget, self.sm_count)
+            }
+        };
         Some((
-            resident_bytes(lg, &lens, proofline_gpu::Residency::Resident),
+            on_device,
             resident_bytes(lg, &lens, proofline_gpu::Residency::Streamed),
         ))
     }
@@ -254,12 +271,14 @@ pub struct OpenedGpu {
     pub log: Arc<proofline_gpu::DeviceLog>,
 }
 
-/// Opens GPU `index` with `slots` compute slots; `budget` picks the allocator's budget from the
-/// device's (free, total) memory.
+/// Opens GPU `index` with `slots` compute slots, its resident sets with the ones' pair sums as
+/// `pair_sums` says; `budget` picks the allocator's budget from the device's (free, total)
+/// memory.
 pub fn gpu_device(
     index: usize,
     slots: usize,
     options: DeviceOptions,
+    pair_sums: OnesPairSums,
     budget: impl Fn(u64, u64) -> u64,
 ) -> Result<OpenedGpu, GpuError> {
     let mut device = GpuDevice::open(index, options)?;
@@ -294,6 +313,7 @@ pub fn gpu_device(
                 sm_count,
                 budget,
                 slots: slots.max(1),
+                pair_sums,
             }),
         },
         log,

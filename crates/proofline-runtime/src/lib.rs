@@ -168,7 +168,8 @@ pub fn gpu_devices(cfg: &Config, recording: Recording) -> Result<SelectedGpus, S
     let sizes = p.pool_sizes(proofline_actors::pipeline::cpu_cores(), indices.len());
     let mut devices = Vec::new();
     for i in indices {
-        let d = gpu::gpu_device(i, sizes.compute_slots, options, |free, _total| {
+        let slots = sizes.compute_slots;
+        let d = gpu::gpu_device(i, slots, options, p.ones_pair_sums, |free, _total| {
             p.device_memory_budget.or_else(|| free / 100 * 95)
         })
         .map_err(|e| format!("GPU {i}: {e}"))?;

@@ -7,7 +7,8 @@
 //!   loopback only.
 //! * `--mode stages`: synthetic partitions of a named shape (`--shape 2kib|8mib|32gib`) through
 //!   the real allocators, compute slots and CPU-MSM actors, one run per `--slots` value (and
-//!   per `--slot-kernels` value: a GPU's slots taking turns for their kernels or not),
+//!   per `--slot-kernels` value: a GPU's slots taking turns for their kernels or not; and per
+//!   `--ones-pair-sums` value: the resident sets with or without the ones' pair sums),
 //!   `--partitions` each, bounded by `--timeout-s`: partitions per minute, each GPU's
 //!   kernel-busy fraction (CUDA events), lease waits, peak device memory against the leases,
 //!   trims, out-of-memory errors (module `proofline_integration::stages`).
@@ -43,6 +44,12 @@ enum G2 {
 enum SlotKernelsArg {
     InTurn,
     Concurrent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OnesPairSumsArg {
+    Off,
+    WhereRoom,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -82,6 +89,11 @@ struct Args {
     /// and slot count (e.g. in-turn,concurrent).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "in-turn")]
     slot_kernels: Vec<SlotKernelsArg>,
+    /// stages: whether a GPU's resident set takes the ones' pair sums where there is room
+    /// (`pipeline.ones_pair_sums`), one run per value, slot count and kernels value (e.g.
+    /// off,where-room).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "off")]
+    ones_pair_sums: Vec<OnesPairSumsArg>,
     /// stages: timed partitions per run.
     #[arg(long, default_value_t = 16)]
     partitions: usize,
@@ -105,9 +117,10 @@ struct Args {
 
 /// `--mode stages`.
 fn stages(args: &Args) -> anyhow::Result<()> {
-    use proofline_config::SlotKernels;
+    use proofline_config::{OnesPairSums, SlotKernels};
     use proofline_integration::stages::{
-        build_inputs, run_stages, slot_kernels_name, table, Backend, Shape, StageRun,
+        build_inputs, ones_pair_sums_name, run_stages, slot_kernels_name, table, Backend, Shape,
+        StageRun,
     };
     let shape = Shape::parse(&args.shape)?;
     let g2 = match args.g2 {
@@ -123,35 +136,46 @@ fn stages(args: &Args) -> anyhow::Result<()> {
     let inputs = build_inputs(shape, g2, 7);
     eprintln!("ready in {:.1} s", inputs.setup_s);
     let mut reports = Vec::new();
-    for &slots in &args.slots {
-        for &kernels in &args.slot_kernels {
-            let slot_kernels = match kernels {
-                SlotKernelsArg::InTurn => SlotKernels::InTurn,
-                SlotKernelsArg::Concurrent => SlotKernels::Concurrent,
-            };
-            let run = StageRun {
-                backend,
-                slots,
-                slot_kernels,
-                partitions: args.partitions,
-                warmup: args.warmup,
-                in_flight: args.in_flight,
-                timeout: Duration::from_secs(args.timeout_s),
-                g2,
-                trim_every: None,
-                cpu_msm_workers: 0,
-            };
-            let r = run_stages(&run, &inputs)?;
-            eprintln!(
-                "{} slot(s), kernels {}: {}/{} partitions, {:.1} per minute",
-                slots,
-                slot_kernels_name(slot_kernels),
-                r.succeeded,
-                r.partitions,
-                r.partitions_per_min
-            );
-            reports.push(r);
-        }
+    let runs = args.slots.iter().flat_map(|&slots| {
+        args.slot_kernels.iter().flat_map(move |&kernels| {
+            args.ones_pair_sums
+                .iter()
+                .map(move |&pairs| (slots, kernels, pairs))
+        })
+    });
+    for (slots, kernels, pairs) in runs {
+        let slot_kernels = match kernels {
+            SlotKernelsArg::InTurn => SlotKernels::InTurn,
+            SlotKernelsArg::Concurrent => SlotKernels::Concurrent,
+        };
+        let ones_pair_sums = match pairs {
+            OnesPairSumsArg::Off => OnesPairSums::Off,
+            OnesPairSumsArg::WhereRoom => OnesPairSums::WhereRoom,
+        };
+        let run = StageRun {
+            backend,
+            slots,
+            slot_kernels,
+            ones_pair_sums,
+            partitions: args.partitions,
+            warmup: args.warmup,
+            in_flight: args.in_flight,
+            timeout: Duration::from_secs(args.timeout_s),
+            g2,
+            trim_every: None,
+            cpu_msm_workers: 0,
+        };
+        let r = run_stages(&run, &inputs)?;
+        eprintln!(
+            "{} slot(s), kernels {}, pair sums {}: {}/{} partitions, {:.1} per minute",
+            slots,
+            slot_kernels_name(slot_kernels),
+            ones_pair_sums_name(ones_pair_sums),
+            r.succeeded,
+            r.partitions,
+            r.partitions_per_min
+        );
+        reports.push(r);
     }
     let doc = serde_json::json!({
         "harness": "stages",

@@ -13,7 +13,9 @@
 //! by side in the same process, each row naming its variant; without it, the production
 //! defaults only. `--only` (with `--variants`) keeps the variants of those names (e.g.
 //! `sort=atomic,sort=radix`), so that one call can spend its time on the comparison it is for. Variants must be compared within one run: the same binary varies by up to 8 %
-//! between device calls.
+//! between device calls. The variant `pairs` runs the sparse MSMs (and each partition variant)
+//! over bases followed by their ones' pair sums (`OnesPairs::Resident`), as a resident set whose
+//! lease covers them holds them.
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
@@ -29,8 +31,10 @@
 
 use std::time::Instant;
 
+use blstrs::G1Affine;
 use proofline_gpu::testkit::{
-    mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, TestGpu,
+    mixed_scalars, random_g2_points, random_points, random_scalars, PairedPoints, ScalarMix,
+    TestGpu,
 };
 use proofline_gpu::{
     probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation,
@@ -408,15 +412,31 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             );
         }
         let mix = o.mix;
-        for n in [1usize << 24, 1 << 26] {
-            if n > max_points {
-                continue;
-            }
+        let sizes: Vec<usize> = [1usize << 24, 1 << 26]
+            .into_iter()
+            .filter(|&n| n <= max_points)
+            .collect();
+        let paired = match sizes.last() {
+            Some(&n) if o.variants && o.named("pairs") => Some(g.tiled_points_paired(&unique, n)?),
+            _ => None,
+        };
+        for n in sizes {
             let split = SparseScalars::from_dense(&mixed_scalars(n, mix, 11));
-            for (name, cfg) in o.msm_variants() {
+            let mut runs: Vec<(&str, MsmConfig, Option<&PairedPoints>)> = o
+                .msm_variants()
+                .into_iter()
+                .map(|(name, cfg)| (name, cfg, None))
+                .collect();
+            if let Some(p) = &paired {
+                runs.push(("pairs", MsmConfig::default(), Some(p)));
+            }
+            for (name, cfg, pairs) in runs {
                 let mut stats = None;
                 let v = time(3, || {
-                    stats = Some(g.msm_sparse_resident(&bases, &split, &cfg)?.1);
+                    stats = Some(match pairs {
+                        Some(p) => g.msm_sparse_paired(p, &split, &cfg)?.1,
+                        None => g.msm_sparse_resident(&bases, &split, &cfg)?.1,
+                    });
                     Ok(())
                 })?;
                 let m = median(v.clone());
@@ -436,7 +456,7 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         }
     }
     if o.has("partition") {
-        partition(o, g, &bases, r)?;
+        partition(o, g, &unique, &bases, r)?;
     }
     Ok(())
 }
@@ -560,9 +580,19 @@ fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     v
 }
 
+/// What a partition run's MSMs read beside the bases: nothing more, the H bases' precomputed
+/// copies, or the sparse queries' ones' pair sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prepared {
+    Bases,
+    HCopies,
+    OnesPairs,
+}
+
 fn partition(
     o: &Opts,
     g: &TestGpu,
+    unique: &[G1Affine],
     bases: &proofline_gpu::testkit::DeviceData,
     r: &mut Report,
 ) -> Result<(), GpuError> {
@@ -593,6 +623,13 @@ fn partition(
     let unique_g2 = random_g2_points(1 << 16, 8);
     let b_len = queries[2].1.num_bases;
     let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
+    // with the variant `pairs`, the sparse queries' bases followed by their ones' pair sums
+    // (made before the H copies, which take what memory is left)
+    let paired = if o.variants && o.named("pairs") {
+        Some(g.tiled_points_paired(unique, o.partition_points)?)
+    } else {
+        None
+    };
     // with --variants also the H MSM over precomputed copies of the H bases, as the memory
     // left beside the partition's data allows (at most 50 GB)
     let h_pre = if o.variants {
@@ -604,27 +641,42 @@ fn partition(
         Some(p) => Some((p, g.precompute(bases, n, &p)?)),
         None => None,
     };
-    let mut runs: Vec<(String, MsmConfig, NttConfig, bool)> = partition_variants(o)
+    let mut runs: Vec<(String, MsmConfig, NttConfig, Prepared)> = partition_variants(o)
         .into_iter()
-        .map(|(v, m, t)| (v, m, t, false))
+        .map(|(v, m, t)| (v, m, t, Prepared::Bases))
         .collect();
+    if paired.is_some() {
+        let with_pairs = runs
+            .iter()
+            .map(|(v, m, t, _)| (format!("{v} pairs"), *m, *t, Prepared::OnesPairs))
+            .collect::<Vec<_>>();
+        runs.extend(with_pairs);
+    }
     if let Some((p, _)) = &h_copies {
         runs.push((
             format!("pre c={} x{}", p.window, p.copies),
             MsmConfig::default(),
             NttConfig::default(),
-            true,
+            Prepared::HCopies,
         ));
     }
-    for (variant, msm, ntt, precomputed) in runs {
+    // a sparse query over the bases, or over their pair sums where the run has them
+    let sparse = |q: &SparseScalars, msm: &MsmConfig, prepared: Prepared| match (&paired, prepared)
+    {
+        (Some(p), Prepared::OnesPairs) => g.msm_sparse_paired(p, q, msm),
+        _ => g.msm_sparse_resident(bases, q, msm),
+    };
+    for (variant, msm, ntt, prepared) in runs {
         // warm-up (pool)
         g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
-        match (&h_copies, precomputed) {
-            (Some((p, copies)), true) => g.msm_resident_precomputed(copies, p, n, &a, &msm)?,
+        match (&h_copies, prepared) {
+            (Some((p, copies)), Prepared::HCopies) => {
+                g.msm_resident_precomputed(copies, p, n, &a, &msm)?
+            }
             _ => g.msm_resident(bases, &a, &msm)?,
         };
         for (_, q) in &queries {
-            g.msm_sparse_resident(bases, q, &msm)?;
+            sparse(q, &msm, prepared)?;
         }
         g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
         let mut steps: Vec<(String, f64, Option<MsmStats>)> = Vec::new();
@@ -637,8 +689,10 @@ fn partition(
             None,
         ));
         let t = Instant::now();
-        let (_, st) = match (&h_copies, precomputed) {
-            (Some((p, copies)), true) => g.msm_resident_precomputed(copies, p, n, &a, &msm)?,
+        let (_, st) = match (&h_copies, prepared) {
+            (Some((p, copies)), Prepared::HCopies) => {
+                g.msm_resident_precomputed(copies, p, n, &a, &msm)?
+            }
             _ => g.msm_resident(bases, &a, &msm)?,
         };
         steps.push((
@@ -648,7 +702,7 @@ fn partition(
         ));
         for (name, q) in &queries {
             let t = Instant::now();
-            let (_, st) = g.msm_sparse_resident(bases, q, &msm)?;
+            let (_, st) = sparse(q, &msm, prepared)?;
             steps.push((
                 format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
                 t.elapsed().as_secs_f64() * 1e3,
