@@ -825,20 +825,7 @@ mod tests {
         points[n / 2] = G1Affine::identity();
         let b = e.upload(affines_as_u32(&points)).unwrap();
         for (name, cfg) in MsmConfig::variants() {
-            for mix in [
-                ScalarMix {
-                    zero: 0.4621,
-                    one: 0.4579,
-                },
-                ScalarMix {
-                    zero: 0.0,
-                    one: 1.0,
-                },
-                ScalarMix {
-                    zero: 1.0,
-                    one: 0.0,
-                },
-            ] {
+            for mix in [ScalarMix::B_8MIB, ScalarMix::ONES, ScalarMix::ZEROS] {
                 let scalars = mixed_scalars(n, mix, 22);
                 let split = SparseScalars::from_dense(&scalars);
                 let mut stats = MsmStats::default();
@@ -1016,16 +1003,7 @@ mod tests {
                 assert!(matches!(odd, Err(GpuError::InvalidInput(_))), "{odd:?}");
             }
         }
-        for mix in [
-            ScalarMix {
-                zero: 0.4621,
-                one: 0.4579,
-            },
-            ScalarMix {
-                zero: 0.0,
-                one: 1.0,
-            },
-        ] {
+        for mix in [ScalarMix::B_8MIB, ScalarMix::ONES] {
             let scalars = mixed_scalars(n, mix, 36);
             let split = SparseScalars::from_dense(&scalars);
             let bases = Bases::Paired { ptr: all.ptr(), n };
@@ -1277,14 +1255,7 @@ mod tests {
             );
         }
         // the measured B split of an 8MiB partition, resident and streamed; one giant bucket
-        let mixed = mixed_scalars(
-            n,
-            ScalarMix {
-                zero: 0.4621,
-                one: 0.4579,
-            },
-            53,
-        );
+        let mixed = mixed_scalars(n, ScalarMix::B_8MIB, 53);
         let split = SparseScalars::from_dense(&mixed);
         let want = cpu_msm_g2(&points, &mixed);
         let got =

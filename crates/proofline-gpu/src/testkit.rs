@@ -1105,6 +1105,30 @@ pub struct ScalarMix {
     pub one: f64,
 }
 
+impl ScalarMix {
+    /// The B query's split of a real 8MiB PoRep partition (docs/filecoin.md), the largest
+    /// "other" share measured (8 %).
+    pub const B_8MIB: ScalarMix = ScalarMix {
+        zero: 0.4621,
+        one: 0.4579,
+    };
+    /// The L query's split of a real 8MiB PoRep partition.
+    pub const L_8MIB: ScalarMix = ScalarMix {
+        zero: 0.5066,
+        one: 0.4642,
+    };
+    /// Every scalar one.
+    pub const ONES: ScalarMix = ScalarMix {
+        zero: 0.0,
+        one: 1.0,
+    };
+    /// Every scalar zero.
+    pub const ZEROS: ScalarMix = ScalarMix {
+        zero: 1.0,
+        one: 0.0,
+    };
+}
+
 impl Default for ScalarMix {
     fn default() -> Self {
         ScalarMix {

@@ -433,22 +433,10 @@ fn msm_sparse_matches_blstrs() {
         mix(),
         // the measured splits of a real 8MiB PoRep partition (docs/filecoin.md): L's, and
         // B's, which has the largest "other" share (8 %)
-        ScalarMix {
-            zero: 0.5066,
-            one: 0.4642,
-        },
-        ScalarMix {
-            zero: 0.4621,
-            one: 0.4579,
-        },
-        ScalarMix {
-            zero: 0.0,
-            one: 1.0,
-        },
-        ScalarMix {
-            zero: 1.0,
-            one: 0.0,
-        },
+        ScalarMix::L_8MIB,
+        ScalarMix::B_8MIB,
+        ScalarMix::ONES,
+        ScalarMix::ZEROS,
         ScalarMix {
             zero: 0.9,
             one: 0.05,
@@ -628,19 +616,7 @@ fn g2_msm_matches_blstrs() {
         n = if n < 1024 { n * 5 } else { n * 4 };
     }
     // the measured B split of a real 8MiB partition, all ones, one giant bucket
-    for (mi, mix) in [
-        ScalarMix {
-            zero: 0.4621,
-            one: 0.4579,
-        },
-        ScalarMix {
-            zero: 0.0,
-            one: 1.0,
-        },
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (mi, mix) in [ScalarMix::B_8MIB, ScalarMix::ONES].into_iter().enumerate() {
         let scalars = mixed_scalars(max, mix, sd + 10 + mi as u64);
         let want = cpu_msm_g2(&points, &scalars);
         let split = SparseScalars::from_dense(&scalars);
