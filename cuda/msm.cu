@@ -700,26 +700,6 @@ extern "C" __global__ void msm_precompute(const precompute_args a) {
     p.store(a.output + 24 * (size_t)i);
 }
 
-// ---- the ones' pair sums --------------------------------------------------------------
-// out[j] = in[2j] + in[2j + 1] (in[n] is infinity): with them resident after a sparse query's
-// bases, a pair of ones whose two bits are set is one entry of the ones' sum instead of two.
-// Run once per parameter set, so each point takes its own inversion, as msm_precompute's do.
-extern "C" __global__ void msm_pair_sums(const pair_sums_args a) {
-    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= (a.n + 1) / 2) return;
-    const affine_t p = affine_t::load(a.input + 48 * (size_t)j);
-    const affine_t q = 2 * j + 1 < a.n ? affine_t::load(a.input + 48 * (size_t)j + 24) : affine_t::inf();
-    xyzz_t s = xyzz_t::from_affine(p);
-    if (!q.is_inf()) s.add_affine(q.x, q.y);
-    affine_t r = affine_t::inf();
-    if (!s.is_inf()) {
-        const fp_t u = fp_t::inv(fp_t::mul(s.ZZ, s.ZZZ));
-        r.x = fp_t::mul(s.X, fp_t::mul(u, s.ZZZ));
-        r.y = fp_t::mul(s.Y, fp_t::mul(u, s.ZZ));
-    }
-    r.store(a.output + 24 * (size_t)j);
-}
-
 // ---- the G1 instances of the curve kernels (msm_curve.cuh) -----------------------
 
 struct G1 {
@@ -758,6 +738,7 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS) msm_sum_ones(const sum
     sum_ones<G1>(a);
 }
 extern "C" __global__ void g1_gather(const gather_args a) { gather<G1>(a); }
+extern "C" __global__ void msm_pair_sums(const pair_sums_args a) { pair_sums<G1>(a); }
 
 // batch-affine rounds and their batched inversion (msm_affine.cuh)
 extern "C" __global__ void msm_affine_halve(const affine_halve_args a) { affine_halve(a); }

@@ -134,15 +134,15 @@ pub enum SlotKernels {
     Concurrent,
 }
 
-/// Whether a GPU's resident parameter sets take the ones' pair sums of their sparse G1 queries.
+/// Whether a GPU's resident parameter sets take the ones' pair sums of their sparse queries.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum OnesPairSums {
     /// The bases alone.
     Off,
-    /// The L, A and B (G1) bases each followed by their pair sums (half as many points again)
-    /// where the device budget holds them beside every compute slot's H stage at the lease it
-    /// would have without them; the bases alone elsewhere.
+    /// The L, A, B (G1) and B (G2) bases each followed by their pair sums (half as many points
+    /// again) where the device budget holds them beside every compute slot's H stage at the
+    /// lease it would have without them; the bases alone elsewhere.
     WhereRoom,
 }
 

@@ -582,9 +582,9 @@ kernel_args! {
         bit_hi: u32,
         pairs: u32,
     }
-    /// The ones' pair sums of n G1 bases: out[j] = in[2j] + in[2j + 1] (affine; in[n] is
+    /// The ones' pair sums of n bases: out[j] = in[2j] + in[2j + 1] (affine; in[n] is
     /// infinity), j < ceil(n / 2).
-    "msm"::"msm_pair_sums" => PairSumsArgs("pair_sums_args") {
+    "msm"::"msm_pair_sums" | "msm_g2"::"msm_g2_pair_sums" => PairSumsArgs("pair_sums_args") {
         input: DevPtr,
         output: DevPtrMut,
         n: u32,

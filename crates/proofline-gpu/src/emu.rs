@@ -368,7 +368,7 @@ mod tests {
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
     use group::prime::PrimeCurveAffine;
-    use group::Group;
+    use group::{Curve, Group};
     use proofline_groth16::msm::SparseScalars;
     use proofline_groth16::IndexBitmap;
     use proofline_groth16::{prover, CpuBackend};
@@ -914,68 +914,61 @@ mod tests {
     }
 
     /// The ones' pair sums and the ones summed over them: pairs that double, cancel, hold
-    /// infinity, an odd count of bases; ranges from even bases (inside words, an odd end) in
-    /// both accumulations; an odd start refused; and sparse MSMs over paired bases.
-    #[test]
-    fn paired_ones_match_blstrs() {
+    /// infinity (as `fill` makes them), an odd count of bases; ranges from even bases (inside
+    /// words, an odd end) in both accumulations; an odd start refused; and sparse MSMs over
+    /// paired bases.
+    fn paired_ones_match<C: MsmCurve>(
+        points: &mut [C::Affine],
+        fill: impl Fn(&mut [C::Affine]),
+        cpu: impl Fn(&[C::Affine], &[Scalar]) -> C::Projective,
+    ) where
+        C::Projective: From<C::Affine> + std::iter::Sum + Curve<AffineRepr = C::Affine>,
+    {
         let e = EmuExec::new(SMS);
-        let n = 2501;
-        let mut points = random_points(n, 34);
-        points[7] = G1Affine::identity();
-        points[10] = G1Affine::identity();
-        points[11] = G1Affine::identity();
-        for j in 50..60 {
-            points[2 * j + 1] = points[2 * j];
-        }
-        for j in 60..70 {
-            points[2 * j + 1] = -points[2 * j];
-        }
-        for i in 2000..2100 {
-            points[i] = points[1999];
-        }
+        let n = points.len();
+        fill(points);
         let pairs = n.div_ceil(2);
-        let w = G1::AFFINE_WORDS;
+        let w = C::AFFINE_WORDS;
         let mut all = e.alloc((n + pairs) * w).unwrap();
-        e.upload_at(&mut all, 0, affines_as_u32(&points)).unwrap();
-        msm::pair_sums(&e, all.ptr(), n, all.at(n * w)).unwrap();
+        e.upload_at(&mut all, 0, C::affines_as_u32(points)).unwrap();
+        msm::pair_sums::<_, C>(&e, all.ptr(), n, all.at(n * w)).unwrap();
         let mut got = vec![0u32; pairs * w];
         e.read(Readback::Values, &all, n * w, &mut got).unwrap();
-        let want: Vec<G1Affine> = points
+        let want: Vec<C::Affine> = points
             .chunks(2)
             .map(|p| {
-                p.iter()
-                    .map(|&q| G1Projective::from(q))
-                    .sum::<G1Projective>()
-                    .into()
+                let s: C::Projective = p.iter().map(|&q| C::Projective::from(q)).sum();
+                s.to_affine()
             })
             .collect();
-        assert_eq!(got, affines_as_u32(&want), "pair sums");
+        assert_eq!(got, C::affines_as_u32(&want), "{} pair sums", C::NAME);
         let paired = OnesList::Paired { n };
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(35);
+        let xyzz = MsmConfig {
+            acc: MsmAcc::Xyzz,
+            ..MsmConfig::default()
+        };
         for density in [0.46, 0.9] {
             let ones: IndexBitmap = (0..n as u32).filter(|_| rng.gen_bool(density)).collect();
             let bits = e.upload(ones.words()).unwrap();
             let bits = msm::OnesBits::of(&bits, ones.len());
-            let xyzz = MsmConfig {
-                acc: MsmAcc::Xyzz,
-                ..MsmConfig::default()
-            };
             for cfg in [MsmConfig::default(), xyzz] {
-                for rounds in [
+                let rounds = [
                     None,
                     Some(OnesRounds {
                         entries: n / 8,
                         left: 20,
                     }),
-                ] {
+                ];
+                for rounds in rounds {
                     for (lo, hi) in [(0, n), (6, n - 9), (32, 64), (64, 97), (n - 1, n), (40, 40)] {
-                        let want: G1Projective = ones
+                        let want: C::Projective = ones
                             .iter_range(lo, hi)
-                            .map(|i| G1Projective::from(points[i as usize]))
+                            .map(|i| C::Projective::from(points[i as usize]))
                             .sum();
                         let mut stats = MsmStats::default();
                         let base = all.at(lo * w);
-                        let got = msm::sum_ones::<_, G1>(
+                        let got = msm::sum_ones::<_, C>(
                             &e,
                             base,
                             &bits,
@@ -986,20 +979,17 @@ mod tests {
                             &mut stats,
                         )
                         .unwrap();
-                        assert!(got == want, "{density}, {cfg:?}, {rounds:?}, {lo}..{hi}");
+                        assert!(
+                            got == want,
+                            "{} {density}, {cfg:?}, {rounds:?}, {lo}..{hi}",
+                            C::NAME
+                        );
                     }
                 }
                 let mut stats = MsmStats::default();
-                let odd = msm::sum_ones::<_, G1>(
-                    &e,
-                    all.at(5 * w),
-                    &bits,
-                    5..64,
-                    paired,
-                    None,
-                    &cfg,
-                    &mut stats,
-                );
+                let at5 = all.at(5 * w);
+                let odd =
+                    msm::sum_ones::<_, C>(&e, at5, &bits, 5..64, paired, None, &cfg, &mut stats);
                 assert!(matches!(odd, Err(GpuError::InvalidInput(_))), "{odd:?}");
             }
         }
@@ -1009,9 +999,53 @@ mod tests {
             let bases = Bases::Paired { ptr: all.ptr(), n };
             let mut stats = MsmStats::default();
             let cfg = MsmConfig::default();
-            let got = msm::sparse::<_, G1>(&e, bases, &split, &cfg, &mut stats).unwrap();
-            assert_eq!(got, cpu_msm(&points, &scalars), "{mix:?}");
+            let got = msm::sparse::<_, C>(&e, bases, &split, &cfg, &mut stats).unwrap();
+            assert!(got == cpu(points, &scalars), "{} {mix:?}", C::NAME);
         }
+    }
+
+    #[test]
+    fn paired_ones_match_blstrs() {
+        paired_ones_match::<G1>(
+            &mut random_points(2501, 34),
+            |p| {
+                p[7] = G1Affine::identity();
+                p[10] = G1Affine::identity();
+                p[11] = G1Affine::identity();
+                for j in 50..60 {
+                    p[2 * j + 1] = p[2 * j];
+                }
+                for j in 60..70 {
+                    p[2 * j + 1] = -p[2 * j];
+                }
+                for i in 2000..2100 {
+                    p[i] = p[1999];
+                }
+            },
+            cpu_msm,
+        );
+    }
+
+    #[test]
+    fn g2_paired_ones_match_blstrs() {
+        paired_ones_match::<G2>(
+            &mut random_g2_points(401, 37),
+            |p| {
+                p[7] = G2Affine::identity();
+                p[10] = G2Affine::identity();
+                p[11] = G2Affine::identity();
+                for j in 20..25 {
+                    p[2 * j + 1] = p[2 * j];
+                }
+                for j in 25..30 {
+                    p[2 * j + 1] = -p[2 * j];
+                }
+                for i in 300..340 {
+                    p[i] = p[299];
+                }
+            },
+            cpu_msm_g2,
+        );
     }
 
     #[test]

@@ -1501,16 +1501,23 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
     }
 }
 
-/// Writes the pair sums of the `n` G1 bases at `bases` to `out` (`n.div_ceil(2)` points: point j
-/// is base 2j + base 2j + 1, the last a lone base where n is odd), for [`Bases::Paired`].
-pub(crate) fn pair_sums<E: Exec>(e: &E, bases: u64, n: usize, out: u64) -> Result<(), GpuError> {
+/// Writes the pair sums of the `n` bases of `C` at `bases` to `out` (`n.div_ceil(2)` points:
+/// point j is base 2j + base 2j + 1, the last a lone base where n is odd), for
+/// [`Bases::Paired`].
+pub(crate) fn pair_sums<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: u64,
+    n: usize,
+    out: u64,
+) -> Result<(), GpuError> {
     let pairs = n.div_ceil(2);
     if pairs == 0 {
         return Ok(());
     }
     let n =
         u32::try_from(n).map_err(|_| GpuError::InvalidInput(format!("pair sums of {n} bases")))?;
-    e.launch(
+    e.launch_as(
+        C::KERNELS.pair_sums,
         grid(pairs, ELEMENT_THREADS),
         ELEMENT_THREADS,
         &PairSumsArgs {

@@ -1,15 +1,16 @@
 //! Resident data of one parameter set on one device: the NTT tables of its domain and, when
 //! they fit the budget, the bases of its five queries (H, L, A, B in G1, B in G2), those of the
-//! sparse G1 queries (L, A, B in G1) each followed by their ones' pair sums where the lease
-//! covers them. Uploaded once, on the device's resident stream, under a long-lived lease, then shared
+//! sparse queries (L, A, B in G1 and in G2) each followed by their ones' pair sums where the
+//! lease covers them. Uploaded once, on the device's resident stream, under a long-lived lease, then shared
 //! read-only by every slot of the device (in an `Arc`); freed on the same stream when the last
 //! holder drops it.
 
 use blstrs::{G1Affine, G2Affine};
 
+use crate::curve::{MsmCurve, G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
-use crate::layout::{affines_as_u32, g2_affines_as_u32, AFFINE_WORDS};
+use crate::layout::affines_as_u32;
 use crate::msm::{pair_sums, precompute, Bases, STREAM_CHUNK};
 use crate::ntt::{build_tables, NttTables, TablePtrs};
 use crate::plan::Precomputation;
@@ -74,10 +75,11 @@ pub enum Residency {
     Streamed,
 }
 
-/// Whether a resident set's sparse G1 queries (L, A, B in G1) hold their ones' pair sums after
-/// their bases (`msm::Bases::Paired`): base 2j + base 2j + 1 at point n + j of a query of n
-/// bases, so that a pair of bases whose scalars are both one is one addition of the ones' sum,
-/// not two. Half as many points again for those queries, computed on the device once per set.
+/// Whether a resident set's sparse queries (L, A, B in G1 and B in G2) hold their ones' pair
+/// sums after their bases (`msm::Bases::Paired`): base 2j + base 2j + 1 at point n + j of a
+/// query of n bases, so that a pair of bases whose scalars are both one is one addition of the
+/// ones' sum, not two. Half as many points again for those queries, computed on the device once
+/// per set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub enum OnesPairs {
     /// The bases alone.
@@ -114,7 +116,7 @@ pub struct ResidentSet {
     /// The copies of the H bases precomputed for the fixed-base H MSM, if any (`bases.h` then
     /// holds all of them, `lens.h` points apart).
     pub(crate) h_pre: Option<Precomputation>,
-    /// Whether `bases.l`, `bases.a` and `bases.b_g1` hold their ones' pair sums.
+    /// Whether `bases.l`, `bases.a`, `bases.b_g1` and `bases.b_g2` hold their ones' pair sums.
     pub(crate) pairs: OnesPairs,
     pub(crate) lens: QueryLens,
     pub(crate) bytes: u64,
@@ -153,7 +155,7 @@ impl ResidentSet {
         self.h_pre
     }
 
-    /// Whether the sparse G1 queries hold their ones' pair sums.
+    /// Whether the sparse queries hold their ones' pair sums.
     pub fn ones_pairs(&self) -> OnesPairs {
         self.pairs
     }
@@ -200,10 +202,7 @@ impl ResidentSet {
         }
         Ok(match &self.bases {
             Some(d) => {
-                let sparse = |q: &DeviceWords, n: usize| match self.pairs {
-                    OnesPairs::Absent => Bases::Device(q.ptr()),
-                    OnesPairs::Resident => Bases::Paired { ptr: q.ptr(), n },
-                };
+                let pairs = self.pairs;
                 StageBases {
                     h: match self.h_pre {
                         Some(pre) => Bases::Precomputed {
@@ -213,10 +212,10 @@ impl ResidentSet {
                         },
                         None => Bases::Device(d.h.ptr()),
                     },
-                    l: sparse(&d.l, self.lens.l),
-                    a: sparse(&d.a, self.lens.a),
-                    b_g1: sparse(&d.b_g1, self.lens.b_g1),
-                    b_g2: Bases::Device(d.b_g2.ptr()),
+                    l: sparse_bases(&d.l, self.lens.l, pairs),
+                    a: sparse_bases(&d.a, self.lens.a, pairs),
+                    b_g1: sparse_bases(&d.b_g1, self.lens.b_g1, pairs),
+                    b_g2: sparse_bases(&d.b_g2, self.lens.b_g2, pairs),
                 }
             }
             None => {
@@ -245,8 +244,8 @@ pub(crate) type Uploaded<B> = (NttTables<B>, Option<[B; 5]>);
 
 /// The NTT tables of `log_n` and, when `bases` is given, the five query bases, on `e`; with
 /// `h_pre`, the H bases are followed by their precomputed copies, and with
-/// [`OnesPairs::Resident`] the L, A and B (G1) bases by their pair sums (both computed on the
-/// device).
+/// [`OnesPairs::Resident`] the L, A, B (G1) and B (G2) bases by their pair sums (both computed
+/// on the device).
 pub(crate) fn upload_resident<E: Exec>(
     e: &E,
     log_n: u32,
@@ -267,29 +266,43 @@ pub(crate) fn upload_resident<E: Exec>(
             }
         }
     };
-    let sparse_query = |points: &[G1Affine]| -> Result<E::Buf, GpuError> {
-        let words = affines_as_u32(points);
-        match pairs {
-            OnesPairs::Absent => e.upload(words),
-            OnesPairs::Resident => {
-                let n = points.len();
-                let mut all = e.alloc(words.len() + n.div_ceil(2) * AFFINE_WORDS)?;
-                e.upload_at(&mut all, 0, words)?;
-                pair_sums(e, all.ptr(), n, all.at(words.len()))?;
-                Ok(all)
-            }
-        }
-    };
     let uploaded = match bases {
         Some(q) => Some([
             h_query(q)?,
-            sparse_query(q.l)?,
-            sparse_query(q.a)?,
-            sparse_query(q.b_g1)?,
-            e.upload(g2_affines_as_u32(q.b_g2))?,
+            sparse_query::<E, G1>(e, q.l, pairs)?,
+            sparse_query::<E, G1>(e, q.a, pairs)?,
+            sparse_query::<E, G1>(e, q.b_g1, pairs)?,
+            sparse_query::<E, G2>(e, q.b_g2, pairs)?,
         ]),
         None => None,
     };
     e.sync()?;
     Ok((tables, uploaded))
+}
+
+/// How a sparse query's `n` resident bases at `q` are read: with their pair sums or without.
+fn sparse_bases<'a, P>(q: &DeviceWords, n: usize, pairs: OnesPairs) -> Bases<'a, P> {
+    match pairs {
+        OnesPairs::Absent => Bases::Device(q.ptr()),
+        OnesPairs::Resident => Bases::Paired { ptr: q.ptr(), n },
+    }
+}
+
+/// A sparse query's bases on `e`, followed by their pair sums with [`OnesPairs::Resident`].
+fn sparse_query<E: Exec, C: MsmCurve>(
+    e: &E,
+    points: &[C::Affine],
+    pairs: OnesPairs,
+) -> Result<E::Buf, GpuError> {
+    let words = C::affines_as_u32(points);
+    match pairs {
+        OnesPairs::Absent => e.upload(words),
+        OnesPairs::Resident => {
+            let n = points.len();
+            let mut all = e.alloc(words.len() + n.div_ceil(2) * C::AFFINE_WORDS)?;
+            e.upload_at(&mut all, 0, words)?;
+            pair_sums::<E, C>(e, all.ptr(), n, all.at(words.len()))?;
+            Ok(all)
+        }
+    }
 }

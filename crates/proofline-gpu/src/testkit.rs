@@ -588,7 +588,19 @@ impl TestGpu {
         n: usize,
     ) -> Result<PairedPoints, GpuError> {
         let words = self.run(&unbounded(), |e| {
-            Ok(tile_paired(e, unique, n)?.into_resident())
+            Ok(tile_paired::<_, G1>(e, unique, n)?.into_resident())
+        })?;
+        Ok(PairedPoints(DeviceData { words, len: n }))
+    }
+
+    /// [`TestGpu::tiled_points_paired`] in G2.
+    pub fn tiled_g2_points_paired(
+        &self,
+        unique: &[G2Affine],
+        n: usize,
+    ) -> Result<PairedPoints, GpuError> {
+        let words = self.run(&unbounded(), |e| {
+            Ok(tile_paired::<_, G2>(e, unique, n)?.into_resident())
         })?;
         Ok(PairedPoints(DeviceData { words, len: n }))
     }
@@ -789,7 +801,7 @@ impl TestGpu {
         split: &SparseScalars,
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
-        self.msm_sparse_over(Bases::Device(bases.words.ptr()), split, cfg)
+        self.msm_sparse_over::<G1>(Bases::Device(bases.words.ptr()), split, cfg)
     }
 
     /// [`TestGpu::msm_sparse_resident`] over bases with their ones' pair sums.
@@ -800,7 +812,7 @@ impl TestGpu {
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
         let b = &bases.0;
-        self.msm_sparse_over(
+        self.msm_sparse_over::<G1>(
             Bases::Paired {
                 ptr: b.words.ptr(),
                 n: b.len,
@@ -810,12 +822,28 @@ impl TestGpu {
         )
     }
 
-    fn msm_sparse_over(
+    /// [`TestGpu::msm_g2_sparse_resident`] over bases with their ones' pair sums
+    /// ([`TestGpu::tiled_g2_points_paired`]).
+    pub fn msm_g2_sparse_paired(
         &self,
-        bases: Bases<'_>,
+        bases: &PairedPoints,
         split: &SparseScalars,
         cfg: &MsmConfig,
-    ) -> Result<(G1Projective, MsmStats), GpuError> {
+    ) -> Result<(G2Projective, MsmStats), GpuError> {
+        let b = &bases.0;
+        let paired = Bases::Paired {
+            ptr: b.words.ptr(),
+            n: b.len,
+        };
+        self.msm_sparse_over::<G2>(paired, split, cfg)
+    }
+
+    fn msm_sparse_over<C: MsmCurve>(
+        &self,
+        bases: Bases<'_, C::Affine>,
+        split: &SparseScalars,
+        cfg: &MsmConfig,
+    ) -> Result<(C::Projective, MsmStats), GpuError> {
         let q: QueryShape = split.into();
         let arena = Arena::new(
             sparse_stage_bytes_with(&[q, q, q], Residency::Resident, cfg, self.slot.sm_count()),
@@ -823,7 +851,7 @@ impl TestGpu {
         );
         let mut stats = MsmStats::default();
         let r = self.run(&arena, |e| {
-            msm::sparse::<_, G1>(e, bases, split, cfg, &mut stats)
+            msm::sparse::<_, C>(e, bases, split, cfg, &mut stats)
         })?;
         Ok((r, stats))
     }
@@ -879,10 +907,13 @@ impl TestGpu {
             for p in [l, a, b_g1] {
                 q.push(match pairs {
                     OnesPairs::Absent => tile::<_, G1>(e, unique, p, 0)?,
-                    OnesPairs::Resident => tile_paired(e, unique, p)?,
+                    OnesPairs::Resident => tile_paired::<_, G1>(e, unique, p)?,
                 });
             }
-            q.push(tile::<_, G2>(e, unique_g2, lens.b_g2, 0)?);
+            q.push(match pairs {
+                OnesPairs::Absent => tile::<_, G2>(e, unique_g2, lens.b_g2, 0)?,
+                OnesPairs::Resident => tile_paired::<_, G2>(e, unique_g2, lens.b_g2)?,
+            });
             e.sync()?;
             Ok((tables, q))
         })?;
@@ -946,14 +977,19 @@ fn tile<E: Exec, C: MsmCurve>(
     Ok(buf)
 }
 
-/// [`tile`]'s G1 points followed by their ones' pair sums (`msm::pair_sums`).
-fn tile_paired<E: Exec>(e: &E, unique: &[G1Affine], n: usize) -> Result<E::Buf, GpuError> {
-    let buf = tile::<_, G1>(e, unique, n, n.div_ceil(2))?;
-    msm::pair_sums(e, buf.ptr(), n, buf.at(n * G1::AFFINE_WORDS))?;
+/// [`tile`]'s points followed by their ones' pair sums (`msm::pair_sums`).
+fn tile_paired<E: Exec, C: MsmCurve>(
+    e: &E,
+    unique: &[C::Affine],
+    n: usize,
+) -> Result<E::Buf, GpuError> {
+    let buf = tile::<_, C>(e, unique, n, n.div_ceil(2))?;
+    msm::pair_sums::<_, C>(e, buf.ptr(), n, buf.at(n * C::AFFINE_WORDS))?;
     Ok(buf)
 }
 
-/// G1 bases on the device followed by their ones' pair sums ([`TestGpu::tiled_points_paired`]).
+/// Bases on the device followed by their ones' pair sums ([`TestGpu::tiled_points_paired`],
+/// [`TestGpu::tiled_g2_points_paired`]).
 pub struct PairedPoints(DeviceData);
 
 /// NTT tables kept on the device by a benchmark.

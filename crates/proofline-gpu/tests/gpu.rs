@@ -636,6 +636,12 @@ fn g2_msm_matches_blstrs() {
             )
             .expect("msm");
         assert_eq!(got, want, "G2 streamed sparse {mix:?}");
+        // resident bases followed by their ones' pair sums
+        let paired = g.tiled_g2_points_paired(&points, max).expect("pair sums");
+        let (got, _) = g
+            .msm_g2_sparse_paired(&paired, &split, &MsmConfig::default())
+            .expect("msm");
+        assert_eq!(got, want, "G2 sparse over pair sums {mix:?}");
     }
     let same = vec![-Scalar::ONE; 4096];
     let want = cpu_msm_g2(&points[..4096.min(max)], &same[..4096.min(max)]);

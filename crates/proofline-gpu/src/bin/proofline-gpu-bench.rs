@@ -626,7 +626,10 @@ fn partition(
     // with the variant `pairs`, the sparse queries' bases followed by their ones' pair sums
     // (made before the H copies, which take what memory is left)
     let paired = if o.variants && o.named("pairs") {
-        Some(g.tiled_points_paired(unique, o.partition_points)?)
+        Some((
+            g.tiled_points_paired(unique, o.partition_points)?,
+            g.tiled_g2_points_paired(&unique_g2, b_len)?,
+        ))
     } else {
         None
     };
@@ -663,9 +666,14 @@ fn partition(
     // a sparse query over the bases, or over their pair sums where the run has them
     let sparse = |q: &SparseScalars, msm: &MsmConfig, prepared: Prepared| match (&paired, prepared)
     {
-        (Some(p), Prepared::OnesPairs) => g.msm_sparse_paired(p, q, msm),
+        (Some((p, _)), Prepared::OnesPairs) => g.msm_sparse_paired(p, q, msm),
         _ => g.msm_sparse_resident(bases, q, msm),
     };
+    let sparse_g2 =
+        |q: &SparseScalars, msm: &MsmConfig, prepared: Prepared| match (&paired, prepared) {
+            (Some((_, p)), Prepared::OnesPairs) => g.msm_g2_sparse_paired(p, q, msm),
+            _ => g.msm_g2_sparse_resident(&bases_g2, q, msm),
+        };
     for (variant, msm, ntt, prepared) in runs {
         // warm-up (pool)
         g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
@@ -678,7 +686,7 @@ fn partition(
         for (_, q) in &queries {
             sparse(q, &msm, prepared)?;
         }
-        g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
+        sparse_g2(&queries[2].1, &msm, prepared)?;
         let mut steps: Vec<(String, f64, Option<MsmStats>)> = Vec::new();
         let t0 = Instant::now();
         let t = Instant::now();
@@ -710,7 +718,7 @@ fn partition(
             ));
         }
         let t = Instant::now();
-        let (_, st) = g.msm_g2_sparse_resident(&bases_g2, &queries[2].1, &msm)?;
+        let (_, st) = sparse_g2(&queries[2].1, &msm, prepared)?;
         steps.push((
             format!("B_G2 sparse ({} pts, tail {})", st.points, st.tail),
             t.elapsed().as_secs_f64() * 1e3,
