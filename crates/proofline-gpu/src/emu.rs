@@ -898,6 +898,7 @@ mod tests {
                     )
                     .unwrap();
                     assert!(got == want, "{} {name}, {rounds:?}, {lo}..{hi}", C::NAME);
+                    assert_eq!(stats.ones_summed, ones.iter_range(lo, hi).count());
                 }
             }
         }
@@ -966,6 +967,9 @@ mod tests {
                             .iter_range(lo, hi)
                             .map(|i| C::Projective::from(points[i as usize]))
                             .sum();
+                        // one point per pair of bases with a one
+                        let mut pairs: Vec<u32> = ones.iter_range(lo, hi).map(|i| i / 2).collect();
+                        pairs.dedup();
                         let mut stats = MsmStats::default();
                         let base = all.at(lo * w);
                         let got = msm::sum_ones::<_, C>(
@@ -984,6 +988,7 @@ mod tests {
                             "{} {density}, {cfg:?}, {rounds:?}, {lo}..{hi}",
                             C::NAME
                         );
+                        assert_eq!(stats.ones_summed, pairs.len(), "{lo}..{hi}");
                     }
                 }
                 let mut stats = MsmStats::default();

@@ -70,6 +70,9 @@ pub struct MsmStats {
     pub upload_ms: f64,
     /// Milliseconds summing the bases of the ones (kernels and read-back).
     pub ones_ms: f64,
+    /// Points the ones' sums added: one per one, or over pair sums one per pair of bases with a
+    /// one.
+    pub ones_summed: usize,
     /// Milliseconds gathering the tail's bases side by side.
     pub gather_ms: f64,
     /// Milliseconds in Pippenger (sort, accumulation, reduction, read-back).
@@ -1089,6 +1092,7 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
         stats.ones_ms += ms_since(t);
         return Ok(C::Projective::identity());
     };
+    stats.ones_summed += count;
     let out = e.alloc(C::JACOBIAN_WORDS)?;
     let (partial, parts) = match (cfg.acc, C::KERNELS.affine, rounds) {
         (MsmAcc::BatchAffine { .. }, Some(ak), Some(rounds)) => {

@@ -812,8 +812,15 @@ fn upload_share(
 /// Pippenger (c = the widest window's bits, then the windows of the last chunk).
 fn phases_note(st: &MsmStats) -> String {
     format!(
-        "upload {:.1} / ones {:.1} / gather {:.1} / pippenger {:.1} (c={}, {} windows, {} chunks)",
-        st.upload_ms, st.ones_ms, st.gather_ms, st.pippenger_ms, st.window, st.windows, st.chunks
+        "upload {:.1} / ones {:.1} ({} points) / gather {:.1} / pippenger {:.1} (c={}, {} windows, {} chunks)",
+        st.upload_ms,
+        st.ones_ms,
+        st.ones_summed,
+        st.gather_ms,
+        st.pippenger_ms,
+        st.window,
+        st.windows,
+        st.chunks
     )
 }
 
