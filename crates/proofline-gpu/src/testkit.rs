@@ -812,14 +812,11 @@ impl TestGpu {
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
         let b = &bases.0;
-        self.msm_sparse_over::<G1>(
-            Bases::Paired {
-                ptr: b.words.ptr(),
-                n: b.len,
-            },
-            split,
-            cfg,
-        )
+        let paired = Bases::Paired {
+            ptr: b.words.ptr(),
+            n: b.len,
+        };
+        self.msm_sparse_over::<G1>(paired, split, cfg)
     }
 
     /// [`TestGpu::msm_g2_sparse_resident`] over bases with their ones' pair sums
