@@ -551,6 +551,21 @@ pub(crate) fn resident_set_bytes(
         .resident(log_n, lens, Residency::Resident)
 }
 
+/// Whether a [`Residency::Resident`] set (with the H copies of `h_pre`, if any) under a lease of
+/// `lease` bytes holds its ones' pair sums: where the lease covers them.
+pub(crate) fn ones_pairs_within(
+    lease: u64,
+    log_n: u32,
+    lens: &QueryLens,
+    h_pre: Option<&Precomputation>,
+) -> OnesPairs {
+    if lease >= resident_set_bytes(log_n, lens, h_pre, OnesPairs::Resident) {
+        OnesPairs::Resident
+    } else {
+        OnesPairs::Absent
+    }
+}
+
 /// The lease of a [`Residency::Resident`] set on a device of `budget` bytes with `slots`
 /// compute slots: with the ones' pair sums ([`resident_bytes_paired`]) where they fit beside
 /// every slot's H stage at the lease that set without them leaves it ([`h_stage_lease`]: the H
@@ -1000,6 +1015,16 @@ mod tests {
             (paired - plain).abs_diff(extra) <= 4 * GRANULE,
             "{paired} - {plain}"
         );
+        // a set makes them exactly when its lease covers them
+        assert_eq!(
+            ones_pairs_within(paired, 27, &lens, None),
+            OnesPairs::Resident
+        );
+        assert_eq!(
+            ones_pairs_within(paired - 1, 27, &lens, None),
+            OnesPairs::Absent
+        );
+        assert_eq!(ones_pairs_within(plain, 27, &lens, None), OnesPairs::Absent);
         let h200 = 133_000_000_000;
         // one or two slots keep their one-chunk H stages beside the pairs
         for slots in [1, 2] {

@@ -20,7 +20,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
-use crate::bytes::{h_stage_msm_config, resident_set_bytes};
+use crate::bytes::{h_stage_msm_config, ones_pairs_within};
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
@@ -81,8 +81,9 @@ impl GpuSlot {
     /// Uploads a parameter set's resident data on the device's resident stream: the NTT tables
     /// of domain 2^`log_n` and, with [`Residency::Resident`], the five query bases of `queries`.
     /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`); where
-    /// it covers them (`bytes::resident_bytes_paired`, `bytes::resident_lease`), the L, A and B
-    /// (G1) queries also get their ones' pair sums ([`OnesPairs::Resident`]), computed there.
+    /// it covers them (`bytes::resident_bytes_paired`, `bytes::resident_lease`), the L, A, B (G1)
+    /// and B (G2) queries also get their ones' pair sums ([`OnesPairs::Resident`]), computed
+    /// there.
     pub fn upload_resident(
         &self,
         lease_bytes: u64,
@@ -127,12 +128,10 @@ impl GpuSlot {
             Residency::Streamed => None,
         };
         let h_pre = bases.and(h_pre);
-        // the pair sums where the lease covers them
         let lens = queries.lens();
-        let paired = resident_set_bytes(log_n, &lens, h_pre.as_ref(), OnesPairs::Resident);
         let pairs = match bases {
-            Some(_) if lease_bytes >= paired => OnesPairs::Resident,
-            _ => OnesPairs::Absent,
+            Some(_) => ones_pairs_within(lease_bytes, log_n, &lens, h_pre.as_ref()),
+            None => OnesPairs::Absent,
         };
         let (tables, uploaded) = self.run(Lane::Resident, &arena, |e| {
             upload_resident(e, log_n, bases, h_pre.as_ref(), pairs)

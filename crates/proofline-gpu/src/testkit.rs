@@ -25,7 +25,7 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    chunk_windows_bytes, pippenger_bytes_precomputed, pippenger_bytes_with, resident_set_bytes,
+    chunk_windows_bytes, ones_pairs_within, pippenger_bytes_precomputed, pippenger_bytes_with,
     sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
 };
 use crate::config::{MsmConfig, NttConfig};
@@ -892,25 +892,15 @@ impl TestGpu {
             &mut notes,
         )?;
         let arena = Arena::new(lease_bytes, "tiled resident set");
-        let pairs = if lease_bytes >= resident_set_bytes(log_n, &lens, None, OnesPairs::Resident) {
-            OnesPairs::Resident
-        } else {
-            OnesPairs::Absent
-        };
+        let pairs = ones_pairs_within(lease_bytes, log_n, &lens, None);
         let (tables, bases) = slot.run_with(Lane::Resident, &arena, &kernels, |e| {
             let tables = build_tables(e, log_n)?;
             let [h, l, a, b_g1] = lens.g1();
             let mut q = vec![tile::<_, G1>(e, unique, h, 0)?];
             for p in [l, a, b_g1] {
-                q.push(match pairs {
-                    OnesPairs::Absent => tile::<_, G1>(e, unique, p, 0)?,
-                    OnesPairs::Resident => tile_paired::<_, G1>(e, unique, p)?,
-                });
+                q.push(tile_sparse::<_, G1>(e, unique, p, pairs)?);
             }
-            q.push(match pairs {
-                OnesPairs::Absent => tile::<_, G2>(e, unique_g2, lens.b_g2, 0)?,
-                OnesPairs::Resident => tile_paired::<_, G2>(e, unique_g2, lens.b_g2)?,
-            });
+            q.push(tile_sparse::<_, G2>(e, unique_g2, lens.b_g2, pairs)?);
             e.sync()?;
             Ok((tables, q))
         })?;
@@ -983,6 +973,20 @@ fn tile_paired<E: Exec, C: MsmCurve>(
     let buf = tile::<_, C>(e, unique, n, n.div_ceil(2))?;
     msm::pair_sums::<_, C>(e, buf.ptr(), n, buf.at(n * C::AFFINE_WORDS))?;
     Ok(buf)
+}
+
+/// A sparse query's tiled points, followed by their pair sums with [`OnesPairs::Resident`] (as
+/// `resident::upload_resident` lays a query out).
+fn tile_sparse<E: Exec, C: MsmCurve>(
+    e: &E,
+    unique: &[C::Affine],
+    n: usize,
+    pairs: OnesPairs,
+) -> Result<E::Buf, GpuError> {
+    match pairs {
+        OnesPairs::Absent => tile::<_, C>(e, unique, n, 0),
+        OnesPairs::Resident => tile_paired::<_, C>(e, unique, n),
+    }
 }
 
 /// Bases on the device followed by their ones' pair sums ([`TestGpu::tiled_points_paired`],
