@@ -1,7 +1,7 @@
 // proofline cuda/msm.cu: BLS12-381 G1 multi-scalar multiplication (Pippenger), and the sort
 // by bucket that the G2 MSM (msm_g2.cu) shares.
 //
-// Host orchestration: crates/proofline-gpu/src/msm.rs. Each kernel takes one argument struct
+// Host orchestration: crates/proofline-gpu/src/msm/. Each kernel takes one argument struct
 // and the shared constants (RED_THREADS, ACC_THREADS, ...) from proofline_abi.cuh, generated
 // from crates/proofline-gpu/src/abi.rs. The curve kernels are templates (msm_curve.cuh)
 // instantiated here for G1.

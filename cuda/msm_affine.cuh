@@ -24,7 +24,7 @@
 // or split (all the x, then all the y: stride F::WORDS), so that a round that reads only the x
 // of consecutive points (the forward pass after the first round) reads them contiguously.
 //
-// Host orchestration: crates/proofline-gpu/src/msm.rs (`batch_affine`).
+// Host orchestration: crates/proofline-gpu/src/msm/affine.rs (`batch_affine`).
 #pragma once
 #include "common.cuh"
 #include "fp2.cuh"

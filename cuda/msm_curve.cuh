@@ -3,7 +3,7 @@
 // C::RED, the threads of its tree reductions). msm.cu instantiates them for G1, msm_g2.cu for G2; the sort (digits,
 // scans) does not depend on the curve and lives in msm.cu only.
 //
-// Host orchestration: crates/proofline-gpu/src/msm.rs (generic over src/curve.rs's `Curve`).
+// Host orchestration: crates/proofline-gpu/src/msm/ (generic over src/curve.rs's `Curve`).
 #pragma once
 #include "common.cuh"
 #include "proofline_abi.cuh"

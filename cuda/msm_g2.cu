@@ -3,7 +3,7 @@
 // inversion in Fp2). The sort by bucket (msm_digits, the scans, msm_find_big), the rounds'
 // halving and the listing of the ones are msm.cu's: they depend on the scalars only.
 //
-// Host orchestration: crates/proofline-gpu/src/msm.rs, generic over the curve. A G2 bucket is
+// Host orchestration: crates/proofline-gpu/src/msm/, generic over the curve. A G2 bucket is
 // 96 words (four Fp2 coordinates), twice G1's: the tree reductions use blocks of RED_THREADS_G2
 // (64) so that their shared memory stays at 24 KB, and the accumulation is capped at
 // ACC_BLOCKS_PER_SM_G2 blocks per multiprocessor.

@@ -1,6 +1,6 @@
 //! Device bytes of each GPU stage, from its shapes: what the partition driver asks the allocator
 //! for, and what the stage's arena then allows. Each formula follows the host code of
-//! `ntt.rs`, `msm.rs`, `resident.rs` and `stages.rs` phase by phase (every buffer is charged
+//! `ntt.rs`, `msm/`, `resident.rs` and `stages.rs` phase by phase (every buffer is charged
 //! in [`GRANULE`](crate::arena::GRANULE)s and freed memory counts until the next
 //! synchronisation, see `arena.rs`); the tests run that code dry and check that its peak never
 //! exceeds the formula, and that the formula is not loose.

@@ -1,7 +1,7 @@
 //! The two groups the MSM kernels run on, as types: their point layouts (words per affine
 //! point, bucket and Jacobian result), their twins of the curve kernels (`cuda/msm_curve.cuh`
 //! instantiated in `msm.cu` for G1 and `msm_g2.cu` for G2) and their block sizes. The host code
-//! of `msm.rs` is written once over [`MsmCurve`].
+//! of `msm/` is written once over [`MsmCurve`].
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::Group;

@@ -5,7 +5,7 @@
 //! block, barriers, warp shuffles, atomics) forced in front, into a shared library whose one
 //! export runs a kernel by name (`emu/module.cpp`). The field arithmetic takes its portable path
 //! there (`cuda/mont.cuh`), everything above it is the device source as it is. [`EmuExec`] is an
-//! [`Exec`] over that library and host memory, so `msm.rs`, `ntt.rs` and `stages.rs` run
+//! [`Exec`] over that library and host memory, so `msm/`, `ntt.rs` and `stages.rs` run
 //! unchanged on a machine without a GPU, and their results are compared with blstrs: curve and
 //! field formulas, sorts, work splits, barriers (a barrier that can never release aborts the
 //! test with the threads' states) and every special case, at small sizes.
@@ -357,7 +357,9 @@ mod tests {
         affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32, scalars_as_u32,
         scalars_as_u32_mut,
     };
-    use crate::msm::{self, Bases, MsmStats, OnesList};
+    use crate::msm::affine::batch_invert;
+    use crate::msm::ones::{sum_ones, OnesBits, OnesList};
+    use crate::msm::{self, Bases, MsmStats};
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
     use crate::plan::{ChunkWindows, OnesRounds, Precomputation};
     use crate::testkit::{
@@ -857,7 +859,7 @@ mod tests {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(32);
         let ones: IndexBitmap = (0..n as u32).filter(|_| rng.gen_bool(0.46)).collect();
         let bits = e.upload(ones.words()).unwrap();
-        let bits = msm::OnesBits::of(&bits, ones.len());
+        let bits = OnesBits::of(&bits, ones.len());
         for (name, cfg) in MsmConfig::variants() {
             for rounds in [
                 None,
@@ -886,17 +888,9 @@ mod tests {
                     let mut stats = MsmStats::default();
                     let base = b.at(lo * C::AFFINE_WORDS);
                     let single = OnesList::Single;
-                    let got = msm::sum_ones::<_, C>(
-                        &e,
-                        base,
-                        &bits,
-                        lo..hi,
-                        single,
-                        rounds,
-                        &cfg,
-                        &mut stats,
-                    )
-                    .unwrap();
+                    let got =
+                        sum_ones::<_, C>(&e, base, &bits, lo..hi, single, rounds, &cfg, &mut stats)
+                            .unwrap();
                     assert!(got == want, "{} {name}, {rounds:?}, {lo}..{hi}", C::NAME);
                     assert_eq!(stats.ones_summed, ones.iter_range(lo, hi).count());
                 }
@@ -952,7 +946,7 @@ mod tests {
         for density in [0.46, 0.9] {
             let ones: IndexBitmap = (0..n as u32).filter(|_| rng.gen_bool(density)).collect();
             let bits = e.upload(ones.words()).unwrap();
-            let bits = msm::OnesBits::of(&bits, ones.len());
+            let bits = OnesBits::of(&bits, ones.len());
             for cfg in [MsmConfig::default(), xyzz] {
                 let rounds = [
                     None,
@@ -972,7 +966,7 @@ mod tests {
                         pairs.dedup();
                         let mut stats = MsmStats::default();
                         let base = all.at(lo * w);
-                        let got = msm::sum_ones::<_, C>(
+                        let got = sum_ones::<_, C>(
                             &e,
                             base,
                             &bits,
@@ -993,8 +987,7 @@ mod tests {
                 }
                 let mut stats = MsmStats::default();
                 let at5 = all.at(5 * w);
-                let odd =
-                    msm::sum_ones::<_, C>(&e, at5, &bits, 5..64, paired, None, &cfg, &mut stats);
+                let odd = sum_ones::<_, C>(&e, at5, &bits, 5..64, paired, None, &cfg, &mut stats);
                 assert!(matches!(odd, Err(GpuError::InvalidInput(_))), "{odd:?}");
             }
         }
@@ -1109,13 +1102,13 @@ mod tests {
             let values = e.upload(&aw).unwrap();
             let blk = e.alloc(n.div_ceil(per_block) * 12).unwrap();
             let out = e.alloc(n * 12).unwrap();
-            msm::batch_invert(&e, ak, values.ptr(), blk.ptr(), out.ptr(), n).unwrap();
+            batch_invert(&e, ak, values.ptr(), blk.ptr(), out.ptr(), n).unwrap();
             assert_fp_inverses(e.words(&out), &a);
         }
         // one value more than the top tree's leaves can hold is refused before any launch
         let over = crate::abi::AFF_INV_MAX as usize + 1;
         assert!(matches!(
-            msm::batch_invert(&e, ak, 0, 0, 0, over),
+            batch_invert(&e, ak, 0, 0, 0, over),
             Err(GpuError::InvalidInput(_))
         ));
     }

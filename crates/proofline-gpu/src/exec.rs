@@ -1,7 +1,7 @@
 //! The seam between the kernels' host code and a device: [`Exec`] allocates buffers, copies,
 //! launches kernels with their typed argument struct, and reads results back.
 //!
-//! The NTT and MSM host code (`ntt.rs`, `msm.rs`) is written once against this trait. A compute
+//! The NTT and MSM host code (`ntt.rs`, `msm/`) is written once against this trait. A compute
 //! slot runs it on its stream with every allocation charged to an [`Arena`](crate::arena::Arena)
 //! sized by the stage's lease; [`DryRun`](crate::arena::DryRun) runs the same code on the CPU
 //! without a device, answering each read-back with the worst case the call site declares, which
