@@ -908,20 +908,34 @@ mod tests {
         });
     }
 
-    /// The ones' pair sums and the ones summed over them: pairs that double, cancel, hold
-    /// infinity (as `fill` makes them), an odd count of bases; ranges from even bases (inside
-    /// words, an odd end) in both accumulations; an odd start refused; and sparse MSMs over
-    /// paired bases.
+    /// The ones' pair sums and the ones summed over them: pairs that hold infinity, double and
+    /// cancel, a long run of one point, an odd count of bases (`points` is made so, at least
+    /// 200 of them); ranges from even bases (inside words, an odd end) in both accumulations;
+    /// an odd start refused; and sparse MSMs over paired bases.
     fn paired_ones_match<C: MsmCurve>(
         points: &mut [C::Affine],
-        fill: impl Fn(&mut [C::Affine]),
         cpu: impl Fn(&[C::Affine], &[Scalar]) -> C::Projective,
     ) where
+        C::Affine: PrimeCurveAffine,
         C::Projective: From<C::Affine> + std::iter::Sum + Curve<AffineRepr = C::Affine>,
     {
         let e = EmuExec::new(SMS);
         let n = points.len();
-        fill(points);
+        assert!(n >= 200 && n % 2 == 1, "{n} points");
+        for i in [7, 10, 11] {
+            points[i] = C::Affine::identity();
+        }
+        let k = n / 40;
+        for j in k..k + k / 2 {
+            points[2 * j + 1] = points[2 * j];
+        }
+        for j in k + k / 2..2 * k {
+            points[2 * j + 1] = -points[2 * j];
+        }
+        let run = 3 * n / 4;
+        for i in run..run + n / 20 {
+            points[i] = points[run - 1];
+        }
         let pairs = n.div_ceil(2);
         let w = C::AFFINE_WORDS;
         let mut all = e.alloc((n + pairs) * w).unwrap();
@@ -1004,46 +1018,12 @@ mod tests {
 
     #[test]
     fn paired_ones_match_blstrs() {
-        paired_ones_match::<G1>(
-            &mut random_points(2501, 34),
-            |p| {
-                p[7] = G1Affine::identity();
-                p[10] = G1Affine::identity();
-                p[11] = G1Affine::identity();
-                for j in 50..60 {
-                    p[2 * j + 1] = p[2 * j];
-                }
-                for j in 60..70 {
-                    p[2 * j + 1] = -p[2 * j];
-                }
-                for i in 2000..2100 {
-                    p[i] = p[1999];
-                }
-            },
-            cpu_msm,
-        );
+        paired_ones_match::<G1>(&mut random_points(2501, 34), cpu_msm);
     }
 
     #[test]
     fn g2_paired_ones_match_blstrs() {
-        paired_ones_match::<G2>(
-            &mut random_g2_points(401, 37),
-            |p| {
-                p[7] = G2Affine::identity();
-                p[10] = G2Affine::identity();
-                p[11] = G2Affine::identity();
-                for j in 20..25 {
-                    p[2 * j + 1] = p[2 * j];
-                }
-                for j in 25..30 {
-                    p[2 * j + 1] = -p[2 * j];
-                }
-                for i in 300..340 {
-                    p[i] = p[299];
-                }
-            },
-            cpu_msm_g2,
-        );
+        paired_ones_match::<G2>(&mut random_g2_points(401, 37), cpu_msm_g2);
     }
 
     #[test]

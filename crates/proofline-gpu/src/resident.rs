@@ -1,9 +1,9 @@
 //! Resident data of one parameter set on one device: the NTT tables of its domain and, when
 //! they fit the budget, the bases of its five queries (H, L, A, B in G1, B in G2), those of the
 //! sparse queries (L, A, B in G1 and in G2) each followed by their ones' pair sums where the
-//! lease covers them. Uploaded once, on the device's resident stream, under a long-lived lease, then shared
-//! read-only by every slot of the device (in an `Arc`); freed on the same stream when the last
-//! holder drops it.
+//! lease covers them. Uploaded once, on the device's resident stream, under a long-lived lease,
+//! then shared read-only by every slot of the device (in an `Arc`); freed on the same stream
+//! when the last holder drops it.
 
 use blstrs::{G1Affine, G2Affine};
 

@@ -811,12 +811,7 @@ impl TestGpu {
         split: &SparseScalars,
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
-        let b = &bases.0;
-        let paired = Bases::Paired {
-            ptr: b.words.ptr(),
-            n: b.len,
-        };
-        self.msm_sparse_over::<G1>(paired, split, cfg)
+        self.msm_sparse_over::<G1>(bases.bases(), split, cfg)
     }
 
     /// [`TestGpu::msm_g2_sparse_resident`] over bases with their ones' pair sums
@@ -827,12 +822,7 @@ impl TestGpu {
         split: &SparseScalars,
         cfg: &MsmConfig,
     ) -> Result<(G2Projective, MsmStats), GpuError> {
-        let b = &bases.0;
-        let paired = Bases::Paired {
-            ptr: b.words.ptr(),
-            n: b.len,
-        };
-        self.msm_sparse_over::<G2>(paired, split, cfg)
+        self.msm_sparse_over::<G2>(bases.bases(), split, cfg)
     }
 
     fn msm_sparse_over<C: MsmCurve>(
@@ -992,6 +982,16 @@ fn tile_sparse<E: Exec, C: MsmCurve>(
 /// Bases on the device followed by their ones' pair sums ([`TestGpu::tiled_points_paired`],
 /// [`TestGpu::tiled_g2_points_paired`]).
 pub struct PairedPoints(DeviceData);
+
+impl PairedPoints {
+    /// The bases as the sparse MSMs read them: with their pair sums after them.
+    fn bases<'a, P>(&self) -> Bases<'a, P> {
+        Bases::Paired {
+            ptr: self.0.words.ptr(),
+            n: self.0.len,
+        }
+    }
+}
 
 /// NTT tables kept on the device by a benchmark.
 pub struct TestTables(NttTables<DeviceWords>);
