@@ -56,6 +56,17 @@ struct xyzz {
         r.X = a.x; r.Y = a.y; r.ZZ = F::one(); r.ZZZ = F::one();
         return r;
     }
+    // The affine point, by an inversion of its own (1/ZZ = u ZZZ and 1/ZZZ = u ZZ for
+    // u = 1/(ZZ ZZZ)): for points made once per parameter set, not for the hot paths, which
+    // share one inversion among many points.
+    DEVI affine<F> to_affine() const {
+        if (is_inf()) return affine<F>::inf();
+        const F u = F::inv(F::mul(ZZ, ZZZ));
+        affine<F> r;
+        r.x = F::mul(X, F::mul(u, ZZZ));
+        r.y = F::mul(Y, F::mul(u, ZZ));
+        return r;
+    }
 
     static DEVI xyzz load(const u32* p) {
         xyzz r;

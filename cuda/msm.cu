@@ -689,13 +689,7 @@ extern "C" __global__ void msm_precompute(const precompute_args a) {
     if (a.c != 0 && !p.is_inf()) {
         xyzz_t x = xyzz_t::from_affine(p);
         for (u32 k = 0; k < a.c; k++) x.dbl();
-        if (x.is_inf()) {
-            p = affine_t::inf();
-        } else {
-            fp_t u = fp_t::inv(fp_t::mul(x.ZZ, x.ZZZ));
-            p.x = fp_t::mul(x.X, fp_t::mul(u, x.ZZZ));
-            p.y = fp_t::mul(x.Y, fp_t::mul(u, x.ZZ));
-        }
+        p = x.to_affine();
     }
     p.store(a.output + 24 * (size_t)i);
 }

@@ -304,10 +304,9 @@ DEVI void gather(const gather_args& a) {
 // The ones' pair sums: out[j] = in[2j] + in[2j + 1] (in[n] is infinity), j < ceil(n / 2). With
 // them resident after a sparse query's bases, a pair of bases whose scalars are both one is one
 // entry of the ones' sum instead of two. Run once per parameter set, so each point takes its own
-// inversion (1/ZZ = u ZZZ and 1/ZZZ = u ZZ for u = 1/(ZZ ZZZ)), as msm_precompute's do.
+// inversion (xyzz::to_affine), as msm_precompute's do.
 template <class C>
 DEVI void pair_sums(const pair_sums_args& a) {
-    typedef typename C::F F;
     typedef typename C::A A;
     typedef typename C::X X;
     const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -316,11 +315,5 @@ DEVI void pair_sums(const pair_sums_args& a) {
     const A q = 2 * j + 1 < a.n ? A::load(a.input + A::WORDS * (2 * (size_t)j + 1)) : A::inf();
     X s = X::from_affine(p);
     if (!q.is_inf()) C::madd(s, q.x, q.y);
-    A r = A::inf();
-    if (!s.is_inf()) {
-        const F u = F::inv(F::mul(s.ZZ, s.ZZZ));
-        r.x = F::mul(s.X, F::mul(u, s.ZZZ));
-        r.y = F::mul(s.Y, F::mul(u, s.ZZ));
-    }
-    r.store(a.output + A::WORDS * (size_t)j);
+    s.to_affine().store(a.output + A::WORDS * (size_t)j);
 }
