@@ -551,18 +551,24 @@ pub(crate) fn resident_set_bytes(
         .resident(log_n, lens, Residency::Resident)
 }
 
-/// Whether a [`Residency::Resident`] set (with the H copies of `h_pre`, if any) under a lease of
-/// `lease` bytes holds its ones' pair sums: where the lease covers them.
-pub(crate) fn ones_pairs_within(
+/// The ones' pair sums a [`Residency::Resident`] set (with the H copies of `h_pre`, if any)
+/// holds under a lease of `lease` bytes when it asks for `wanted`: none unless asked for, and
+/// then where the lease covers them. (On a small domain the NTT tables' build peak can cover
+/// the pair sums of a lease sized without them: a set that did not ask still holds none.)
+pub(crate) fn ones_pairs_granted(
+    wanted: OnesPairs,
     lease: u64,
     log_n: u32,
     lens: &QueryLens,
     h_pre: Option<&Precomputation>,
 ) -> OnesPairs {
-    if lease >= resident_set_bytes(log_n, lens, h_pre, OnesPairs::Resident) {
+    match wanted {
         OnesPairs::Resident
-    } else {
-        OnesPairs::Absent
+            if lease >= resident_set_bytes(log_n, lens, h_pre, OnesPairs::Resident) =>
+        {
+            OnesPairs::Resident
+        }
+        _ => OnesPairs::Absent,
     }
 }
 
@@ -1015,16 +1021,13 @@ mod tests {
             (paired - plain).abs_diff(extra) <= 4 * GRANULE,
             "{paired} - {plain}"
         );
-        // a set makes them exactly when its lease covers them
-        assert_eq!(
-            ones_pairs_within(paired, 27, &lens, None),
-            OnesPairs::Resident
-        );
-        assert_eq!(
-            ones_pairs_within(paired - 1, 27, &lens, None),
-            OnesPairs::Absent
-        );
-        assert_eq!(ones_pairs_within(plain, 27, &lens, None), OnesPairs::Absent);
+        // a set that asks for them makes them exactly when its lease covers them
+        let granted = |wanted, lease| ones_pairs_granted(wanted, lease, 27, &lens, None);
+        assert_eq!(granted(OnesPairs::Resident, paired), OnesPairs::Resident);
+        assert_eq!(granted(OnesPairs::Resident, paired - 1), OnesPairs::Absent);
+        assert_eq!(granted(OnesPairs::Resident, plain), OnesPairs::Absent);
+        // and one that does not never does
+        assert_eq!(granted(OnesPairs::Absent, u64::MAX), OnesPairs::Absent);
         let h200 = 133_000_000_000;
         // one or two slots keep their one-chunk H stages beside the pairs
         for slots in [1, 2] {
@@ -1037,6 +1040,29 @@ mod tests {
         // four slots' H stages leave no room for them, nor does a card of 80 GB with one slot
         assert_eq!(resident_lease(27, &lens, 4, h200, SMS), plain);
         assert_eq!(resident_lease(27, &lens, 1, 76_000_000_000, SMS), plain);
+    }
+
+    #[test]
+    fn a_small_set_holds_pair_sums_only_when_it_asks_for_them() {
+        // a domain of 2^10 with few bases: the NTT tables' build peak is the whole lease, so the
+        // lease sized without pair sums covers them too
+        let lens = QueryLens {
+            h: (1 << 10) - 1,
+            l: 300,
+            a: 500,
+            b_g1: 400,
+            b_g2: 400,
+        };
+        let plain = resident_bytes(10, &lens, Residency::Resident);
+        assert_eq!(plain, resident_bytes_paired(10, &lens));
+        assert_eq!(
+            ones_pairs_granted(OnesPairs::Absent, plain, 10, &lens, None),
+            OnesPairs::Absent
+        );
+        assert_eq!(
+            ones_pairs_granted(OnesPairs::Resident, plain, 10, &lens, None),
+            OnesPairs::Resident
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
-use crate::bytes::{h_stage_msm_config, ones_pairs_within};
+use crate::bytes::{h_stage_msm_config, ones_pairs_granted};
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
@@ -80,18 +80,20 @@ pub enum SparseGroups {
 impl GpuSlot {
     /// Uploads a parameter set's resident data on the device's resident stream: the NTT tables
     /// of domain 2^`log_n` and, with [`Residency::Resident`], the five query bases of `queries`.
-    /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`); where
-    /// it covers them (`bytes::resident_bytes_paired`, `bytes::resident_lease`), the L, A, B (G1)
-    /// and B (G2) queries also get their ones' pair sums ([`OnesPairs::Resident`]), computed
-    /// there.
+    /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`). With
+    /// `pairs` [`OnesPairs::Resident`] the L, A, B (G1) and B (G2) queries also get their ones'
+    /// pair sums, computed there, where the lease covers them (`bytes::resident_bytes_paired`,
+    /// `bytes::resident_lease`); [`ResidentSet::ones_pairs`] says whether they did. With
+    /// [`OnesPairs::Absent`] they never do, however large the lease.
     pub fn upload_resident(
         &self,
         lease_bytes: u64,
         log_n: u32,
         queries: &HostQueries<'_>,
         residency: Residency,
+        pairs: OnesPairs,
     ) -> Result<ResidentSet, GpuError> {
-        self.upload_set(lease_bytes, log_n, queries, residency, None)
+        self.upload_set(lease_bytes, log_n, queries, residency, None, pairs)
     }
 
     /// [`GpuSlot::upload_resident`] with the bases on the device and the H bases' copies of
@@ -104,6 +106,7 @@ impl GpuSlot {
         log_n: u32,
         queries: &HostQueries<'_>,
         h_pre: Precomputation,
+        pairs: OnesPairs,
     ) -> Result<ResidentSet, GpuError> {
         self.upload_set(
             lease_bytes,
@@ -111,6 +114,7 @@ impl GpuSlot {
             queries,
             Residency::Resident,
             Some(h_pre),
+            pairs,
         )
     }
 
@@ -121,6 +125,7 @@ impl GpuSlot {
         queries: &HostQueries<'_>,
         residency: Residency,
         h_pre: Option<Precomputation>,
+        pairs: OnesPairs,
     ) -> Result<ResidentSet, GpuError> {
         let arena = Arena::new(lease_bytes, "resident upload");
         let bases = match residency {
@@ -130,7 +135,7 @@ impl GpuSlot {
         let h_pre = bases.and(h_pre);
         let lens = queries.lens();
         let pairs = match bases {
-            Some(_) => ones_pairs_within(lease_bytes, log_n, &lens, h_pre.as_ref()),
+            Some(_) => ones_pairs_granted(pairs, lease_bytes, log_n, &lens, h_pre.as_ref()),
             None => OnesPairs::Absent,
         };
         let (tables, uploaded) = self.run(Lane::Resident, &arena, |e| {

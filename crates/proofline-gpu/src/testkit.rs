@@ -25,7 +25,7 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    chunk_windows_bytes, ones_pairs_within, pippenger_bytes_precomputed, pippenger_bytes_with,
+    chunk_windows_bytes, pippenger_bytes_precomputed, pippenger_bytes_with,
     sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
 };
 use crate::config::{MsmConfig, NttConfig};
@@ -40,7 +40,7 @@ use crate::layout::{
 use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
 use crate::plan::{coset_generator, root_of_unity, ChunkWindows, Precomputation};
-use crate::resident::{OnesPairs, QueryLens, Residency, ResidentSet};
+use crate::resident::Residency;
 use crate::slot::{DeviceWords, GpuSlot, Lane};
 use crate::stages::upload_padded;
 
@@ -861,61 +861,6 @@ impl TestGpu {
         })?;
         Ok((r, stats))
     }
-
-    /// A resident set whose query bases repeat `unique` and `unique_g2` (the stage harness's
-    /// parameters): NTT tables of 2^`log_n`, bases of `lens`, under a lease of `lease_bytes`
-    /// (`bytes::resident_bytes` of a [`Residency::Resident`] set; with the ones' pair sums
-    /// where it covers them, as `GpuSlot::upload_resident` makes them).
-    pub fn tiled_resident_set(
-        slot: &GpuSlot,
-        lease_bytes: u64,
-        log_n: u32,
-        lens: QueryLens,
-        unique: &[G1Affine],
-        unique_g2: &[G2Affine],
-    ) -> Result<ResidentSet, GpuError> {
-        let mut notes = Vec::new();
-        let kernels = KernelTable::load(
-            &slot.shared.ctx,
-            slot.shared.cc,
-            &["ntt", "arith", "msm"],
-            &mut notes,
-        )?;
-        let arena = Arena::new(lease_bytes, "tiled resident set");
-        let pairs = ones_pairs_within(lease_bytes, log_n, &lens, None);
-        let (tables, bases) = slot.run_with(Lane::Resident, &arena, &kernels, |e| {
-            let tables = build_tables(e, log_n)?;
-            let [h, l, a, b_g1] = lens.g1();
-            let mut q = vec![tile::<_, G1>(e, unique, h, 0)?];
-            for p in [l, a, b_g1] {
-                q.push(tile_sparse::<_, G1>(e, unique, p, pairs)?);
-            }
-            q.push(tile_sparse::<_, G2>(e, unique_g2, lens.b_g2, pairs)?);
-            e.sync()?;
-            Ok((tables, q))
-        })?;
-        let mut it = bases.into_iter().map(|b| b.into_resident());
-        let mut next = || {
-            it.next()
-                .ok_or_else(|| GpuError::InvalidInput("tiled bases".into()))
-        };
-        let queries = crate::resident::DeviceQueries {
-            h: next()?,
-            l: next()?,
-            a: next()?,
-            b_g1: next()?,
-            b_g2: next()?,
-        };
-        Ok(ResidentSet {
-            device: slot.device_index(),
-            tables: tables.map(|b| b.into_resident()),
-            bases: Some(queries),
-            h_pre: None,
-            pairs,
-            lens,
-            bytes: lease_bytes,
-        })
-    }
 }
 
 /// `n` points of `C` made by repeating `unique`, on `e`, in a buffer with `room` points more.
@@ -963,20 +908,6 @@ fn tile_paired<E: Exec, C: MsmCurve>(
     let buf = tile::<_, C>(e, unique, n, n.div_ceil(2))?;
     msm::pair_sums::<_, C>(e, buf.ptr(), n, buf.at(n * C::AFFINE_WORDS))?;
     Ok(buf)
-}
-
-/// A sparse query's tiled points, followed by their pair sums with [`OnesPairs::Resident`] (as
-/// `resident::upload_resident` lays a query out).
-fn tile_sparse<E: Exec, C: MsmCurve>(
-    e: &E,
-    unique: &[C::Affine],
-    n: usize,
-    pairs: OnesPairs,
-) -> Result<E::Buf, GpuError> {
-    match pairs {
-        OnesPairs::Absent => tile::<_, C>(e, unique, n, 0),
-        OnesPairs::Resident => tile_paired::<_, C>(e, unique, n),
-    }
 }
 
 /// Bases on the device followed by their ones' pair sums ([`TestGpu::tiled_points_paired`],

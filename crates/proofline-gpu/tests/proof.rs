@@ -79,17 +79,17 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             let (set_bytes, set) = match (h_pre, pairs) {
                 (None, OnesPairs::Absent) => {
                     let bytes = resident_bytes(log_n, &host.lens(), residency);
-                    let set = slot.upload_resident(bytes, log_n, &host, residency);
+                    let set = slot.upload_resident(bytes, log_n, &host, residency, pairs);
                     (bytes, set.unwrap())
                 }
                 (None, OnesPairs::Resident) => {
                     let bytes = resident_bytes_paired(log_n, &host.lens());
-                    let set = slot.upload_resident(bytes, log_n, &host, residency);
+                    let set = slot.upload_resident(bytes, log_n, &host, residency, pairs);
                     (bytes, set.unwrap())
                 }
                 (Some(plan), _) => {
                     let bytes = resident_bytes_precomputed(log_n, &host.lens(), &plan);
-                    let set = slot.upload_resident_precomputed(bytes, log_n, &host, plan);
+                    let set = slot.upload_resident_precomputed(bytes, log_n, &host, plan, pairs);
                     (bytes, set.unwrap())
                 }
             };

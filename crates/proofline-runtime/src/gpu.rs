@@ -98,6 +98,14 @@ fn log_n(pk: &ProvingKey) -> Result<u32, StageError> {
     Ok(n.trailing_zeros())
 }
 
+/// The pair sums a resident set asks for under `pipeline.ones_pair_sums`.
+fn ones_pairs(p: OnesPairSums) -> proofline_gpu::OnesPairs {
+    match p {
+        OnesPairSums::Off => proofline_gpu::OnesPairs::Absent,
+        OnesPairSums::WhereRoom => proofline_gpu::OnesPairs::Resident,
+    }
+}
+
 fn resident_set(data: Option<&ResidentData>) -> Result<&ResidentSet, StageError> {
     data.and_then(|d| d.downcast_ref::<ResidentSet>())
         .ok_or_else(|| {
@@ -110,12 +118,14 @@ fn resident_set(data: Option<&ResidentData>) -> Result<&ResidentSet, StageError>
 /// One compute slot on a GPU.
 pub struct GpuEngine {
     slot: GpuSlot,
+    pair_sums: OnesPairSums,
 }
 
 impl GpuEngine {
-    /// An engine over `slot`.
-    pub fn new(slot: GpuSlot) -> Self {
-        GpuEngine { slot }
+    /// An engine over `slot` whose resident sets take the ones' pair sums as `pair_sums` says
+    /// (with `where_room`, where the lease the sizing gave covers them).
+    pub fn new(slot: GpuSlot, pair_sums: OnesPairSums) -> Self {
+        GpuEngine { slot, pair_sums }
     }
 }
 
@@ -132,7 +142,13 @@ impl ComputeEngine for GpuEngine {
     ) -> Result<ResidentData, StageError> {
         let set = self
             .slot
-            .upload_resident(bytes, log_n(pk)?, &host_queries(pk), residency(r))
+            .upload_resident(
+                bytes,
+                log_n(pk)?,
+                &host_queries(pk),
+                residency(r),
+                ones_pairs(self.pair_sums),
+            )
             .map_err(stage_error)?;
         tracing::info!(
             device = %self.slot.label(),
@@ -284,7 +300,7 @@ pub fn gpu_device(
     let mut device = GpuDevice::open(index, options)?;
     let mut engines: Vec<Box<dyn ComputeEngine>> = Vec::new();
     for _ in 0..slots.max(1) {
-        engines.push(Box::new(GpuEngine::new(device.new_slot()?)));
+        engines.push(Box::new(GpuEngine::new(device.new_slot()?, pair_sums)));
     }
     // Memory an earlier user of this device in the process freed is still cached by the
     // device's pool (the allocator keeps a release threshold): hand it back before reading what
