@@ -30,6 +30,7 @@
 #              bench-g2          G2 MSM dense 2^20, the B mix over 2^24, variants    ~20 s  [45]
 #              bench-partition   32 GiB shape, 8 MiB mix, B in G2, per variant       ~70 s [150]
 #            about 5 minutes in all; the table of every benchmark is printed last.
+#            KERNELS_SECTIONS (default "ntt msm sparse g2 partition") picks the benchmark steps.
 #   tests    every GPU test binary (kernels == CPU, whole proofs through the slot stages with the
 #            pool's high-water mark against the leases, and the regression test: two slots with
 #            partitions in flight while the allocator trims, no device-global call overlapping a
@@ -210,14 +211,17 @@ phase_kernels() {
 
     if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
         local b="$WORK/bin/proofline-gpu-bench" sec
-        # shellcheck disable=SC2086
-        {
-            step bench-ntt 60 "$b" --variants --sections ntt --ntt-min 24 --ntt-max 27 --json "$OUT/bench-ntt.json" ${BENCH_ARGS:-}
-            step bench-msm 90 "$b" --variants --sections msm --msm-min 24 --msm-max 26 --json "$OUT/bench-msm.json" ${BENCH_ARGS:-}
-            step bench-sparse 45 "$b" --variants --sections sparse --msm-max 26 --json "$OUT/bench-sparse.json" ${BENCH_ARGS:-}
-            step bench-g2 45 "$b" --variants --sections g2 --json "$OUT/bench-g2.json" ${BENCH_ARGS:-}
-            step bench-partition 150 "$b" --variants --sections partition --partition-mix 8mib --json "$OUT/bench-partition.json" ${BENCH_ARGS:-}
-        }
+        for sec in ${KERNELS_SECTIONS:-ntt msm sparse g2 partition}; do
+            # shellcheck disable=SC2086
+            case "$sec" in
+                ntt) step bench-ntt 60 "$b" --variants --sections ntt --ntt-min 24 --ntt-max 27 --json "$OUT/bench-ntt.json" ${BENCH_ARGS:-} ;;
+                msm) step bench-msm 90 "$b" --variants --sections msm --msm-min 24 --msm-max 26 --json "$OUT/bench-msm.json" ${BENCH_ARGS:-} ;;
+                sparse) step bench-sparse 45 "$b" --variants --sections sparse --msm-max 26 --json "$OUT/bench-sparse.json" ${BENCH_ARGS:-} ;;
+                g2) step bench-g2 45 "$b" --variants --sections g2 --json "$OUT/bench-g2.json" ${BENCH_ARGS:-} ;;
+                partition) step bench-partition 150 "$b" --variants --sections partition --partition-mix 8mib --json "$OUT/bench-partition.json" ${BENCH_ARGS:-} ;;
+                *) note "unknown benchmark section $sec"; status=1 ;;
+            esac
+        done
         for sec in ntt msm sparse g2 partition; do
             [[ -f "$logs/bench-$sec.log" ]] || continue
             # the table is the tail of the log, after the JSON (the header and the multiply

@@ -12,9 +12,10 @@
 //! `--variants` times every kernel variant (`MsmConfig::variants`, `NttConfig::variants`) side
 //! by side in the same process, each row naming its variant; without it, the production
 //! defaults only. `--only` (with `--variants`) keeps the variants of those names (e.g.
-//! `sort=atomic,sort=radix`), so that one call can spend its time on the comparison it is for. Variants must be compared within one run: the same binary varies by up to 8 %
-//! between device calls. The variant `pairs` runs the sparse MSMs (and each partition variant)
-//! over bases followed by their ones' pair sums (`OnesPairs::Resident`), as a resident set whose
+//! `sort=atomic,sort=radix`), so that one call can spend its time on the comparison it is for.
+//! Variants must be compared within one run: the same binary varies by up to 8 % between device
+//! calls. The variant `pairs` runs the sparse MSMs (and the partition, on the defaults) over
+//! bases followed by their ones' pair sums (`OnesPairs::Resident`), as a resident set whose
 //! lease covers them holds them.
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
@@ -580,13 +581,20 @@ fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     v
 }
 
-/// What a partition run's MSMs read beside the bases: nothing more, the H bases' precomputed
-/// copies, or the sparse queries' ones' pair sums.
+/// What a group of partition runs' MSMs read beside the bases: nothing more, the sparse
+/// queries' ones' pair sums, or the H bases' precomputed copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Prepared {
     Bases,
-    HCopies,
     OnesPairs,
+    HCopies,
+}
+
+/// The data a [`Prepared`] group of runs holds while it runs.
+enum Extra {
+    None,
+    Pairs(PairedPoints, PairedPoints),
+    Copies(Precomputation, proofline_gpu::testkit::DeviceData),
 }
 
 fn partition(
@@ -623,147 +631,140 @@ fn partition(
     let unique_g2 = random_g2_points(1 << 16, 8);
     let b_len = queries[2].1.num_bases;
     let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
-    // with the variant `pairs`, the sparse queries' bases followed by their ones' pair sums
-    // (made before the H copies, which take what memory is left)
-    let paired = if o.variants && o.named("pairs") {
-        Some((
-            g.tiled_points_paired(unique, o.partition_points)?,
-            g.tiled_g2_points_paired(&unique_g2, b_len)?,
-        ))
-    } else {
-        None
-    };
-    // with --variants also the H MSM over precomputed copies of the H bases, as the memory
-    // left beside the partition's data allows (at most 50 GB)
-    let h_pre = if o.variants {
-        Precomputation::plan(n, 1 << 26, copies_budget(g, 50 << 30))
-    } else {
-        None
-    };
-    let h_copies = match h_pre {
-        Some(p) => Some((p, g.precompute(bases, n, &p)?)),
-        None => None,
-    };
-    let mut runs: Vec<(String, MsmConfig, NttConfig, Prepared)> = partition_variants(o)
-        .into_iter()
-        .map(|(v, m, t)| (v, m, t, Prepared::Bases))
-        .collect();
-    if paired.is_some() {
-        let with_pairs = runs
-            .iter()
-            .map(|(v, m, t, _)| (format!("{v} pairs"), *m, *t, Prepared::OnesPairs))
-            .collect::<Vec<_>>();
-        runs.extend(with_pairs);
-    }
-    if let Some((p, _)) = &h_copies {
-        runs.push((
-            format!("pre c={} x{}", p.window, p.copies),
-            MsmConfig::default(),
-            NttConfig::default(),
-            Prepared::HCopies,
-        ));
-    }
-    // a sparse query over the bases, or over their pair sums where the run has them
-    let sparse = |q: &SparseScalars, msm: &MsmConfig, prepared: Prepared| match (&paired, prepared)
-    {
-        (Some((p, _)), Prepared::OnesPairs) => g.msm_sparse_paired(p, q, msm),
-        _ => g.msm_sparse_resident(bases, q, msm),
-    };
-    let sparse_g2 =
-        |q: &SparseScalars, msm: &MsmConfig, prepared: Prepared| match (&paired, prepared) {
-            (Some((_, p)), Prepared::OnesPairs) => g.msm_g2_sparse_paired(p, q, msm),
+    // Three groups of runs, each with what it reads beside the bases made just before it and
+    // freed after it (the pool trimmed in between), so that one group's memory never squeezes
+    // the next one's: the variants over the bases; with `pairs`, the defaults over the sparse
+    // queries' ones' pair sums; with --variants, the H MSM over precomputed copies of the H
+    // bases, as many as the memory left beside the partition's data allows (at most 50 GB).
+    for group in [Prepared::Bases, Prepared::OnesPairs, Prepared::HCopies] {
+        let (extra, runs) = match group {
+            Prepared::Bases => {
+                let runs = partition_variants(o);
+                (Extra::None, runs)
+            }
+            Prepared::OnesPairs if o.variants && o.named("pairs") => {
+                let extra = Extra::Pairs(
+                    g.tiled_points_paired(unique, o.partition_points)?,
+                    g.tiled_g2_points_paired(&unique_g2, b_len)?,
+                );
+                let defaults = (
+                    "pairs".to_string(),
+                    MsmConfig::default(),
+                    NttConfig::default(),
+                );
+                (extra, vec![defaults])
+            }
+            Prepared::HCopies if o.variants => {
+                let Some(p) = Precomputation::plan(n, 1 << 26, copies_budget(g, 50 << 30)) else {
+                    eprintln!("partition: no precomputation of the H bases fits");
+                    continue;
+                };
+                let name = format!("pre c={} x{}", p.window, p.copies);
+                let extra = Extra::Copies(p, g.precompute(bases, n, &p)?);
+                (
+                    extra,
+                    vec![(name, MsmConfig::default(), NttConfig::default())],
+                )
+            }
+            _ => continue,
+        };
+        // a sparse query over the bases, or over their pair sums where the group has them
+        let sparse = |q: &SparseScalars, msm: &MsmConfig| match &extra {
+            Extra::Pairs(p, _) => g.msm_sparse_paired(p, q, msm),
+            _ => g.msm_sparse_resident(bases, q, msm),
+        };
+        let sparse_g2 = |q: &SparseScalars, msm: &MsmConfig| match &extra {
+            Extra::Pairs(_, p) => g.msm_g2_sparse_paired(p, q, msm),
             _ => g.msm_g2_sparse_resident(&bases_g2, q, msm),
         };
-    for (variant, msm, ntt, prepared) in runs {
-        // warm-up (pool)
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
-        match (&h_copies, prepared) {
-            (Some((p, copies)), Prepared::HCopies) => {
-                g.msm_resident_precomputed(copies, p, n, &a, &msm)?
-            }
-            _ => g.msm_resident(bases, &a, &msm)?,
+        let h_msm = |a: &proofline_gpu::testkit::DeviceData, msm: &MsmConfig| match &extra {
+            Extra::Copies(p, copies) => g.msm_resident_precomputed(copies, p, n, a, msm),
+            _ => g.msm_resident(bases, a, msm),
         };
-        for (_, q) in &queries {
-            sparse(q, &msm, prepared)?;
-        }
-        sparse_g2(&queries[2].1, &msm, prepared)?;
-        let mut steps: Vec<(String, f64, Option<MsmStats>)> = Vec::new();
-        let t0 = Instant::now();
-        let t = Instant::now();
-        g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
-        steps.push((
-            "h_poly 2^27".to_string(),
-            t.elapsed().as_secs_f64() * 1e3,
-            None,
-        ));
-        let t = Instant::now();
-        let (_, st) = match (&h_copies, prepared) {
-            (Some((p, copies)), Prepared::HCopies) => {
-                g.msm_resident_precomputed(copies, p, n, &a, &msm)?
+        for (variant, msm, ntt) in runs {
+            // warm-up (pool)
+            g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
+            h_msm(&a, &msm)?;
+            for (_, q) in &queries {
+                sparse(q, &msm)?;
             }
-            _ => g.msm_resident(bases, &a, &msm)?,
-        };
-        steps.push((
-            "H MSM 2^27 dense".to_string(),
-            t.elapsed().as_secs_f64() * 1e3,
-            Some(st),
-        ));
-        for (name, q) in &queries {
+            sparse_g2(&queries[2].1, &msm)?;
+            let mut steps: Vec<(String, f64, Option<MsmStats>)> = Vec::new();
+            let t0 = Instant::now();
             let t = Instant::now();
-            let (_, st) = sparse(q, &msm, prepared)?;
+            g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
             steps.push((
-                format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
+                "h_poly 2^27".to_string(),
+                t.elapsed().as_secs_f64() * 1e3,
+                None,
+            ));
+            let t = Instant::now();
+            let (_, st) = h_msm(&a, &msm)?;
+            steps.push((
+                "H MSM 2^27 dense".to_string(),
                 t.elapsed().as_secs_f64() * 1e3,
                 Some(st),
             ));
-        }
-        let t = Instant::now();
-        let (_, st) = sparse_g2(&queries[2].1, &msm, prepared)?;
-        steps.push((
-            format!("B_G2 sparse ({} pts, tail {})", st.points, st.tail),
-            t.elapsed().as_secs_f64() * 1e3,
-            Some(st),
-        ));
-        let total = t0.elapsed().as_secs_f64() * 1e3;
-        // the sparse splits' uploads: the pipeline's sparse stage makes them before its kernel
-        // turn, beside the other slot's kernels
-        let uploads: f64 = steps
-            .iter()
-            .filter_map(|(_, _, st)| st.as_ref().map(|s| s.upload_ms))
-            .sum();
-        for (nm, ms, st) in &steps {
+            for (name, q) in &queries {
+                let t = Instant::now();
+                let (_, st) = sparse(q, &msm)?;
+                steps.push((
+                    format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
+                    t.elapsed().as_secs_f64() * 1e3,
+                    Some(st),
+                ));
+            }
+            let t = Instant::now();
+            let (_, st) = sparse_g2(&queries[2].1, &msm)?;
+            steps.push((
+                format!("B_G2 sparse ({} pts, tail {})", st.points, st.tail),
+                t.elapsed().as_secs_f64() * 1e3,
+                Some(st),
+            ));
+            let total = t0.elapsed().as_secs_f64() * 1e3;
+            // the sparse splits' uploads: the pipeline's sparse stage makes them before its kernel
+            // turn, beside the other slot's kernels
+            let uploads: f64 = steps
+                .iter()
+                .filter_map(|(_, _, st)| st.as_ref().map(|s| s.upload_ms))
+                .sum();
+            for (nm, ms, st) in &steps {
+                r.row(
+                    &format!("partition: {nm}"),
+                    String::new(),
+                    &variant,
+                    *ms,
+                    st.as_ref().map(phases_note).unwrap_or_default(),
+                );
+            }
             r.row(
-                &format!("partition: {nm}"),
-                String::new(),
+                "PARTITION total (32 GiB shape)",
+                format!("2^27 / {}", o.partition_points),
                 &variant,
-                *ms,
-                st.as_ref().map(phases_note).unwrap_or_default(),
+                total,
+                format!("{} query shapes, with B in G2", o.partition_mix),
             );
+            r.row(
+                "PARTITION kernels (sparse uploads excluded)",
+                format!("2^27 / {}", o.partition_points),
+                &variant,
+                total - uploads,
+                format!("uploads {uploads:.1} ms, made before the kernel turn in the pipeline"),
+            );
+            let shape_json: Vec<_> = shape
+                .iter()
+                .map(|(n, s, z, one)| json!({"query": n, "share": s, "zero": z, "one": one}))
+                .collect();
+            r.results
+                .push(json!({"bench": "partition_32gib", "domain_log": lg,
+                "aux_points": o.partition_points, "circuit_mix": o.partition_mix, "queries": shape_json,
+                "variant": variant, "msm_config": msm, "ntt_config": ntt,
+                "steps_ms": steps.iter().map(|(n, m, st)| json!({"step": n, "ms": m, "stats": st})).collect::<Vec<_>>(),
+                "total_ms": total, "sparse_upload_ms": uploads, "kernels_ms": total - uploads}));
         }
-        r.row(
-            "PARTITION total (32 GiB shape)",
-            format!("2^27 / {}", o.partition_points),
-            &variant,
-            total,
-            format!("{} query shapes, with B in G2", o.partition_mix),
-        );
-        r.row(
-            "PARTITION kernels (sparse uploads excluded)",
-            format!("2^27 / {}", o.partition_points),
-            &variant,
-            total - uploads,
-            format!("uploads {uploads:.1} ms, made before the kernel turn in the pipeline"),
-        );
-        let shape_json: Vec<_> = shape
-            .iter()
-            .map(|(n, s, z, one)| json!({"query": n, "share": s, "zero": z, "one": one}))
-            .collect();
-        r.results
-            .push(json!({"bench": "partition_32gib", "domain_log": lg,
-            "aux_points": o.partition_points, "circuit_mix": o.partition_mix, "queries": shape_json,
-            "variant": variant, "msm_config": msm, "ntt_config": ntt,
-            "steps_ms": steps.iter().map(|(n, m, st)| json!({"step": n, "ms": m, "stats": st})).collect::<Vec<_>>(),
-            "total_ms": total, "sparse_upload_ms": uploads, "kernels_ms": total - uploads}));
+        drop(extra);
+        g.device().synchronize_device()?;
+        g.device().trim_pool(0)?;
     }
     drop((a, b, c));
     upload_share(g, &tables, r)
