@@ -35,7 +35,7 @@ use tokio::sync::oneshot;
 use crate::messages::{
     AcquireResident, AllocatorSnapshot, DeviceLoad, DeviceLoadInfo, LeaseError, PoolUsage,
     RegisterResident, ReleaseLease, RequestLease, ResetHighWater, Residency, ResidentAbandoned,
-    ResidentGrant, ResidentInfo, ResidentUnpinned, Snapshot, Trim,
+    ResidentGrant, ResidentInfo, ResidentSizes, ResidentUnpinned, Snapshot, Trim,
 };
 use crate::resident::{ResidentLoad, ResidentRef, ResidentSet};
 use crate::telemetry::{actor, Mailbox, Named};
@@ -125,11 +125,12 @@ impl Drop for Lease {
 /// What a queued request is for.
 enum Want {
     Transient(oneshot::Sender<Lease>),
-    /// Loading a resident set of `key` (its residency decided when it was queued).
+    /// Loading a resident set of `key` (its residency decided when it was queued, the bytes
+    /// of its layouts in `sizes`).
     Resident {
         key: String,
         residency: Residency,
-        tables_bytes: u64,
+        sizes: ResidentSizes,
         reply: oneshot::Sender<Result<ResidentGrant, LeaseError>>,
     },
 }
@@ -376,10 +377,7 @@ impl VramAllocator {
             if !self.make_room(bytes) {
                 // Only transient leases (which always end) and pinned sets are in the way.
                 if let Some(Pending {
-                    want:
-                        Want::Resident {
-                            key, tables_bytes, ..
-                        },
+                    want: Want::Resident { key, sizes, .. },
                     ..
                 }) = self.waiting.front()
                 {
@@ -389,8 +387,8 @@ impl VramAllocator {
                     let (pinned, reserve) = self.pinned_except(Some(key.as_str()));
                     let reserve = reserve.max(own);
                     if pinned + bytes + reserve > self.budget {
-                        let (key, tables_bytes) = (key.clone(), *tables_bytes);
-                        self.requeue_blocked_load(key, tables_bytes, pinned, reserve);
+                        let (key, sizes) = (key.clone(), *sizes);
+                        self.requeue_blocked_load(key, sizes, pinned, reserve);
                         continue;
                     }
                 }
@@ -435,20 +433,38 @@ impl VramAllocator {
         self.publish();
     }
 
-    /// The load at the front cannot fit next to the pinned sets: stream its bases (tables
-    /// only) if that fits, else park the requests for that set until sets are unpinned.
-    fn requeue_blocked_load(&mut self, key: String, tables_bytes: u64, pinned: u64, reserve: u64) {
+    /// The load at the front cannot fit next to the pinned sets: load the bases alone (without
+    /// the engine's extras) if that fits, else stream them (tables only) if that fits, else
+    /// park the requests for that set until sets are unpinned.
+    fn requeue_blocked_load(
+        &mut self,
+        key: String,
+        sizes: ResidentSizes,
+        pinned: u64,
+        reserve: u64,
+    ) {
         let Some(mut p) = self.waiting.pop_front() else {
             return;
         };
         if let Want::Resident { residency, .. } = &mut p.want {
-            if *residency == Residency::Resident && pinned + tables_bytes + reserve <= self.budget {
+            let fits = |bytes: u64| pinned + bytes + reserve <= self.budget;
+            let smaller = if *residency != Residency::Resident {
+                None
+            } else if p.bytes > sizes.bases && fits(sizes.bases) {
+                tracing::info!(device = %self.label, params = %key, "the bases' extras do not fit next to the sets in use: the bases alone");
+                Some((Residency::Resident, sizes.bases))
+            } else if fits(sizes.tables) {
                 tracing::info!(device = %self.label, params = %key, "bases do not fit next to the sets in use: streaming them");
-                *residency = Residency::Streamed;
+                Some((Residency::Streamed, sizes.tables))
+            } else {
+                None
+            };
+            if let Some((r, bytes)) = smaller {
+                *residency = r;
                 if let Some(l) = self.loading.get_mut(&key) {
-                    l.0 = tables_bytes;
+                    l.0 = bytes;
                 }
-                p.bytes = tables_bytes;
+                p.bytes = bytes;
                 self.waiting.push_front(p);
                 return;
             }
@@ -465,8 +481,7 @@ impl VramAllocator {
             self.parked.push(ResidentWaiter {
                 msg: AcquireResident {
                     key,
-                    full_bytes: p.bytes,
-                    tables_bytes,
+                    sizes,
                     reserve: own_reserve,
                     owner: p.owner,
                 },
@@ -509,21 +524,23 @@ impl VramAllocator {
             waiters.push(ResidentWaiter { msg, reply });
             return;
         }
-        if msg.tables_bytes.max(msg.reserve) > self.budget
-            || msg.tables_bytes + msg.reserve > self.budget
-        {
+        let sizes = msg.sizes;
+        if sizes.tables.max(msg.reserve) > self.budget || sizes.tables + msg.reserve > self.budget {
             let _ = reply.send(Err(LeaseError::ExceedsBudget {
-                requested: msg.tables_bytes + msg.reserve,
+                requested: sizes.tables + msg.reserve,
                 budget: self.budget,
                 device: self.label.clone(),
             }));
             return;
         }
         let reserve = reserve.max(msg.reserve);
-        let (residency, bytes) = if pinned + msg.full_bytes + reserve <= self.budget {
-            (Residency::Resident, msg.full_bytes)
-        } else if pinned + msg.tables_bytes + reserve <= self.budget {
-            (Residency::Streamed, msg.tables_bytes)
+        let fits = |bytes: u64| pinned + bytes + reserve <= self.budget;
+        let (residency, bytes) = if fits(sizes.full) {
+            (Residency::Resident, sizes.full)
+        } else if fits(sizes.bases) {
+            (Residency::Resident, sizes.bases)
+        } else if fits(sizes.tables) {
+            (Residency::Streamed, sizes.tables)
         } else {
             self.parked.push(ResidentWaiter { msg, reply });
             return;
@@ -537,7 +554,7 @@ impl VramAllocator {
             want: Want::Resident {
                 key: msg.key,
                 residency,
-                tables_bytes: msg.tables_bytes,
+                sizes,
                 reply,
             },
         });

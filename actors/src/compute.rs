@@ -20,7 +20,7 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::{prover, CpuBackend, ProverBackend, ProverError, ProvingKey};
 
-use crate::messages::{Evaluations, Residency, StageError};
+use crate::messages::{Evaluations, Residency, ResidentSizes, StageError};
 use crate::partition::G2Stage;
 use crate::resident::ResidentData;
 
@@ -103,9 +103,9 @@ pub trait ComputeEngine: Send + 'static {
 
 /// How many bytes a device's stages need.
 pub trait DeviceSizing: Send + Sync + 'static {
-    /// Bytes of `pk`'s resident data with its bases on the device and with them streamed
-    /// (tables only); `None` when the device keeps nothing resident.
-    fn resident(&self, pk: &ProvingKey) -> Option<(u64, u64)>;
+    /// Bytes of `pk`'s resident data in each layout; `None` when the device keeps nothing
+    /// resident.
+    fn resident(&self, pk: &ProvingKey) -> Option<ResidentSizes>;
     /// Bytes of the H stage.
     fn h_stage(&self, pk: &ProvingKey, residency: Option<Residency>) -> u64;
     /// Bytes of the sparse stage (covering B in G2 where the engine computes it).
@@ -214,7 +214,7 @@ impl ComputeEngine for CpuEngine {
 pub struct CpuSizing;
 
 impl DeviceSizing for CpuSizing {
-    fn resident(&self, _: &ProvingKey) -> Option<(u64, u64)> {
+    fn resident(&self, _: &ProvingKey) -> Option<ResidentSizes> {
         None
     }
 

@@ -132,7 +132,7 @@ pub async fn ensure_resident(
     pk: &SharedProvingKey,
     t: &mut StageTimings,
 ) -> Result<Option<ResidentRef>, StageError> {
-    let Some((full_bytes, tables_bytes)) = dev.sizing.resident(pk) else {
+    let Some(sizes) = dev.sizing.resident(pk) else {
         return Ok(None);
     };
     let reserve = dev
@@ -144,8 +144,7 @@ pub async fn ensure_resident(
         .allocator
         .send(AcquireResident {
             key: key.to_string(),
-            full_bytes,
-            tables_bytes,
+            sizes,
             reserve,
             owner: owner.to_string(),
         })
@@ -178,7 +177,7 @@ mod tests {
     use super::*;
     use crate::allocator::HostMemory;
     use crate::compute::{CpuEngine, CpuSizing};
-    use crate::messages::RequestLease;
+    use crate::messages::{RequestLease, ResidentSizes};
 
     fn two_devices() -> Vec<DeviceStages> {
         start_devices(
@@ -218,8 +217,11 @@ mod tests {
             .allocator
             .send(AcquireResident {
                 key: "p".into(),
-                full_bytes: 10,
-                tables_bytes: 1,
+                sizes: ResidentSizes {
+                    full: 10,
+                    bases: 10,
+                    tables: 1,
+                },
                 reserve: 10,
                 owner: "t".into(),
             })

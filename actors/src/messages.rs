@@ -254,16 +254,28 @@ pub struct DeviceLoadInfo {
     pub holds: bool,
 }
 
+/// A parameter set's resident data on one device, in the three layouts it can take, largest
+/// first: the allocator grants the first that fits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResidentSizes {
+    /// Bytes with the bases on the device and what the engine adds beside them to speed its
+    /// MSMs where the lease covers it (the GPU's ones' pair sums); equal to `bases` where it
+    /// adds nothing.
+    pub full: u64,
+    /// Bytes with the bases on the device alone.
+    pub bases: u64,
+    /// Bytes with the bases streamed (tables only).
+    pub tables: u64,
+}
+
 /// Ask for a parameter set's resident data on the device.
 #[derive(Message, Debug)]
 #[rtype(result = "Result<ResidentGrant, LeaseError>")]
 pub struct AcquireResident {
     /// The parameter set.
     pub key: String,
-    /// Bytes with the bases on the device.
-    pub full_bytes: u64,
-    /// Bytes with the bases streamed (tables only).
-    pub tables_bytes: u64,
+    /// Its bytes in each layout.
+    pub sizes: ResidentSizes,
     /// The largest stage lease a partition of this set asks for.
     pub reserve: u64,
     /// Who asks (for logs).

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use bellperson::groth16;
 use blstrs::Bls12;
 use proofline_actors::compute::{CpuEngine, CpuSizing, G2Placement, HStage, SparseMsms};
-use proofline_actors::messages::{Evaluations, Residency, StageError};
+use proofline_actors::messages::{Evaluations, Residency, ResidentSizes, StageError};
 use proofline_actors::resident::ResidentData;
 use proofline_actors::{
     ComputeEngine, DeviceSetup, DeviceSizing, G2Stage, JobState, MemoryDevice, Pipeline,
@@ -90,8 +90,12 @@ impl ComputeEngine for Tracking {
 struct Sizing;
 
 impl DeviceSizing for Sizing {
-    fn resident(&self, _: &ProvingKey) -> Option<(u64, u64)> {
-        Some((1 << 20, 100 << 10))
+    fn resident(&self, _: &ProvingKey) -> Option<ResidentSizes> {
+        Some(ResidentSizes {
+            full: 1 << 20,
+            bases: 1 << 20,
+            tables: 100 << 10,
+        })
     }
     fn h_stage(&self, pk: &ProvingKey, r: Option<Residency>) -> u64 {
         CpuSizing.h_stage(pk, r)

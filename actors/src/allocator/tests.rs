@@ -153,11 +153,24 @@ async fn it_trims_by_itself_when_the_pool_would_grow_past_the_budget() {
     drop(l);
 }
 
+/// A request for a set whose bases on the device take `full` bytes (no extras) and `tables`
+/// streamed.
 fn acquire(key: &str, full: u64, tables: u64, reserve: u64) -> AcquireResident {
+    acquire_sizes(
+        key,
+        ResidentSizes {
+            full,
+            bases: full,
+            tables,
+        },
+        reserve,
+    )
+}
+
+fn acquire_sizes(key: &str, sizes: ResidentSizes, reserve: u64) -> AcquireResident {
     AcquireResident {
         key: key.into(),
-        full_bytes: full,
-        tables_bytes: tables,
+        sizes,
         reserve,
         owner: "t".into(),
     }
@@ -261,6 +274,50 @@ async fn unpinned_sets_are_evicted_lru_and_pinned_ones_never() {
     let _l2 = rx.await.unwrap();
     assert_eq!(alloc.send(Snapshot).await.unwrap().resident.len(), 1);
     drop(b);
+}
+
+#[actix::test]
+async fn a_set_whose_extras_do_not_fit_next_to_the_sets_in_use_loads_its_bases_alone() {
+    let alloc = start(FakeDevice::default(), 1000);
+    let sizes = ResidentSizes {
+        full: 350,
+        bases: 250,
+        tables: 60,
+    };
+    // alone on the device, the set takes its extras
+    let ResidentGrant::Load(l) = alloc
+        .send(acquire_sizes("b", sizes, 200))
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("loads")
+    };
+    assert_eq!((l.residency(), l.bytes()), (Residency::Resident, 350));
+    drop(l);
+    // beside a pinned set of 500 (reserve 200) the extras would leave no room for a stage,
+    // the bases alone do: resident without them rather than streamed
+    let a = load(&alloc, "a", 500, 50, 200).await;
+    let ResidentGrant::Load(l) = alloc
+        .send(acquire_sizes("b", sizes, 200))
+        .await
+        .unwrap()
+        .unwrap()
+    else {
+        panic!("loads")
+    };
+    assert_eq!((l.residency(), l.bytes()), (Residency::Resident, 250));
+    let b = alloc
+        .send(RegisterResident {
+            load: l,
+            data: data(2),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(b.residency(), Residency::Resident);
+    assert_eq!(alloc.send(Snapshot).await.unwrap().resident_bytes, 750);
+    drop((a, b));
 }
 
 #[actix::test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use proofline_actors::compute::{domain_size, G2Placement, HStage, SparseMsms};
-use proofline_actors::messages::{Evaluations, PoolUsage, Residency, StageError};
+use proofline_actors::messages::{Evaluations, PoolUsage, Residency, ResidentSizes, StageError};
 use proofline_actors::resident::ResidentData;
 use proofline_actors::{ComputeEngine, DeviceSetup, DeviceSizing, G2Stage, MemoryDevice};
 use proofline_config::OnesPairSums;
@@ -226,7 +226,7 @@ pub struct GpuSizing {
 }
 
 impl DeviceSizing for GpuSizing {
-    fn resident(&self, pk: &ProvingKey) -> Option<(u64, u64)> {
+    fn resident(&self, pk: &ProvingKey) -> Option<ResidentSizes> {
         let lg = log_n(pk).ok()?;
         let p = pk.params();
         let lens = QueryLens {
@@ -237,28 +237,30 @@ impl DeviceSizing for GpuSizing {
             b_g2: p.b_g2.len(),
         };
         // the bases, with `where_room` and the ones' pair sums where the budget holds them
-        // beside the slots' H stages (the set computes them when its lease covers them)
-        let on_device = match self.pair_sums {
-            OnesPairSums::Off => resident_bytes(lg, &lens, proofline_gpu::Residency::Resident),
+        // beside the slots' H stages (the set computes them when its lease covers them: the
+        // allocator grants the bases alone where the pair sums do not fit beside the sets in
+        // use)
+        let bases = resident_bytes(lg, &lens, proofline_gpu::Residency::Resident);
+        let full = match self.pair_sums {
+            OnesPairSums::Off => bases,
             OnesPairSums::WhereRoom => {
                 resident_lease(lg, &lens, self.slots, self.budget, self.sm_count)
             }
         };
-        Some((
-            on_device,
-            resident_bytes(lg, &lens, proofline_gpu::Residency::Streamed),
-        ))
+        Some(ResidentSizes {
+            full,
+            bases,
+            tables: resident_bytes(lg, &lens, proofline_gpu::Residency::Streamed),
+        })
     }
 
     fn h_stage(&self, pk: &ProvingKey, r: Option<Residency>) -> u64 {
         let lg = domain_size(pk).next_power_of_two().trailing_zeros();
         let r = r.unwrap_or(Residency::Streamed);
-        let resident = self
-            .resident(pk)
-            .map_or(0, |(on_device, streamed)| match r {
-                Residency::Resident => on_device,
-                Residency::Streamed => streamed,
-            });
+        let resident = self.resident(pk).map_or(0, |s| match r {
+            Residency::Resident => s.full,
+            Residency::Streamed => s.tables,
+        });
         h_stage_lease(
             lg,
             residency(r),
