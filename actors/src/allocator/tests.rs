@@ -180,6 +180,26 @@ fn data(tag: u32) -> ResidentData {
     Arc::new(tag)
 }
 
+/// The load `msg` is granted (the test's set is not resident yet).
+async fn load_grant(alloc: &Mailbox<VramAllocator>, msg: AcquireResident) -> ResidentLoad {
+    match alloc.send(msg).await.unwrap().unwrap() {
+        ResidentGrant::Load(l) => l,
+        ResidentGrant::Ready(_) => panic!("the set loads"),
+    }
+}
+
+/// `l` filled with the data `tag` and registered: the set, pinned.
+async fn register(alloc: &Mailbox<VramAllocator>, l: ResidentLoad, tag: u32) -> ResidentRef {
+    alloc
+        .send(RegisterResident {
+            load: l,
+            data: data(tag),
+        })
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 async fn load(
     alloc: &Mailbox<VramAllocator>,
     key: &str,
@@ -193,14 +213,7 @@ async fn load(
         .unwrap()
         .unwrap()
     {
-        ResidentGrant::Load(l) => alloc
-            .send(RegisterResident {
-                load: l,
-                data: data(7),
-            })
-            .await
-            .unwrap()
-            .unwrap(),
+        ResidentGrant::Load(l) => register(alloc, l, 7).await,
         ResidentGrant::Ready(r) => r,
     }
 }
@@ -285,36 +298,15 @@ async fn a_set_whose_extras_do_not_fit_next_to_the_sets_in_use_loads_its_bases_a
         tables: 60,
     };
     // alone on the device, the set takes its extras
-    let ResidentGrant::Load(l) = alloc
-        .send(acquire_sizes("b", sizes, 200))
-        .await
-        .unwrap()
-        .unwrap()
-    else {
-        panic!("loads")
-    };
+    let l = load_grant(&alloc, acquire_sizes("b", sizes, 200)).await;
     assert_eq!((l.residency(), l.bytes()), (Residency::Resident, 350));
     drop(l);
     // beside a pinned set of 500 (reserve 200) the extras would leave no room for a stage,
     // the bases alone do: resident without them rather than streamed
     let a = load(&alloc, "a", 500, 50, 200).await;
-    let ResidentGrant::Load(l) = alloc
-        .send(acquire_sizes("b", sizes, 200))
-        .await
-        .unwrap()
-        .unwrap()
-    else {
-        panic!("loads")
-    };
+    let l = load_grant(&alloc, acquire_sizes("b", sizes, 200)).await;
     assert_eq!((l.residency(), l.bytes()), (Residency::Resident, 250));
-    let b = alloc
-        .send(RegisterResident {
-            load: l,
-            data: data(2),
-        })
-        .await
-        .unwrap()
-        .unwrap();
+    let b = register(&alloc, l, 2).await;
     assert_eq!(b.residency(), Residency::Resident);
     assert_eq!(alloc.send(Snapshot).await.unwrap().resident_bytes, 750);
     drop((a, b));
@@ -325,34 +317,12 @@ async fn bases_that_do_not_fit_next_to_the_sets_in_use_are_streamed() {
     let alloc = start(FakeDevice::default(), 1000);
     let a = load(&alloc, "a", 500, 50, 200).await;
     // 500 pinned + reserve 200: a second full set of 400 would leave no room for a stage
-    let ResidentGrant::Load(l) = alloc
-        .send(acquire("b", 400, 60, 200))
-        .await
-        .unwrap()
-        .unwrap()
-    else {
-        panic!("loads")
-    };
+    let l = load_grant(&alloc, acquire("b", 400, 60, 200)).await;
     assert_eq!((l.residency(), l.bytes()), (Residency::Streamed, 60));
-    let b = alloc
-        .send(RegisterResident {
-            load: l,
-            data: data(2),
-        })
-        .await
-        .unwrap()
-        .unwrap();
+    let b = register(&alloc, l, 2).await;
     assert_eq!(b.residency(), Residency::Streamed);
     // an abandoned load lets the next request load
-    let ResidentGrant::Load(l) = alloc
-        .send(acquire("c", 100, 10, 50))
-        .await
-        .unwrap()
-        .unwrap()
-    else {
-        panic!("loads")
-    };
-    drop(l);
+    drop(load_grant(&alloc, acquire("c", 100, 10, 50)).await);
     assert!(matches!(
         alloc
             .send(acquire("c", 100, 10, 50))
