@@ -278,6 +278,10 @@ extern "C" __global__ void msm_scalars_high(const scalars_high_args a) {
 //  4. the scan of the sizes and msm_radix_ends: each bucket's end.
 // Sorted by key within its set and the sets in order, an entry lands where the counting sort
 // would put its bucket: at [start, end) from the scan of the buckets' sizes.
+// One sort can hold several MSMs of the same windows (the tails of a partition's sparse queries,
+// bases side by side): MSM k's points follow those of the MSMs before it in `words` (point0),
+// its bucket sets theirs (set0), and its scalars are its own; the preparation runs once per MSM,
+// everything after it over all the sets at once.
 
 // Bits of pass p of a plan whose passes' bits are packed a byte each.
 DEVI u32 radix_pass_bits(u32 packed, u32 p) { return (packed >> (8 * p)) & 0xffu; }
@@ -295,20 +299,23 @@ DEVI void radix_scan_bins(u32* scan) {
     }
 }
 
-// Grid-stride over the points. The block's histogram holds, per set, the counts of each pass's
-// digits one pass after the other (`set_bins` counters a set); it goes to hist[(p * sets + set)
-// * 2^RADIX_BITS + digit] at the end, so that the global atomics are a block's, not an entry's.
+// Grid-stride over the points of one MSM of the sort (points [point0, point0 + points) of the
+// `n` the words and carries hold, its scalars from `scalars`, its sets from set0 of all_sets).
+// The block's histogram holds, per set of the MSM, the counts of each pass's digits one pass
+// after the other (`set_bins` counters a set); it goes to hist[(p * all_sets + set0 + set) *
+// 2^RADIX_BITS + digit] at the end, so that the global atomics are a block's, not an entry's.
 extern "C" __global__ void __launch_bounds__(ELEMENT_THREADS) msm_radix_prep(const radix_prep_args a) {
     constexpr u32 BINS = 1u << RADIX_BITS;
     __shared__ u32 h[RADIX_HIST_MAX];
     const u32 hist_len = a.sets * a.set_bins;
     for (u32 x = threadIdx.x; x < hist_len; x += ELEMENT_THREADS) h[x] = 0;
     __syncthreads();
-    for (u32 i = blockIdx.x * ELEMENT_THREADS + threadIdx.x; i < a.n; i += gridDim.x * ELEMENT_THREADS) {
+    for (u32 i = blockIdx.x * ELEMENT_THREADS + threadIdx.x; i < a.points; i += gridDim.x * ELEMENT_THREADS) {
         const fr_t sm = fr_t::load(a.scalars + 8 * (size_t)i);
         const fr_t s = sm.is_zero() ? sm : fr_t::from_mont(sm);
+        const u32 j = a.point0 + i;
 #pragma unroll
-        for (u32 k = 0; k < 8; k++) a.words[(size_t)k * a.n + i] = s.v[k];
+        for (u32 k = 0; k < 8; k++) a.words[(size_t)k * a.n + j] = s.v[k];
         u32 carry = 0, mask = 0;
         for (u32 w = 0; w < a.nw; w++) {
             mask |= carry << w;
@@ -324,16 +331,16 @@ extern "C" __global__ void __launch_bounds__(ELEMENT_THREADS) msm_radix_prep(con
                 shift += bits;
             }
         }
-        a.carries[i] = mask;
+        a.carries[j] = mask;
     }
     __syncthreads();
     for (u32 x = threadIdx.x; x < hist_len; x += ELEMENT_THREADS) {
         const u32 v = h[x];
         if (v == 0) continue;
-        const u32 set = x / a.set_bins;
+        const u32 set = a.set0 + x / a.set_bins;
         u32 d = x % a.set_bins, p = 0;
         while (d >= (1u << radix_pass_bits(a.pass_bits, p))) d -= 1u << radix_pass_bits(a.pass_bits, p++);
-        atomicAdd(&a.hist[((size_t)p * a.sets + set) * BINS + d], v);
+        atomicAdd(&a.hist[((size_t)p * a.all_sets + set) * BINS + d], v);
     }
 }
 
@@ -347,19 +354,22 @@ DEVI u32 radix_items(const radix_pass_args& a) {
 DEVI bool radix_item(const radix_pass_args& a, u32 items, u32 tile, u32 j, u32& key, u32& val) {
     if (a.first) {
         const u32 wo = tile / a.tiles_per_window;
+        // tiles past the set's windows: the pass runs as many tiles as the sort's largest MSM
+        if (wo >= a.copies) return false;
         const u32 i = (tile % a.tiles_per_window) * RADIX_TILE + j;
-        if (i >= a.n) return false;
-        const u32 w = a.set * a.copies + wo;
+        if (i >= a.points) return false;
+        const u32 w = (a.set - a.set0) * a.copies + wo;
         if (w >= a.nw) return false;  // the last set may hold fewer windows than copies
+        const u32 pt = a.point0 + i;
         const u32 off = w * a.c, k = off >> 5, sh = off & 31;
-        const u64 lo = k < 8 ? a.words[(size_t)k * a.n + i] : 0;
-        const u64 hi = k + 1 < 8 ? a.words[(size_t)(k + 1) * a.n + i] : 0;
+        const u64 lo = k < 8 ? a.words[(size_t)k * a.n + pt] : 0;
+        const u64 hi = k + 1 < 8 ? a.words[(size_t)(k + 1) * a.n + pt] : 0;
         const u32 raw = (u32)((lo | (hi << 32)) >> sh) & ((1u << a.c) - 1);
         u32 d, sign;
-        signed_digit(raw, (a.carries[i] >> w) & 1, a.c, d, sign);
+        signed_digit(raw, (a.carries[pt] >> w) & 1, a.c, d, sign);
         if (d == 0) return false;
         key = d - 1;
-        val = (i + (w % a.copies) * a.stride) | (sign << 31);
+        val = (pt + (w % a.copies) * a.stride) | (sign << 31);
         return true;
     }
     const size_t p = (size_t)tile * RADIX_TILE + j;

@@ -350,9 +350,11 @@ kernel_args! {
         low_c: u32,
         low_nw: u32,
     }
-    /// Radix sort, preparation: each scalar out of Montgomery form into `words` (word k of point
-    /// i at k * n + i), the carry into each window as bit w of `carries[i]` (nw <= 32), and the
-    /// count of every pass's digits per set added to hist[(pass * sets + set) * 2^RADIX_BITS +
+    /// Radix sort, preparation of one MSM of the sort (its `points` scalars at `scalars`, its
+    /// points from `point0` of the sort's `n`, its `sets` bucket sets from `set0` of
+    /// `all_sets`): each scalar out of Montgomery form into `words` (word k of point i at k * n +
+    /// i), the carry into each window as bit w of `carries[i]` (nw <= 32), and the count of
+    /// every pass's digits per set added to hist[(pass * all_sets + set) * 2^RADIX_BITS +
     /// digit]. The passes' bits are packed a byte each in `pass_bits`, lowest pass first;
     /// `set_bins` is the sum of 2^bits over the passes.
     "msm"::"msm_radix_prep" => RadixPrepArgs("radix_prep_args") {
@@ -361,10 +363,14 @@ kernel_args! {
         words: DevPtrMut,
         carries: DevPtrMut,
         n: u32,
+        point0: u32,
+        points: u32,
         c: u32,
         nw: u32,
         copies: u32,
         sets: u32,
+        set0: u32,
+        all_sets: u32,
         set_bins: u32,
         passes: u32,
         pass_bits: u32,
@@ -386,10 +392,11 @@ kernel_args! {
     /// it. `status`: word 0 the tiles' ticket, then a word per tile and digit (1 + tile * 2^bits +
     /// digit) through which tiles publish their counts, zero before the pass; the pass clears
     /// `status_next` so for the next one (digits of `next_bits` bits). `first`: the entries come
-    /// from `words` and `carries` (window set * copies + tile / tiles_per_window), else (key,
-    /// entry) pairs from `pairs_in`, as many as the set holds (`set_starts`). `last`: entries go
-    /// to `out` from the set's start, and each bucket's size is added up in `counts` (zero
-    /// before the sort); else (key, entry) pairs go to `out` from 0.
+    /// from `words` and `carries` (window (set - set0) * copies + tile / tiles_per_window, the
+    /// `points` points of the set's MSM from `point0`), else (key, entry) pairs from
+    /// `pairs_in`, as many as the set holds (`set_starts`). `last`: entries go to `out` from the
+    /// set's start, and each bucket's size is added up in `counts` (zero before the sort); else
+    /// (key, entry) pairs go to `out` from 0.
     "msm"::"msm_radix_scatter" => RadixPassArgs("radix_pass_args") {
         words: DevPtr,
         carries: DevPtr,
@@ -401,12 +408,15 @@ kernel_args! {
         status_next: DevPtrMut,
         out: DevPtrMut,
         n: u32,
+        point0: u32,
+        points: u32,
         c: u32,
         nw: u32,
         nb: u32,
         copies: u32,
         stride: u32,
         set: u32,
+        set0: u32,
         tiles: u32,
         tiles_per_window: u32,
         shift: u32,

@@ -9,12 +9,12 @@ use proofline_groth16::msm::SparseScalars;
 
 use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS, WINDOW_GROUPS};
 use crate::arena::{charge_in, GRANULE};
-use crate::config::{MsmAcc, MsmConfig};
+use crate::config::{MsmAcc, MsmConfig, SparseTails};
 use crate::curve::{MsmCurve, G1, G2};
 use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, ChunkWindows,
-    Precomputation, SortPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
+    MsmBatch, Precomputation, SetsShape, SortPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{OnesPairs, QueryLens, Residency};
 
@@ -88,16 +88,40 @@ impl Sizer {
 
     /// Peak of one Pippenger chunk of `len` > 0 points of `C` in the bucket sets `sets`.
     fn chunk_bytes<C: MsmCurve>(&self, len: usize, sets: &BucketSets) -> u64 {
+        let sort = ChunkSort::of(self.cfg.sort, len, sets);
+        self.sorted_chunk_bytes::<C>(len, sets, SetsShape::of(len, sets), &sort)
+    }
+
+    /// Peak of the Pippenger chunk of a batch of MSMs (`msm::pippenger_batch`): one radix sort
+    /// over every MSM's sets, with the published counts of its largest MSM's tiles.
+    fn batch_bytes<C: MsmCurve>(&self, batch: &MsmBatch) -> u64 {
+        let largest = batch
+            .radix
+            .iter()
+            .max_by_key(|r| r.tiles(&batch.sets))
+            .cloned()
+            .map_or(ChunkSort::Atomic, ChunkSort::Radix);
+        self.sorted_chunk_bytes::<C>(batch.total_points(), &batch.sets, batch.shape(), &largest)
+    }
+
+    /// Peak of a Pippenger chunk of `len` points in all sorted by `sort`, each MSM's windows in
+    /// `sets`, and the chunk's sets in all as `shape` says (one MSM's, or a batch's).
+    fn sorted_chunk_bytes<C: MsmCurve>(
+        &self,
+        len: usize,
+        sets: &BucketSets,
+        shape: SetsShape,
+        sort: &ChunkSort,
+    ) -> u64 {
         let r = |w| self.r(w);
         let sm_count = self.sm_count;
         let plan = sets.plan;
-        let m = sets.buckets();
+        let m = shape.sets * shape.nb;
         let e = len * plan.nw as usize;
-        // bucket sets: one per window without precomputed copies
-        let nw = sets.sets as usize;
+        // bucket sets: one per window without precomputed copies, each MSM's
+        let nw = shape.sets;
         let tiles = m.div_ceil(crate::abi::SCAN_TILE as usize);
         let xyzz = C::XYZZ_WORDS;
-        let sort = ChunkSort::of(self.cfg.sort, len, sets);
         // counts and ends: the radix sort's hold one value more (the total)
         let ends_len = match sort {
             ChunkSort::Radix(_) => m + 1,
@@ -124,7 +148,6 @@ impl Sizer {
             // published counts, then the tile sums of the sizes' scan (those freed before it
             // still charged: no synchronisation between)
             ChunkSort::Radix(rp) => {
-                let set_entries = len * sets.copies as usize;
                 let between = rp.passes.len().saturating_sub(1).min(2) as u64;
                 let digits = (rp.passes.len() * nw) << crate::abi::RADIX_BITS;
                 sorted
@@ -132,7 +155,7 @@ impl Sizer {
                     + r(len)
                     + 2 * r(digits)
                     + r(nw + 1)
-                    + between * r(2 * set_entries)
+                    + between * r(2 * shape.set_entries)
                     + 2 * r(rp.slots(sets))
                     + r((m + 1).div_ceil(crate::abi::SCAN_TILE as usize))
             }
@@ -141,11 +164,11 @@ impl Sizer {
             // the rounds' scratch for the largest group of sets, with a scan's tile sums during
             // the rounds, then the XYZZ accumulation of the last round's points
             (MsmAcc::BatchAffine { rounds }, Some(ak)) => {
-                let set_entries = len * sets.copies as usize;
+                let set_entries = shape.set_entries;
                 let grp = AffineGroup::new(
                     AffineGroup::sets_per_group(nw, set_entries, ak.group_entries),
                     set_entries,
-                    plan.nb as usize,
+                    shape.nb,
                 );
                 let (mp, fw) = (grp.buckets, ak.field_words);
                 let tmax = affine_threads(sm_count, ak.blocks_per_sm);
@@ -243,9 +266,8 @@ impl Sizer {
         let blocks = words.div_ceil(ONES_THREADS as usize) + 1;
         let list = r(ones);
         let listing = 2 * r(blocks) + list + r(blocks.div_ceil(crate::abi::SCAN_TILE as usize));
-        let sum = match (self.cfg.acc, C::KERNELS.affine) {
-            (MsmAcc::BatchAffine { .. }, Some(ak)) => {
-                let plan = ak.ones;
+        let sum = match (self.cfg.acc, C::KERNELS.affine, C::ones_rounds(&self.cfg)) {
+            (MsmAcc::BatchAffine { .. }, Some(ak), Some(plan)) => {
                 let groups = ones.div_ceil(plan.entries);
                 let g = plan.group(ones.min(plan.entries));
                 let tmax = affine_threads(self.sm_count, ak.blocks_per_sm);
@@ -297,27 +319,68 @@ impl Sizer {
         } else {
             0
         };
-        let collect = match residency {
-            Residency::Resident => gathered + self.ones_bytes::<C>(q.ones, q.num_bases),
+        (gathered + self.collect_bytes::<C>(q, residency, chunk)).max(pippenger)
+    }
+
+    /// Peak of summing a query's ones and gathering its tail (`msm::sparse`'s
+    /// `ones_and_gather`), beyond the gathered points: over the whole query, or a chunk at a
+    /// time beside the chunk's staging buffer (the gather allocates nothing).
+    fn collect_bytes<C: MsmCurve>(
+        &self,
+        q: &QueryShape,
+        residency: Residency,
+        chunk: usize,
+    ) -> u64 {
+        match residency {
+            Residency::Resident => self.ones_bytes::<C>(q.ones, q.num_bases),
             Residency::Streamed => {
                 let chunk = chunk.min(q.num_bases).max(1);
-                let staging = gathered + r(C::AFFINE_WORDS * chunk);
-                staging + self.ones_bytes::<C>(q.ones.min(chunk), chunk)
+                self.r(C::AFFINE_WORDS * chunk) + self.ones_bytes::<C>(q.ones.min(chunk), chunk)
             }
+        }
+    }
+
+    /// Peak of sparse queries of `C` with their tails together (`msm::sparse_together`): the
+    /// gathered points of every tail, beside each query's ones' sum and gather in turn, then
+    /// beside the batch's Pippenger chunk. Where one chunk cannot hold the tails, the queries'
+    /// peaks one after the other, as it then runs them.
+    fn sparse_together<C: MsmCurve>(
+        &self,
+        queries: &[QueryShape],
+        residency: Residency,
+        chunk: usize,
+    ) -> u64 {
+        let tails: Vec<usize> = queries.iter().map(|q| q.tail).filter(|&t| t > 0).collect();
+        let Some(batch) = MsmBatch::new(&tails, self.cfg.sort, self.cfg.max_chunk()) else {
+            return queries
+                .iter()
+                .map(|q| self.sparse_query::<C>(q, residency, chunk))
+                .max()
+                .unwrap_or(0);
         };
-        collect.max(pippenger)
+        let gathered = self.r(C::AFFINE_WORDS * batch.total_points());
+        let collect = queries
+            .iter()
+            .map(|q| self.collect_bytes::<C>(q, residency, chunk))
+            .max()
+            .unwrap_or(0);
+        gathered + collect.max(self.batch_bytes::<C>(&batch))
     }
 
     /// The splits of L, A and B on the device for the whole stage (B's once: it serves both
-    /// groups), and beside them L, A and B in G1, then B in G2 (B's shape), one after the other.
+    /// groups), and beside them L, A and B in G1 (one after the other, or with their tails
+    /// together as `cfg.sparse_tails` says), then B in G2 (B's shape).
     fn sparse_stage(&self, queries: &[QueryShape; 3], residency: Residency, chunk: usize) -> u64 {
         let splits: u64 = queries.iter().map(|q| self.split_bytes(q)).sum();
-        let msms = queries
-            .iter()
-            .map(|q| self.sparse_query::<G1>(q, residency, chunk))
-            .max()
-            .unwrap_or(0)
-            .max(self.sparse_query::<G2>(&queries[2], residency, chunk));
+        let g1 = match self.cfg.sparse_tails {
+            SparseTails::Apart => queries
+                .iter()
+                .map(|q| self.sparse_query::<G1>(q, residency, chunk))
+                .max()
+                .unwrap_or(0),
+            SparseTails::Together => self.sparse_together::<G1>(queries, residency, chunk),
+        };
+        let msms = g1.max(self.sparse_query::<G2>(&queries[2], residency, chunk));
         (splits + msms).max(1)
     }
 

@@ -108,6 +108,22 @@ pub enum MsmWindows {
     Split,
 }
 
+/// How the sparse stage runs the tails of the L, A and B queries in G1 (each tail's bases
+/// gathered side by side, then a Pippenger chunk over its scalars).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum SparseTails {
+    /// One Pippenger per query, one after the other. The production default (measured).
+    #[default]
+    Apart,
+    /// The three tails gathered into one buffer and through one Pippenger chunk
+    /// (`plan::MsmBatch`: one radix sort, one bucket accumulation, one bucket reduction and one
+    /// window combination over the three queries' bucket sets, one sum per query). What it
+    /// saves is what a chunk costs beside its entries: the reduction and the window combination
+    /// run one wave at most (latency-bound), the rounds' inversions and launches, the
+    /// synchronisations. It holds the three tails' points, entries and rounds' scratch at once.
+    Together,
+}
+
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct MsmConfig {
@@ -128,6 +144,15 @@ pub struct MsmConfig {
     pub round_points: RoundPoints,
     /// The windows of the largest chunks.
     pub windows: MsmWindows,
+    /// The sparse G1 queries' tails: one Pippenger each, or one for the three.
+    pub sparse_tails: SparseTails,
+    /// log2 of the most points per group of a sparse G1 query's ones' sums (16..=26; G2's are
+    /// the group's own). 25 by default: L's and A's ones at 32 GiB (60 M each, 46 M over their
+    /// pair sums) in two groups each. 26 sums each in one group, one group's rounds (their
+    /// batched inversions and launches) fewer: 1.3 ms less for each on the H200, for 2.4 GB
+    /// more of round buffers, which the sparse stage's lease holds anyway where the tails run
+    /// together (their Pippenger chunk is then the larger peak, `bytes.rs`).
+    pub g1_ones_group_log: u32,
 }
 
 impl Default for MsmConfig {
@@ -139,6 +164,8 @@ impl Default for MsmConfig {
             acc: MsmAcc::default(),
             round_points: RoundPoints::default(),
             windows: MsmWindows::default(),
+            sparse_tails: SparseTails::default(),
+            g1_ones_group_log: 25,
         }
     }
 }
@@ -220,7 +247,34 @@ impl MsmConfig {
                     ..d
                 },
             ),
+            (
+                "tails=together",
+                MsmConfig {
+                    sparse_tails: SparseTails::Together,
+                    ..d
+                },
+            ),
+            (
+                "ones-group=2^26",
+                MsmConfig {
+                    g1_ones_group_log: 26,
+                    ..d
+                },
+            ),
+            (
+                "tails=together+ones-group=2^26",
+                MsmConfig {
+                    sparse_tails: SparseTails::Together,
+                    g1_ones_group_log: 26,
+                    ..d
+                },
+            ),
         ]
+    }
+
+    /// The most points per group of a sparse G1 query's ones' sums.
+    pub fn g1_ones_group(&self) -> usize {
+        1 << self.g1_ones_group_log.clamp(16, 26)
     }
 
     /// The most points one Pippenger chunk takes.

@@ -11,6 +11,7 @@ use crate::abi::{
     G2_AFFINE_WORDS, G2_JACOBIAN_WORDS, G2_XYZZ_WORDS, JACOBIAN_WORDS, RED_THREADS, RED_THREADS_G2,
     XYZZ_WORDS,
 };
+use crate::config::MsmConfig;
 use crate::layout::{affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32};
 use crate::plan::{OnesRounds, AFFINE_GROUP_ENTRIES, AFFINE_GROUP_ENTRIES_G2};
 
@@ -77,6 +78,11 @@ pub(crate) trait MsmCurve {
     fn affines_as_u32(points: &[Self::Affine]) -> &[u32];
     /// A Jacobian result written by a kernel.
     fn from_jacobian(words: &[u32]) -> Self::Projective;
+    /// How a sparse query's ones are summed under `cfg`: by the group's rounds
+    /// ([`AffineKernels::ones`]), `None` where it has none.
+    fn ones_rounds(_cfg: &MsmConfig) -> Option<OnesRounds> {
+        Self::KERNELS.affine.map(|ak| ak.ones)
+    }
 }
 
 /// BLS12-381 G1.
@@ -117,10 +123,10 @@ impl MsmCurve for G1 {
             field_words: AFFINE_WORDS as usize / 2,
             blocks_per_sm: AFF_BLOCKS_PER_SM,
             group_entries: AFFINE_GROUP_ENTRIES,
-            // groups of 2^25 points: 2.4 GB of round buffers. Halved down to 2^19 points: on
-            // the H200 each round below 2^22 saved more in XYZZ additions than its fixed cost
-            // (2^18 and 2^17 left were slower again); groups of 2^26 were 1.3 ms faster still
-            // for L's and A's ones, for 2.4 GB more of the sparse stage's lease
+            // groups of 2^25 points (the size `MsmConfig::g1_ones_group_log` sets): 2.4 GB of
+            // round buffers. Halved down to 2^19 points: on the H200 each round below 2^22
+            // saved more in XYZZ additions than its fixed cost (2^18 and 2^17 left were slower
+            // again)
             ones: OnesRounds {
                 entries: 1 << 25,
                 left: 1 << 19,
@@ -132,6 +138,14 @@ impl MsmCurve for G1 {
     }
     fn from_jacobian(words: &[u32]) -> G1Projective {
         jacobian_from_u32(words)
+    }
+
+    /// The group's rounds in groups of 2^`cfg.g1_ones_group_log` points.
+    fn ones_rounds(cfg: &MsmConfig) -> Option<OnesRounds> {
+        Self::KERNELS.affine.map(|ak| OnesRounds {
+            entries: cfg.g1_ones_group(),
+            ..ak.ones
+        })
     }
 }
 

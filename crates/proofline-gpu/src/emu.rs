@@ -845,6 +845,98 @@ mod tests {
         }
     }
 
+    /// The sparse stage's G1 queries (each over its own bases) with their tails apart and
+    /// together (`SparseTails::Together`: one Pippenger chunk for the three): equal to blstrs
+    /// over resident and streamed bases, with a query without a tail before or between queries
+    /// with one. Together takes one chunk where the radix sort can hold the tails, and runs them
+    /// apart under a sort that cannot (atomic).
+    #[test]
+    fn sparse_stage_tails_together_match_blstrs() {
+        use crate::config::{MsmSort, SparseTails};
+        use crate::resident::StageBases;
+        use crate::stages::{sparse_stage_device, SparseGroups};
+        use proofline_groth16::msm::MsmPlan;
+        let e = EmuExec::new(SMS);
+        let lens = [1800usize, 1500, 1100];
+        let points: Vec<Vec<G1Affine>> = lens
+            .iter()
+            .zip(91u64..)
+            .map(|(&n, seed)| random_points(n, seed))
+            .collect();
+        let dev: Vec<_> = points
+            .iter()
+            .map(|p| e.upload(affines_as_u32(p)).unwrap())
+            .collect();
+        let together = MsmConfig {
+            sparse_tails: SparseTails::Together,
+            ..MsmConfig::default()
+        };
+        let configs = [
+            ("apart", MsmConfig::default(), None),
+            ("together", together, Some(1)),
+            (
+                "together, atomic sort",
+                MsmConfig {
+                    sort: MsmSort::Atomic,
+                    ..together
+                },
+                None,
+            ),
+        ];
+        let (l, b, ones) = (ScalarMix::L_8MIB, ScalarMix::B_8MIB, ScalarMix::ONES);
+        for mixes in [[l, b, b], [l, ones, b], [ones, l, b]] {
+            let scalars: Vec<Vec<Scalar>> = lens
+                .iter()
+                .zip(&mixes)
+                .zip(101u64..)
+                .map(|((&n, &mix), seed)| mixed_scalars(n, mix, seed))
+                .collect();
+            let want: Vec<G1Projective> = points
+                .iter()
+                .zip(&scalars)
+                .map(|(p, s)| cpu_msm(p, s))
+                .collect();
+            let split = |k: usize| SparseScalars::from_dense(&scalars[k]);
+            let plan = MsmPlan {
+                l: split(0),
+                a: split(1),
+                b: split(2),
+            };
+            let tails = [&plan.l, &plan.a, &plan.b]
+                .iter()
+                .filter(|s| !s.tail_index.is_empty())
+                .count();
+            for (name, cfg, chunks) in &configs {
+                let resident = StageBases {
+                    h: Bases::Device(0),
+                    l: Bases::Device(dev[0].ptr()),
+                    a: Bases::Device(dev[1].ptr()),
+                    b_g1: Bases::Device(dev[2].ptr()),
+                    b_g2: Bases::Device(0),
+                };
+                let host = |k: usize| Bases::Host {
+                    points: &points[k],
+                    chunk: 777,
+                };
+                let streamed = StageBases {
+                    h: Bases::Device(0),
+                    l: host(0),
+                    a: host(1),
+                    b_g1: host(2),
+                    b_g2: Bases::Device(0),
+                };
+                for (bases, how) in [(resident, "resident"), (streamed, "streamed")] {
+                    let (got, stats) =
+                        sparse_stage_device(&e, &plan, &bases, SparseGroups::G1Only, cfg).unwrap();
+                    let what = format!("{name}, {how}, {mixes:?}");
+                    assert_eq!([got.l, got.a, got.b_g1], want[..], "{what}");
+                    assert_eq!(got.b_g2, None, "{what}");
+                    assert_eq!(stats.chunks, chunks.unwrap_or(tails), "{what}");
+                }
+            }
+        }
+    }
+
     /// The ones' sum over bit ranges that start and end inside words, in both accumulations,
     /// with rounds small enough to run here: several groups, many rounds, an XYZZ rest, groups
     /// of one point, and repeated points (doublings).

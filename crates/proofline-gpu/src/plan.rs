@@ -225,6 +225,91 @@ impl ChunkSort {
     }
 }
 
+/// Several MSMs of the same windows through one Pippenger chunk (`SparseTails::Together`: the
+/// tails of a partition's sparse G1 queries): their bases side by side (MSM k's points after
+/// those of the MSMs before it), each its own scalars; one radix sort, one accumulation, one
+/// bucket reduction and one window combination over all their bucket sets (MSM k's after
+/// those of the MSMs before it), and one sum per MSM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MsmBatch {
+    /// Each MSM's bucket sets: the windows for its largest MSM's points, one set a window.
+    pub sets: BucketSets,
+    /// Each MSM's points (none zero), in the order of their bases.
+    pub points: Vec<usize>,
+    /// Each MSM's radix sort (the same passes, its own tiles).
+    pub radix: Vec<RadixPlan>,
+}
+
+impl MsmBatch {
+    /// The batch of MSMs of `points` points each, or `None` where one sort cannot hold them:
+    /// no MSM or an empty one, an MSM larger than one chunk of `max_chunk` points, more entries
+    /// in all than 32 bits count, or a sort other than the radix sort (the only one that
+    /// sorts several MSMs at once) under `sort` or for one of them.
+    pub fn new(points: &[usize], sort: MsmSort, max_chunk: usize) -> Option<Self> {
+        let largest = points.iter().copied().max()?;
+        if sort != MsmSort::Radix || points.contains(&0) || largest > max_chunk {
+            return None;
+        }
+        let sets = BucketSets::plain(WindowPlan::for_points(largest));
+        let total: u64 = points.iter().map(|&n| n as u64).sum();
+        if total * u64::from(sets.plan.nw) > u64::from(u32::MAX) {
+            return None;
+        }
+        let radix = points
+            .iter()
+            .map(|&n| RadixPlan::new(n, &sets))
+            .collect::<Option<Vec<_>>>()?;
+        Some(MsmBatch {
+            sets,
+            points: points.to_vec(),
+            radix,
+        })
+    }
+
+    /// Points of every MSM together.
+    pub fn total_points(&self) -> usize {
+        self.points.iter().sum()
+    }
+
+    /// Bucket sets of every MSM together.
+    pub fn all_sets(&self) -> u32 {
+        self.sets.sets * self.points.len() as u32
+    }
+
+    /// The sets the accumulation walks: every MSM's, each with at most the largest MSM's
+    /// entries.
+    pub fn shape(&self) -> SetsShape {
+        SetsShape {
+            sets: self.all_sets() as usize,
+            nb: self.sets.plan.nb as usize,
+            set_entries: self.points.iter().copied().max().unwrap_or(0) * self.sets.copies as usize,
+        }
+    }
+}
+
+/// The bucket sets a chunk's accumulation walks (`msm::affine`): `sets` sets of `nb` buckets,
+/// each holding at most `set_entries` entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetsShape {
+    /// Bucket sets.
+    pub sets: usize,
+    /// Buckets a set.
+    pub nb: usize,
+    /// Entries a set holds at most.
+    pub set_entries: usize,
+}
+
+impl SetsShape {
+    /// The sets of one MSM of `n` points in `sets`.
+    pub fn of(n: usize, sets: &BucketSets) -> Self {
+        SetsShape {
+            sets: sets.sets as usize,
+            nb: sets.plan.nb as usize,
+            set_entries: n * sets.copies as usize,
+        }
+    }
+}
+
 /// The windows of a Pippenger chunk grouped into bucket sets: window w's digits go to set
 /// w / copies with the bases' copy w % copies, copy k holding 2^(k c) times each base (see
 /// [`Precomputation`]). Without precomputed copies every window is its own set.
@@ -762,6 +847,36 @@ pub fn coset_generator() -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_holds_the_msms_one_radix_sort_can() {
+        // a 32 GiB partition's G1 tails: 16-bit windows for the largest, one set a window
+        let tails = [3_800_000, 2_900_000, 2_700_000];
+        let b = MsmBatch::new(&tails, MsmSort::Radix, 1 << 26).expect("the tails fit one sort");
+        assert_eq!(b.sets, BucketSets::plain(WindowPlan::with_window(16)));
+        assert_eq!((b.total_points(), b.all_sets()), (9_400_000, 48));
+        assert_eq!(
+            b.shape(),
+            SetsShape {
+                sets: 48,
+                nb: 1 << 15,
+                set_entries: 3_800_000
+            }
+        );
+        for (r, &n) in b.radix.iter().zip(&tails) {
+            assert_eq!(r.tiles_per_window, n.div_ceil(RADIX_TILE as usize));
+            assert_eq!(r.passes, b.radix[0].passes);
+        }
+        // what one sort cannot hold
+        assert_eq!(MsmBatch::new(&[], MsmSort::Radix, 1 << 26), None);
+        assert_eq!(MsmBatch::new(&[5, 0], MsmSort::Radix, 1 << 26), None);
+        assert_eq!(MsmBatch::new(&tails, MsmSort::Atomic, 1 << 26), None);
+        assert_eq!(MsmBatch::new(&tails, MsmSort::TwoLevel, 1 << 26), None);
+        assert_eq!(MsmBatch::new(&tails, MsmSort::Radix, 1 << 21), None);
+        // 13 windows of 2^26 points each: four MSMs' entries fit 32 bits, five do not
+        assert!(MsmBatch::new(&[1 << 26; 4], MsmSort::Radix, 1 << 26).is_some());
+        assert_eq!(MsmBatch::new(&[1 << 26; 5], MsmSort::Radix, 1 << 26), None);
+    }
 
     #[test]
     fn radix_passes_cover_the_key_once_in_order() {

@@ -21,7 +21,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
 use crate::bytes::{h_stage_msm_config, ones_pairs_granted};
-use crate::config::{MsmConfig, NttConfig};
+use crate::config::{MsmConfig, NttConfig, SparseTails};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
@@ -334,8 +334,9 @@ pub(crate) fn upload_sparse_inputs<E: Exec>(
     })
 }
 
-/// The sparse MSMs of `groups`, one after the other, from the splits `inputs` on the device
-/// ([`upload_sparse_inputs`] of `plan`); uploads nothing of the splits.
+/// The sparse MSMs of `groups` from the splits `inputs` on the device ([`upload_sparse_inputs`]
+/// of `plan`): L, A and B in G1 (their tails through Pippenger one after the other, or
+/// together, as `cfg.sparse_tails` says), then B in G2; uploads nothing of the splits.
 pub(crate) fn sparse_stage_uploaded<E: Exec>(
     e: &E,
     plan: &MsmPlan,
@@ -345,12 +346,25 @@ pub(crate) fn sparse_stage_uploaded<E: Exec>(
     cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<SparseMsms, GpuError> {
-    let mut one = |b: Bases<'_>, s: &SparseScalars, d: &SplitOnDevice<E::Buf>| {
-        msm::sparse_uploaded::<E, G1>(e, b, s, d, cfg, stats)
+    let g1 = [
+        (bases.l, &plan.l, &inputs.l),
+        (bases.a, &plan.a, &inputs.a),
+        (bases.b_g1, &plan.b, &inputs.b),
+    ];
+    let [l, a, b_g1] = match cfg.sparse_tails {
+        SparseTails::Apart => {
+            let mut one = |(b, s, d): (Bases<'_>, &SparseScalars, &SplitOnDevice<E::Buf>)| {
+                msm::sparse_uploaded::<E, G1>(e, b, s, d, cfg, stats)
+            };
+            [one(g1[0])?, one(g1[1])?, one(g1[2])?]
+        }
+        SparseTails::Together => {
+            let sums = msm::sparse_together::<E, G1>(e, &g1, cfg, stats)?;
+            <[G1Projective; 3]>::try_from(sums).map_err(|s| {
+                GpuError::InvalidInput(format!("{} sums for the three G1 queries", s.len()))
+            })?
+        }
     };
-    let l = one(bases.l, &plan.l, &inputs.l)?;
-    let a = one(bases.a, &plan.a, &inputs.a)?;
-    let b_g1 = one(bases.b_g1, &plan.b, &inputs.b)?;
     let b_g2 = match groups {
         SparseGroups::G1AndG2 => Some(msm::sparse_uploaded::<E, G2>(
             e, bases.b_g2, &plan.b, &inputs.b, cfg, stats,

@@ -14,7 +14,7 @@ use std::time::Instant;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use proofline_groth16::msm::SparseScalars;
+use proofline_groth16::msm::{MsmPlan, SparseScalars};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -40,9 +40,9 @@ use crate::layout::{
 use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
 use crate::plan::{coset_generator, root_of_unity, ChunkWindows, Precomputation};
-use crate::resident::Residency;
+use crate::resident::{Residency, StageBases};
 use crate::slot::{DeviceWords, GpuSlot, Lane};
-use crate::stages::upload_padded;
+use crate::stages::{sparse_stage_uploaded, upload_padded, upload_sparse_inputs, SparseGroups};
 
 /// Element-wise operation selector (matches `op` in cuda/arith.cu).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -841,6 +841,61 @@ impl TestGpu {
             msm::sparse::<_, C>(e, bases, split, cfg, &mut stats)
         })?;
         Ok((r, stats))
+    }
+
+    /// The sparse stage's G1 MSMs of `plan` (L, A and B) over resident bases that the three
+    /// queries share (the partition benchmark's tiled points), their tails apart or together
+    /// as `cfg.sparse_tails` says; the splits are uploaded in the call (timed in
+    /// `MsmStats::upload_ms`). Returns L's, A's and B's sums.
+    pub fn msm_sparse_g1_resident(
+        &self,
+        bases: &DeviceData,
+        plan: &MsmPlan,
+        cfg: &MsmConfig,
+    ) -> Result<([G1Projective; 3], MsmStats), GpuError> {
+        self.sparse_g1_over(Bases::Device(bases.words.ptr()), plan, cfg)
+    }
+
+    /// [`TestGpu::msm_sparse_g1_resident`] over bases with their ones' pair sums.
+    pub fn msm_sparse_g1_paired(
+        &self,
+        bases: &PairedPoints,
+        plan: &MsmPlan,
+        cfg: &MsmConfig,
+    ) -> Result<([G1Projective; 3], MsmStats), GpuError> {
+        self.sparse_g1_over(bases.bases(), plan, cfg)
+    }
+
+    fn sparse_g1_over(
+        &self,
+        bases: Bases<'_>,
+        plan: &MsmPlan,
+        cfg: &MsmConfig,
+    ) -> Result<([G1Projective; 3], MsmStats), GpuError> {
+        let shapes = [(&plan.l).into(), (&plan.a).into(), (&plan.b).into()];
+        let arena = Arena::new(
+            sparse_stage_bytes_with(&shapes, Residency::Resident, cfg, self.slot.sm_count()),
+            "sparse g1 msms",
+        );
+        let stage = StageBases {
+            h: bases,
+            l: bases,
+            a: bases,
+            b_g1: bases,
+            b_g2: Bases::Device(0),
+        };
+        let mut stats = MsmStats::default();
+        let msms = self.run(&arena, |e| {
+            let inputs = upload_sparse_inputs(e, plan, &mut stats)?;
+            let g1 = SparseGroups::G1Only;
+            let r = sparse_stage_uploaded(e, plan, &inputs, &stage, g1, cfg, &mut stats);
+            drop(inputs);
+            let synced = e.sync();
+            let msms = r?;
+            synced?;
+            Ok(msms)
+        })?;
+        Ok(([msms.l, msms.a, msms.b_g1], stats))
     }
 
     /// [`TestGpu::msm_sparse_resident`] in G2 (`bases` from [`TestGpu::tiled_g2_points`]).

@@ -13,8 +13,8 @@ use group::Group;
 use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
 use proofline_gpu::plan::ChunkWindows;
 use proofline_gpu::testkit::*;
-use proofline_gpu::{MsmConfig, NttConfig, NttKind, Precomputation, Residency};
-use proofline_groth16::msm::SparseScalars;
+use proofline_gpu::{MsmConfig, NttConfig, NttKind, Precomputation, Residency, SparseTails};
+use proofline_groth16::msm::{MsmPlan, SparseScalars};
 use proofline_groth16::prover;
 use rand::{RngCore, SeedableRng};
 use std::sync::OnceLock;
@@ -417,6 +417,45 @@ fn split_windows_match_blstrs() {
                 .msm_windows(&points, &scalars, windows, &cfg)
                 .expect("msm");
             assert_eq!(got, want, "{windows:?}, n = {n}, {name}");
+        }
+    }
+}
+
+/// The sparse stage's three G1 queries over bases they share (plain and with their ones' pair
+/// sums), their tails apart and together (`SparseTails::Together`: one Pippenger chunk for the
+/// three): equal to blstrs at the measured PoRep mixes, with a query without a tail between two
+/// with one.
+#[test]
+fn sparse_g1_tails_together_match_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let n = 1usize << max_log();
+    let points = random_points(n, sd + 7);
+    let plain = g.tiled_points(&points, n).expect("bases");
+    let paired = g.tiled_points_paired(&points, n).expect("paired bases");
+    let together = MsmConfig {
+        sparse_tails: SparseTails::Together,
+        ..MsmConfig::default()
+    };
+    let lens = [n, n - n / 100, n / 4];
+    let (l, b, ones) = (ScalarMix::L_8MIB, ScalarMix::B_8MIB, ScalarMix::ONES);
+    for (k, mixes) in [[l, l, b], [l, ones, b]].into_iter().enumerate() {
+        let scalars: Vec<Vec<Scalar>> = (0..3)
+            .map(|q| mixed_scalars(lens[q], mixes[q], sd + 200 + 3 * k as u64 + q as u64))
+            .collect();
+        let want: Vec<G1Projective> = (0..3)
+            .map(|q| cpu_msm(&points[..lens[q]], &scalars[q]))
+            .collect();
+        let plan = MsmPlan {
+            l: SparseScalars::from_dense(&scalars[0]),
+            a: SparseScalars::from_dense(&scalars[1]),
+            b: SparseScalars::from_dense(&scalars[2]),
+        };
+        for (name, cfg) in [("apart", MsmConfig::default()), ("together", together)] {
+            let (got, _) = g.msm_sparse_g1_resident(&plain, &plan, &cfg).expect("msm");
+            assert_eq!(got[..], want[..], "{name}, {mixes:?}");
+            let (got, _) = g.msm_sparse_g1_paired(&paired, &plan, &cfg).expect("msm");
+            assert_eq!(got[..], want[..], "{name} over pair sums, {mixes:?}");
         }
     }
 }

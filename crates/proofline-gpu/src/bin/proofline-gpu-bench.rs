@@ -14,9 +14,11 @@
 //! defaults only. `--only` (with `--variants`) keeps the variants of those names (e.g.
 //! `sort=atomic,sort=radix`), so that one call can spend its time on the comparison it is for.
 //! Variants must be compared within one run: the same binary varies by up to 8 % between device
-//! calls. The variant `pairs` runs the sparse MSMs (and the partition, on the defaults) over
-//! bases followed by their ones' pair sums (`OnesPairs::Resident`), as a resident set whose
-//! lease covers them holds them.
+//! calls. The variant `pairs` runs the sparse MSMs (and the partition, on the defaults and on
+//! the selected variants of the sparse G1 MSMs) over bases followed by their ones' pair sums
+//! (`OnesPairs::Resident`), as a resident set whose lease covers them holds them. Under
+//! `tails=together` the partition times L, A and B in G1 as one step (the sparse stage's one
+//! Pippenger chunk for their tails).
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
@@ -38,9 +40,9 @@ use proofline_gpu::testkit::{
     TestGpu,
 };
 use proofline_gpu::{
-    probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation,
+    probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation, SparseTails,
 };
-use proofline_groth16::msm::SparseScalars;
+use proofline_groth16::msm::{MsmPlan, SparseScalars};
 use serde_json::json;
 
 const SECTIONS: [&str; 5] = ["ntt", "msm", "sparse", "g2", "partition"];
@@ -581,6 +583,23 @@ fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     v
 }
 
+/// The partition's runs over the ones' pair sums: the defaults, and the selected variants of
+/// the sparse G1 MSMs (their tails, their ones' groups), which run over the pair sums in
+/// production.
+fn pairs_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
+    let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
+    let sparse = |m: &MsmConfig| {
+        m.sparse_tails != msm.sparse_tails || m.g1_ones_group_log != msm.g1_ones_group_log
+    };
+    let mut v = vec![("pairs".to_string(), msm, ntt)];
+    for (name, m) in MsmConfig::variants() {
+        if sparse(&m) && o.named(name) {
+            v.push((format!("pairs {name}"), m, ntt));
+        }
+    }
+    v
+}
+
 /// What a group of partition runs' MSMs read beside the bases: nothing more, the sparse
 /// queries' ones' pair sums, or the H bases' precomputed copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -614,22 +633,25 @@ fn partition(
     drop(host);
     // (query, share of the aux points, zero, one) of a real partition
     let shape = partition_shape(o.partition_mix);
-    let mut queries = Vec::new();
-    for (k, (name, share, zero, one)) in shape.iter().enumerate() {
+    let split = |k: usize| {
+        let (_, share, zero, one) = shape[k];
         let len = ((o.partition_points as f64) * share).round() as usize;
-        let sc = mixed_scalars(
-            len,
-            ScalarMix {
-                zero: *zero,
-                one: *one,
-            },
-            17 + k as u64,
-        );
-        queries.push((*name, SparseScalars::from_dense(&sc)));
-    }
+        let sc = mixed_scalars(len, ScalarMix { zero, one }, 17 + k as u64);
+        SparseScalars::from_dense(&sc)
+    };
+    let plan = MsmPlan {
+        l: split(0),
+        a: split(1),
+        b: split(2),
+    };
+    let queries = [
+        (shape[0].0, &plan.l),
+        (shape[1].0, &plan.a),
+        (shape[2].0, &plan.b),
+    ];
     // B in G2: B's split over G2 bases
     let unique_g2 = random_g2_points(1 << 16, 8);
-    let b_len = queries[2].1.num_bases;
+    let b_len = plan.b.num_bases;
     let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
     // Three groups of runs, each with what it reads beside the bases made just before it and
     // freed after it (the pool trimmed in between), so that one group's memory never squeezes
@@ -647,12 +669,7 @@ fn partition(
                     g.tiled_points_paired(unique, o.partition_points)?,
                     g.tiled_g2_points_paired(&unique_g2, b_len)?,
                 );
-                let defaults = (
-                    "pairs".to_string(),
-                    MsmConfig::default(),
-                    NttConfig::default(),
-                );
-                (extra, vec![defaults])
+                (extra, pairs_variants(o))
             }
             Prepared::HCopies if o.variants => {
                 let Some(p) = Precomputation::plan(n, 1 << 26, copies_budget(g, 50 << 30)) else {
@@ -673,6 +690,11 @@ fn partition(
             Extra::Pairs(p, _) => g.msm_sparse_paired(p, q, msm),
             _ => g.msm_sparse_resident(bases, q, msm),
         };
+        // the three G1 queries as the sparse stage runs them (their tails together)
+        let sparse_g1 = |msm: &MsmConfig| match &extra {
+            Extra::Pairs(p, _) => g.msm_sparse_g1_paired(p, &plan, msm),
+            _ => g.msm_sparse_g1_resident(bases, &plan, msm),
+        };
         let sparse_g2 = |q: &SparseScalars, msm: &MsmConfig| match &extra {
             Extra::Pairs(_, p) => g.msm_g2_sparse_paired(p, q, msm),
             _ => g.msm_g2_sparse_resident(&bases_g2, q, msm),
@@ -685,10 +707,17 @@ fn partition(
             // warm-up (pool)
             g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
             h_msm(&a, &msm)?;
-            for (_, q) in &queries {
-                sparse(q, &msm)?;
+            match msm.sparse_tails {
+                SparseTails::Apart => {
+                    for (_, q) in queries {
+                        sparse(q, &msm)?;
+                    }
+                }
+                SparseTails::Together => {
+                    sparse_g1(&msm)?;
+                }
             }
-            sparse_g2(&queries[2].1, &msm)?;
+            sparse_g2(&plan.b, &msm)?;
             let mut steps: Vec<(String, f64, Option<MsmStats>)> = Vec::new();
             let t0 = Instant::now();
             let t = Instant::now();
@@ -705,17 +734,33 @@ fn partition(
                 t.elapsed().as_secs_f64() * 1e3,
                 Some(st),
             ));
-            for (name, q) in &queries {
-                let t = Instant::now();
-                let (_, st) = sparse(q, &msm)?;
-                steps.push((
-                    format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
-                    t.elapsed().as_secs_f64() * 1e3,
-                    Some(st),
-                ));
+            match msm.sparse_tails {
+                SparseTails::Apart => {
+                    for (name, q) in queries {
+                        let t = Instant::now();
+                        let (_, st) = sparse(q, &msm)?;
+                        steps.push((
+                            format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
+                            t.elapsed().as_secs_f64() * 1e3,
+                            Some(st),
+                        ));
+                    }
+                }
+                SparseTails::Together => {
+                    let t = Instant::now();
+                    let (_, st) = sparse_g1(&msm)?;
+                    steps.push((
+                        format!(
+                            "L, A, B_G1 sparse, tails together ({} pts, tail {})",
+                            st.points, st.tail
+                        ),
+                        t.elapsed().as_secs_f64() * 1e3,
+                        Some(st),
+                    ));
+                }
             }
             let t = Instant::now();
-            let (_, st) = sparse_g2(&queries[2].1, &msm)?;
+            let (_, st) = sparse_g2(&plan.b, &msm)?;
             steps.push((
                 format!("B_G2 sparse ({} pts, tail {})", st.points, st.tail),
                 t.elapsed().as_secs_f64() * 1e3,

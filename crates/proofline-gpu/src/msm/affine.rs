@@ -12,26 +12,28 @@ use crate::config::{MsmConfig, RoundPoints};
 use crate::curve::{AffineKernels, MsmCurve};
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
-use crate::plan::{affine_threads, AffineGroup, BucketSets};
+use crate::plan::{affine_threads, AffineGroup, SetsShape};
 
 /// The batch-affine accumulation
 /// ([`MsmAcc::BatchAffine`](crate::config::MsmAcc::BatchAffine)) of a chunk's sorted entries:
 /// its bucket sets in groups ([`AffineGroup`]), each group through `rounds` rounds of
 /// `cuda/msm_affine.cuh` (every bucket halved, one batched inversion per round), then the XYZZ
-/// accumulation of what they leave into the group's buckets. `n` points, each in every set at
-/// most `sets.copies` times. Frees its temporaries and synchronises after each group.
+/// accumulation of what they leave into the group's buckets. `shape`: the chunk's sets, their
+/// buckets and the most entries a set holds. Frees its temporaries and synchronises after each
+/// group.
 pub(super) fn batch_affine<E: Exec, C: MsmCurve>(
     e: &E,
     ak: AffineKernels,
     sorted: &AccInput,
-    sets: &BucketSets,
-    n: usize,
+    shape: SetsShape,
     rounds: u32,
     cfg: &MsmConfig,
 ) -> Result<(), GpuError> {
-    let nb = sets.plan.nb as usize;
-    let nsets = sets.sets as usize;
-    let set_entries = n * sets.copies as usize;
+    let SetsShape {
+        sets: nsets,
+        nb,
+        set_entries,
+    } = shape;
     let per_group = AffineGroup::sets_per_group(nsets, set_entries, ak.group_entries);
     let mut first = 0;
     while first < nsets {

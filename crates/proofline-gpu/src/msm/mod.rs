@@ -11,7 +11,7 @@
 //! * [`affine`]: the batch-affine rounds (one batched inversion per round) and the inversion;
 //! * [`ones`]: the sum of the bases of a sparse query's ones, listed from its bitmap;
 //! * [`sparse`]: a sparse query's split on the device, its ones summed and its tail through
-//!   Pippenger;
+//!   Pippenger (several queries' tails through one, `pippenger::pippenger_batch`);
 //! * [`fixed`]: what a resident set derives once from its fixed bases (pair sums, precomputed
 //!   copies);
 //! * [`scan`]: the exclusive scan the others share.
@@ -52,7 +52,7 @@ pub(crate) use pippenger::dense;
 pub(crate) use pippenger::{pippenger, pippenger_sets, pippenger_windows};
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use sparse::sparse;
-pub(crate) use sparse::{sparse_uploaded, upload_split, SplitOnDevice};
+pub(crate) use sparse::{sparse_together, sparse_uploaded, upload_split, SplitOnDevice};
 
 /// Points per chunk when bases are streamed from host memory (384 MiB of G1 points, 768 MiB of
 /// G2 points; two pinned host buffers of a chunk per streaming slot).

@@ -1,7 +1,8 @@
 //! Pippenger over scalars on the device: chunks of at most [`MsmConfig::max_chunk`] points, a
 //! chunk's windows (uniform, or split in two MSMs) from the sort by bucket through the bucket
 //! accumulation, the segmented bucket reduction and the window combination to one point; and
-//! the dense MSM over resident, precomputed, paired or streamed bases.
+//! the dense MSM over resident, precomputed, paired or streamed bases; and several MSMs of the
+//! same windows through one chunk ([`pippenger_batch`]).
 
 use std::time::Instant;
 
@@ -9,7 +10,7 @@ use group::Group;
 
 use super::accumulate::{accumulate, AccInput};
 use super::affine::batch_affine;
-use super::sort::{sort_atomic, sort_radix, sort_two_level, Sorted};
+use super::sort::{sort_atomic, sort_radix, sort_two_level, SortSegment, Sorted};
 use super::{ms_since, point_at, Bases, MsmStats};
 use crate::abi::{
     BucketReduceArgs, DevPtr, DevPtrMut, ScalarsHighArgs, WindowCombineArgs, XyzzReduceArgs,
@@ -19,7 +20,9 @@ use crate::config::{MsmAcc, MsmConfig};
 use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec, Readback};
-use crate::plan::{combine_windows, BucketSets, ChunkSort, ChunkWindows, Precomputation};
+use crate::plan::{
+    combine_windows, BucketSets, ChunkSort, ChunkWindows, MsmBatch, Precomputation, SetsShape,
+};
 use crate::stager::stream_chunks;
 
 /// `sum scalars[i] * bases[i]`, i < n, both on the device; chunks of [`MsmConfig::max_chunk`].
@@ -132,22 +135,89 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     stride: u32,
     cfg: &MsmConfig,
 ) -> Result<C::Projective, GpuError> {
+    // 1. sort the (point, window) entries by bucket
+    let sorted = match ChunkSort::of(cfg.sort, n, sets) {
+        ChunkSort::TwoLevel(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
+        ChunkSort::Radix(radix) => {
+            let one = SortSegment {
+                scalars: sp,
+                points: n,
+                radix: &radix,
+            };
+            sort_radix(e, &[one], sets, stride)?
+        }
+        ChunkSort::Atomic => sort_atomic(e, sp, n, sets, stride)?,
+    };
+    let sums = sorted_sums::<E, C>(e, bp, sorted, sets, SetsShape::of(n, sets), n, cfg)?;
+    Ok(sums.into_iter().sum())
+}
+
+/// The MSMs of `batch` in one Pippenger chunk: their bases side by side at `bp` (MSM k's
+/// points after those of the MSMs before it), MSM k's scalars at `scalars[k]`; one sum per
+/// MSM, in order.
+pub(crate) fn pippenger_batch<E: Exec, C: MsmCurve>(
+    e: &E,
+    bp: u64,
+    scalars: &[u64],
+    batch: &MsmBatch,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<Vec<C::Projective>, GpuError> {
+    if scalars.len() != batch.points.len() {
+        return Err(GpuError::InvalidInput(format!(
+            "{} scalar arrays for a batch of {} MSMs",
+            scalars.len(),
+            batch.points.len()
+        )));
+    }
+    let t = Instant::now();
+    let segments: Vec<SortSegment<'_>> = scalars
+        .iter()
+        .zip(&batch.points)
+        .zip(&batch.radix)
+        .map(|((&scalars, &points), radix)| SortSegment {
+            scalars,
+            points,
+            radix,
+        })
+        .collect();
+    let sorted = sort_radix(e, &segments, &batch.sets, 0)?;
+    let total = batch.total_points();
+    let sums = sorted_sums::<E, C>(e, bp, sorted, &batch.sets, batch.shape(), total, cfg)?;
+    stats.tail += total;
+    stats.window = batch.sets.plan.c;
+    stats.windows = batch.sets.plan.nw;
+    stats.chunks += 1;
+    stats.pippenger_ms += ms_since(t);
+    Ok(sums)
+}
+
+/// From a chunk's sorted entries over the `n` points at `bp` (all its MSMs' together), each
+/// MSM's sum: the bucket accumulation (the batch-affine rounds first, G1 with
+/// `MsmAcc::BatchAffine`, then the balanced XYZZ accumulation of what is left) over the sets of
+/// `shape`, the segmented bucket reduction, the window combination and the per-window tree,
+/// then each MSM's windows (`sets.sets` of them, its sets after those of the MSMs before it)
+/// combined on the host.
+fn sorted_sums<E: Exec, C: MsmCurve>(
+    e: &E,
+    bp: u64,
+    sorted: Sorted<E::Buf>,
+    sets: &BucketSets,
+    shape: SetsShape,
+    n: usize,
+    cfg: &MsmConfig,
+) -> Result<Vec<C::Projective>, GpuError> {
     let k = C::KERNELS;
     let plan = sets.plan;
-    let m = sets.buckets();
+    let nsets = shape.sets as u32;
+    let m = shape.sets * shape.nb;
     let max_entries = n * plan.nw as usize;
-    // 1. sort the (point, window) entries by bucket
     let Sorted {
         counts,
         ends: cursor,
         vals,
-    } = match ChunkSort::of(cfg.sort, n, sets) {
-        ChunkSort::TwoLevel(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
-        ChunkSort::Radix(r) => sort_radix(e, sp, n, sets, stride, &r)?,
-        ChunkSort::Atomic => sort_atomic(e, sp, n, sets, stride)?,
-    };
-    // 2. bucket accumulation: the batch-affine rounds first (G1, `MsmAcc::BatchAffine`), then
-    // the balanced XYZZ accumulation of what is left
+    } = sorted;
+    // 2. bucket accumulation
     let mut entries = [0u32; 1];
     e.read(
         Readback::Entries {
@@ -158,7 +228,7 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         &mut entries,
     )?;
     let buckets = e.alloc(m * C::XYZZ_WORDS)?;
-    let sorted = AccInput {
+    let acc = AccInput {
         points: bp,
         vals: vals.ptr(),
         ends: cursor.ptr(),
@@ -169,15 +239,14 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     };
     match (cfg.acc, k.affine) {
         (MsmAcc::BatchAffine { rounds }, Some(ak)) => {
-            batch_affine::<E, C>(e, ak, &sorted, sets, n, rounds.clamp(1, 8), cfg)?
+            batch_affine::<E, C>(e, ak, &acc, shape, rounds.clamp(1, 8), cfg)?
         }
-        _ => accumulate::<E, C>(e, &sorted, cfg)?,
+        _ => accumulate::<E, C>(e, &acc, cfg)?,
     }
     drop(vals);
     e.sync()?;
     // 3. segmented bucket reduction
     let segs = plan.segments();
-    let nsets = sets.sets;
     let seg_out = e.alloc(nsets as usize * segs as usize * 2 * C::XYZZ_WORDS)?;
     e.launch_as(
         k.bucket_reduce,
@@ -227,7 +296,10 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
         .chunks_exact(C::JACOBIAN_WORDS)
         .map(C::from_jacobian)
         .collect();
-    Ok(combine_windows(&windows, sets.shift()))
+    Ok(windows
+        .chunks(sets.sets as usize)
+        .map(|w| combine_windows(w, sets.shift()))
+        .collect())
 }
 
 /// Dense MSM of the `n` scalars at `scalars` (on the device) with bases resident or streamed.

@@ -127,112 +127,149 @@ pub(super) fn sort_two_level<E: Exec>(
     Ok(Sorted { counts, ends, vals })
 }
 
-/// Radix sort (see `cuda/msm.cu`): the scalars' words and carries with every pass's digit
-/// histogram, each pass's digit starts per set, then per bucket set the single-pass scatters of
-/// `radix` (the last one adding up the buckets' sizes), then the scan of the sizes into each
-/// bucket's start and end. Counts and ends hold one value more (the total). Its temporaries are
-/// freed (and the lane synchronised) before it returns.
+/// One MSM of a radix sort: its `points` scalars at `scalars` (on the device) and its plan.
+/// A sort of several MSMs ([`MsmBatch`](crate::plan::MsmBatch)) takes their bases side by
+/// side: MSM k's entries name the points after those of the MSMs before it.
+pub(super) struct SortSegment<'a> {
+    pub(super) scalars: u64,
+    pub(super) points: usize,
+    pub(super) radix: &'a RadixPlan,
+}
+
+/// Radix sort (see `cuda/msm.cu`) of the entries of one MSM or of several (`segments`, each in
+/// the bucket sets `sets`, its sets after those of the MSMs before it): the scalars' words and
+/// carries with every pass's digit histogram (one preparation per MSM), each pass's digit
+/// starts per set, then per bucket set the single-pass scatters of the passes (the last one
+/// adding up the buckets' sizes), then the scan of the sizes into each bucket's start and end.
+/// Counts and ends hold one value more (the total). Every pass runs the tiles of the largest
+/// MSM's sets, so that each clears for the next all the published counts that one reads. Its
+/// temporaries are freed (and the lane synchronised) before it returns.
 pub(super) fn sort_radix<E: Exec>(
     e: &E,
-    sp: u64,
-    n: usize,
+    segments: &[SortSegment<'_>],
     sets: &BucketSets,
     stride: u32,
-    radix: &RadixPlan,
 ) -> Result<Sorted<E::Buf>, GpuError> {
+    let Some(radix) = segments.first().map(|s| s.radix) else {
+        return Err(GpuError::InvalidInput("a radix sort of no MSM".into()));
+    };
     let plan = &sets.plan;
-    let m = sets.buckets();
+    let n: usize = segments.iter().map(|s| s.points).sum();
+    let msm_sets = sets.sets as usize;
+    let nsets = msm_sets * segments.len();
+    let m = sets.buckets() * segments.len();
     let counts = e.zeros(m + 1)?;
     let ends = e.alloc(m + 1)?;
     let vals = e.alloc(n * plan.nw as usize)?;
     let words = e.alloc(8 * n)?;
     let carries = e.alloc(n)?;
     let npasses = radix.passes.len();
-    let nsets = sets.sets as usize;
     let bins = 1usize << RADIX_BITS;
     let hist = e.zeros(npasses * nsets * bins)?;
     let digits = e.alloc(npasses * nsets * bins)?;
     let set_starts = e.alloc(nsets + 1)?;
-    let blocks = grid(n, ELEMENT_THREADS).min(e.sm_count() * RADIX_PREP_BLOCKS_PER_SM);
+    let mut point0 = 0usize;
+    for (k, seg) in segments.iter().enumerate() {
+        let blocks = grid(seg.points, ELEMENT_THREADS).min(e.sm_count() * RADIX_PREP_BLOCKS_PER_SM);
+        e.launch(
+            blocks,
+            ELEMENT_THREADS,
+            &RadixPrepArgs {
+                scalars: DevPtr(seg.scalars),
+                hist: DevPtrMut(hist.ptr()),
+                words: DevPtrMut(words.ptr()),
+                carries: DevPtrMut(carries.ptr()),
+                n: n as u32,
+                point0: point0 as u32,
+                points: seg.points as u32,
+                c: plan.c,
+                nw: plan.nw,
+                copies: sets.copies,
+                sets: sets.sets,
+                set0: (k * msm_sets) as u32,
+                all_sets: nsets as u32,
+                set_bins: radix.set_bins(),
+                passes: npasses as u32,
+                pass_bits: radix.packed_bits(),
+            },
+        )?;
+        point0 += seg.points;
+    }
     e.launch(
-        blocks,
-        ELEMENT_THREADS,
-        &RadixPrepArgs {
-            scalars: DevPtr(sp),
-            hist: DevPtrMut(hist.ptr()),
-            words: DevPtrMut(words.ptr()),
-            carries: DevPtrMut(carries.ptr()),
-            n: n as u32,
-            c: plan.c,
-            nw: plan.nw,
-            copies: sets.copies,
-            sets: sets.sets,
-            set_bins: radix.set_bins(),
-            passes: npasses as u32,
-            pass_bits: radix.packed_bits(),
-        },
-    )?;
-    e.launch(
-        sets.sets,
+        nsets as u32,
         RADIX_THREADS,
         &RadixDigitsArgs {
             hist: DevPtr(hist.ptr()),
             starts: DevPtrMut(digits.ptr()),
             set_starts: DevPtrMut(set_starts.ptr()),
-            sets: sets.sets,
+            sets: nsets as u32,
             passes: npasses as u32,
             pass_bits: radix.packed_bits(),
         },
     )?;
     // (key, entry) pairs of one set between passes: two buffers where three passes or more
-    let set_entries = n * sets.copies as usize;
+    let largest = segments.iter().map(|s| s.points).max().unwrap_or(0);
+    let set_entries = largest * sets.copies as usize;
     let between = npasses.saturating_sub(1).min(2);
     let pairs = (0..between)
         .map(|_| e.alloc(2 * set_entries))
         .collect::<Result<Vec<_>, _>>()?;
     // the tiles' published counts: one buffer per pass in turn, each pass clearing the other
-    let status = [e.zeros(radix.slots(sets))?, e.zeros(radix.slots(sets))?];
-    let tiles = radix.tiles(sets);
+    let tiles = segments
+        .iter()
+        .map(|s| s.radix.tiles(sets))
+        .max()
+        .unwrap_or(0);
+    let slots = (1usize << radix.max_bits()) * tiles + 1;
+    let status = [e.zeros(slots)?, e.zeros(slots)?];
     let last = npasses - 1;
     let mut turn = 0;
-    for set in 0..sets.sets {
-        for (p, &(shift, bits)) in radix.passes.iter().enumerate() {
-            let out = if p == last {
-                vals.ptr()
-            } else {
-                pairs[p % 2].ptr()
-            };
-            e.launch(
-                tiles as u32,
-                RADIX_THREADS,
-                &RadixPassArgs {
-                    words: DevPtr(words.ptr()),
-                    carries: DevPtr(carries.ptr()),
-                    pairs_in: DevPtr(if p == 0 { 0 } else { pairs[(p - 1) % 2].ptr() }),
-                    set_starts: DevPtr(set_starts.ptr()),
-                    digit_starts: DevPtr(digits.at((p * nsets + set as usize) * bins)),
-                    counts: DevPtrMut(counts.ptr()),
-                    status: DevPtrMut(status[turn % 2].ptr()),
-                    status_next: DevPtrMut(status[(turn + 1) % 2].ptr()),
-                    out: DevPtrMut(out),
-                    n: n as u32,
-                    c: plan.c,
-                    nw: plan.nw,
-                    nb: plan.nb,
-                    copies: sets.copies,
-                    stride,
-                    set,
-                    tiles: tiles as u32,
-                    tiles_per_window: radix.tiles_per_window as u32,
-                    shift,
-                    bits,
-                    next_bits: radix.passes[(p + 1) % npasses].1,
-                    first: u32::from(p == 0),
-                    last: u32::from(p == last),
-                },
-            )?;
-            turn += 1;
+    let mut point0 = 0usize;
+    for (k, seg) in segments.iter().enumerate() {
+        let set0 = (k * msm_sets) as u32;
+        for set in set0..set0 + sets.sets {
+            for (p, &(shift, bits)) in seg.radix.passes.iter().enumerate() {
+                let out = if p == last {
+                    vals.ptr()
+                } else {
+                    pairs[p % 2].ptr()
+                };
+                e.launch(
+                    tiles as u32,
+                    RADIX_THREADS,
+                    &RadixPassArgs {
+                        words: DevPtr(words.ptr()),
+                        carries: DevPtr(carries.ptr()),
+                        pairs_in: DevPtr(if p == 0 { 0 } else { pairs[(p - 1) % 2].ptr() }),
+                        set_starts: DevPtr(set_starts.ptr()),
+                        digit_starts: DevPtr(digits.at((p * nsets + set as usize) * bins)),
+                        counts: DevPtrMut(counts.ptr()),
+                        status: DevPtrMut(status[turn % 2].ptr()),
+                        status_next: DevPtrMut(status[(turn + 1) % 2].ptr()),
+                        out: DevPtrMut(out),
+                        n: n as u32,
+                        point0: point0 as u32,
+                        points: seg.points as u32,
+                        c: plan.c,
+                        nw: plan.nw,
+                        nb: plan.nb,
+                        copies: sets.copies,
+                        stride,
+                        set,
+                        set0,
+                        tiles: tiles as u32,
+                        tiles_per_window: seg.radix.tiles_per_window as u32,
+                        shift,
+                        bits,
+                        next_bits: seg.radix.passes[(p + 1) % npasses].1,
+                        first: u32::from(p == 0),
+                        last: u32::from(p == last),
+                    },
+                )?;
+                turn += 1;
+            }
         }
+        point0 += seg.points;
     }
     drop((words, carries, pairs, status, hist, digits, set_starts));
     exclusive_scan(e, counts.ptr(), ends.ptr(), m + 1)?;

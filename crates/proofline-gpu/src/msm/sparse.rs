@@ -1,7 +1,8 @@
 //! A sparse query's MSM from its split: the split copied to the device ([`upload_split`]) so
 //! that a caller can do it before it runs kernels, then ([`sparse_uploaded`]) the ones summed,
 //! the tail's bases gathered side by side and through Pippenger with the tail's scalars; bases
-//! resident or streamed chunk by chunk.
+//! resident or streamed chunk by chunk. Several queries of one group can share their tails'
+//! Pippenger ([`sparse_together`]).
 
 use std::time::Instant;
 
@@ -9,7 +10,7 @@ use group::Group;
 use proofline_groth16::msm::SparseScalars;
 
 use super::ones::{sum_ones, OnesBits, OnesList};
-use super::pippenger::pippenger;
+use super::pippenger::{pippenger, pippenger_batch};
 use super::{ms_since, point_at, Bases, MsmStats};
 use crate::abi::{DevPtr, DevPtrMut, GatherArgs, ELEMENT_THREADS};
 use crate::config::MsmConfig;
@@ -17,6 +18,7 @@ use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
+use crate::plan::MsmBatch;
 use crate::stager::stream_chunks;
 
 /// Copies the points at the `n` indices at `idx` (on the device, relative to `bases`) side by
@@ -145,6 +147,87 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
     cfg: &MsmConfig,
     stats: &mut MsmStats,
 ) -> Result<C::Projective, GpuError> {
+    check_split::<E, C>(bases, split, dev)?;
+    let tail = split.tail_index.len();
+    let gathered = if tail > 0 {
+        Some(e.alloc(tail * C::AFFINE_WORDS)?)
+    } else {
+        None
+    };
+    let mut total = ones_and_gather::<E, C>(
+        e,
+        bases,
+        split,
+        dev,
+        gathered.as_ref().map(|g| g.ptr()),
+        cfg,
+        stats,
+    )?;
+    if let (Some(g), Some(scalars)) = (gathered, &dev.tail_scalars) {
+        total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, cfg, stats)?;
+        drop(g);
+        e.sync()?;
+    }
+    Ok(total)
+}
+
+/// A query of [`sparse_together`]: its bases, its split on the host and its split on the device.
+pub(crate) type TogetherQuery<'a, 'b, P, B> =
+    (Bases<'a, P>, &'b SparseScalars, &'b SplitOnDevice<B>);
+
+/// The sparse MSMs of `queries` with their tails through one Pippenger chunk
+/// (`SparseTails::Together`): each query's ones summed and its tail's bases gathered into one
+/// buffer, side by side, then [`pippenger_batch`] over the tails that are not empty; one sum
+/// per query, in order. Where one chunk cannot hold the tails (`MsmBatch::new`) they go through
+/// Pippenger one after the other, as [`sparse_uploaded`] does.
+pub(crate) fn sparse_together<E: Exec, C: MsmCurve>(
+    e: &E,
+    queries: &[TogetherQuery<'_, '_, C::Affine, E::Buf>],
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<Vec<C::Projective>, GpuError> {
+    for &(bases, split, dev) in queries {
+        check_split::<E, C>(bases, split, dev)?;
+    }
+    let tails: Vec<usize> = queries.iter().map(|q| q.1.tail_index.len()).collect();
+    let with_tail: Vec<usize> = tails.iter().copied().filter(|&t| t > 0).collect();
+    let Some(batch) = MsmBatch::new(&with_tail, cfg.sort, cfg.max_chunk()) else {
+        return queries
+            .iter()
+            .map(|&(bases, split, dev)| sparse_uploaded::<E, C>(e, bases, split, dev, cfg, stats))
+            .collect();
+    };
+    let gathered = e.alloc(batch.total_points() * C::AFFINE_WORDS)?;
+    let mut sums = Vec::with_capacity(queries.len());
+    let mut scalars = Vec::with_capacity(with_tail.len());
+    let mut at = 0usize;
+    for (&(bases, split, dev), &tail) in queries.iter().zip(&tails) {
+        let out = (tail > 0).then(|| gathered.at(at * C::AFFINE_WORDS));
+        sums.push(ones_and_gather::<E, C>(
+            e, bases, split, dev, out, cfg, stats,
+        )?);
+        if let Some(s) = &dev.tail_scalars {
+            scalars.push(s.ptr());
+        }
+        at += tail;
+    }
+    let tail_sums = pippenger_batch::<E, C>(e, gathered.ptr(), &scalars, &batch, cfg, stats)?;
+    drop(gathered);
+    e.sync()?;
+    // the batch's sums are those of the queries with a tail, in order
+    let with_tails = sums.iter_mut().zip(&tails).filter(|(_, &t)| t > 0);
+    for ((sum, _), tail_sum) in with_tails.zip(tail_sums) {
+        *sum += tail_sum;
+    }
+    Ok(sums)
+}
+
+/// The split on the device matches the host's, and host bases cover the query.
+fn check_split<E: Exec, C: MsmCurve>(
+    bases: Bases<'_, C::Affine>,
+    split: &SparseScalars,
+    dev: &SplitOnDevice<E::Buf>,
+) -> Result<(), GpuError> {
     let tail = split.tail_index.len();
     if tail != split.tail_scalars.len() || tail != dev.tail() {
         return Err(GpuError::InvalidInput(format!(
@@ -163,16 +246,27 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
             )));
         }
     }
+    Ok(())
+}
+
+/// A checked query's ones summed and its tail's bases gathered side by side at `out` (room for
+/// its whole tail; `None` when it has none): over resident bases in one go, over streamed
+/// bases chunk by chunk. Returns the ones' sum.
+fn ones_and_gather<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: Bases<'_, C::Affine>,
+    split: &SparseScalars,
+    dev: &SplitOnDevice<E::Buf>,
+    out: Option<u64>,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<C::Projective, GpuError> {
+    let tail = split.tail_index.len();
     stats.points += split.num_bases;
-    let ones_rounds = C::KERNELS.affine.map(|ak| ak.ones);
+    let ones_rounds = C::ones_rounds(cfg);
     let ones = dev.ones.as_ref().map(|b| OnesBits::of(b, split.ones.len()));
     let mut total = C::Projective::identity();
-    let gathered = if tail > 0 {
-        Some(e.alloc(tail * C::AFFINE_WORDS)?)
-    } else {
-        None
-    };
-    let out = |t0: usize| gathered.as_ref().map(|g| g.at(t0 * C::AFFINE_WORDS));
+    let out_at = |t0: usize| out.map(|o| point_at::<C>(o, t0));
     let list = match bases {
         Bases::Paired { n, .. } => OnesList::Paired { n },
         _ => OnesList::Single,
@@ -184,7 +278,7 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
                 let all = 0..split.num_bases;
                 total += sum_ones::<E, C>(e, p, ones, all, list, ones_rounds, cfg, stats)?;
             }
-            if let (Some(o), Some(idx)) = (out(0), &dev.tail_index) {
+            if let (Some(o), Some(idx)) = (out_at(0), &dev.tail_index) {
                 gather::<E, C>(e, p, idx.ptr(), tail, o, stats)?;
             }
         }
@@ -203,7 +297,7 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
                 }
                 // the chunk's part of the tail: a range of the device's index list
                 let t = in_range(&split.tail_index, st.lo, st.hi);
-                if let (Some(o), Some(idx)) = (out(t.start), &dev.tail_index) {
+                if let (Some(o), Some(idx)) = (out_at(t.start), &dev.tail_index) {
                     gather::<E, C>(e, base, idx.at(t.start), t.len(), o, stats)?;
                 }
                 // the chunk's copy and kernels are done: its host buffer can be refilled
@@ -212,11 +306,6 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
             drop(staging);
             e.sync()?;
         }
-    }
-    if let (Some(g), Some(scalars)) = (gathered, &dev.tail_scalars) {
-        total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, cfg, stats)?;
-        drop(g);
-        e.sync()?;
     }
     Ok(total)
 }
