@@ -58,7 +58,10 @@ pub enum MsmAcc {
     /// rounds of their own where they pay (`plan::OnesRounds`). The production
     /// default with 4 rounds: dense 2^24 / 2^25 / 2^26 in 115.7 / 215.4 / 412.9 ms against
     /// 135.0 / 260.6 / 509.7 with [`MsmAcc::Xyzz`], the H MSM of a 32 GiB partition 827.2
-    /// against 1,013.1 (H200; 2 rounds were as fast at 2^24 and slower above).
+    /// against 1,013.1 (H200; 2 rounds were as fast at 2^24 and slower above; 5 and 6 within
+    /// 0.8 % of 4 on dense MSMs and the H MSM). The variant `rounds=5` stays for the sparse
+    /// tails, whose 16-bit windows hold ~116 entries a bucket at 32 GiB: four rounds leave them
+    /// ~7 a bucket for the XYZZ accumulation, against ~2 for a dense MSM.
     BatchAffine {
         /// Rounds (1..=8): the XYZZ pass is left with about 2^-rounds of the additions.
         rounds: u32,
@@ -214,6 +217,13 @@ impl MsmConfig {
                 "acc=xyzz",
                 MsmConfig {
                     acc: MsmAcc::Xyzz,
+                    ..d
+                },
+            ),
+            (
+                "rounds=5",
+                MsmConfig {
+                    acc: MsmAcc::BatchAffine { rounds: 5 },
                     ..d
                 },
             ),

@@ -583,13 +583,15 @@ fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     v
 }
 
-/// The partition's runs over the ones' pair sums: the defaults, and the selected variants of
-/// the sparse G1 MSMs (their tails, their ones' groups), which run over the pair sums in
-/// production.
+/// The partition's runs over the ones' pair sums: the defaults, and the selected variants that
+/// change the sparse G1 MSMs (their tails, their ones' groups, the accumulation's rounds),
+/// which run over the pair sums in production.
 fn pairs_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let sparse = |m: &MsmConfig| {
-        m.sparse_tails != msm.sparse_tails || m.g1_ones_group_log != msm.g1_ones_group_log
+        m.sparse_tails != msm.sparse_tails
+            || m.g1_ones_group_log != msm.g1_ones_group_log
+            || m.acc != msm.acc
     };
     let mut v = vec![("pairs".to_string(), msm, ntt)];
     for (name, m) in MsmConfig::variants() {
