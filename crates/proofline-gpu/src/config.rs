@@ -282,6 +282,20 @@ impl MsmConfig {
         ]
     }
 
+    /// The [`MsmConfig::variants`] a single MSM of fewer than 2^25 points can tell apart (the
+    /// tests'): without those that only group the sparse stage's G1 MSMs (`sparse_tails`) or
+    /// size the ones' groups (`g1_ones_group_log`: both sizes hold such an MSM's ones in one
+    /// group), under which it runs as under the defaults.
+    pub fn single_msm_variants() -> Vec<(&'static str, MsmConfig)> {
+        let d = MsmConfig::default();
+        MsmConfig::variants()
+            .into_iter()
+            .filter(|(_, m)| {
+                m.sparse_tails == d.sparse_tails && m.g1_ones_group_log == d.g1_ones_group_log
+            })
+            .collect()
+    }
+
     /// The most points per group of a sparse G1 query's ones' sums.
     pub fn g1_ones_group(&self) -> usize {
         1 << self.g1_ones_group_log.clamp(16, 26)

@@ -695,7 +695,7 @@ mod tests {
         let e = EmuExec::new(SMS);
         let points = random_points(1 << 12, 11);
         let scalars = random_scalars(1 << 12, 12);
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             for n in [1usize, 2, 3, 100, 1 << 10, 1 << 12] {
                 // a fresh account: its peak is this MSM's (with real data read back), within
                 // the byte formula of bytes.rs plus the uploads
@@ -743,7 +743,7 @@ mod tests {
         ];
         for (k, windows) in splits.iter().enumerate() {
             let variants = match k {
-                0 => MsmConfig::variants(),
+                0 => MsmConfig::single_msm_variants(),
                 _ => vec![("default", MsmConfig::default())],
             };
             for (name, cfg) in variants {
@@ -794,7 +794,7 @@ mod tests {
                     "copy {k} of {i}"
                 );
             }
-            for (name, cfg) in MsmConfig::variants() {
+            for (name, cfg) in MsmConfig::single_msm_variants() {
                 let got = msm::pippenger_sets::<_, G1>(
                     &e,
                     all.ptr(),
@@ -826,7 +826,7 @@ mod tests {
         let mut points = random_points(n, 21);
         points[n / 2] = G1Affine::identity();
         let b = e.upload(affines_as_u32(&points)).unwrap();
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             for mix in [ScalarMix::B_8MIB, ScalarMix::ONES, ScalarMix::ZEROS] {
                 let scalars = mixed_scalars(n, mix, 22);
                 let split = SparseScalars::from_dense(&scalars);
@@ -952,7 +952,7 @@ mod tests {
         let ones: IndexBitmap = (0..n as u32).filter(|_| rng.gen_bool(0.46)).collect();
         let bits = e.upload(ones.words()).unwrap();
         let bits = OnesBits::of(&bits, ones.len());
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             for rounds in [
                 None,
                 C::KERNELS.affine.map(|ak| ak.ones),

@@ -385,7 +385,7 @@ fn msm_dense_matches_blstrs() {
     let bases = g.tiled_points(&points, maxn).expect("upload");
     for &n in &sizes {
         let want = cpu_msm(&points[..n], &scalars[..n]);
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             let got = g.msm(&points[..n], &scalars[..n], &cfg).expect("msm");
             assert_eq!(got, want, "dense msm n = {n}, {name}");
             let s = g.scalars(&scalars[..n]).expect("upload");
@@ -412,7 +412,7 @@ fn split_windows_match_blstrs() {
         ChunkWindows::split(12, 13),
     ];
     for windows in &splits {
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             let got = g
                 .msm_windows(&points, &scalars, windows, &cfg)
                 .expect("msm");
@@ -489,7 +489,7 @@ fn msm_sparse_matches_blstrs() {
             let want = cpu_msm(&points[..n], &scalars[..n]);
             // the CPU's split, taken as it is
             let split = SparseScalars::from_dense(&scalars[..n]);
-            for (name, cfg) in MsmConfig::variants() {
+            for (name, cfg) in MsmConfig::single_msm_variants() {
                 let got = g
                     .msm_sparse(&points[..n], &split, Residency::Resident, 0, &cfg)
                     .expect("msm");
@@ -529,7 +529,7 @@ fn msm_repeated_scalars_and_edge_cases() {
     let sd = seed();
     let n = 1 << 12;
     let points = random_points(n, sd);
-    for (name, cfg) in MsmConfig::variants() {
+    for (name, cfg) in MsmConfig::single_msm_variants() {
         // one big bucket: every scalar is 2, or -1
         for s in [Scalar::from(2u64), -Scalar::ONE, Scalar::from(1u64 << 40)] {
             let scalars = vec![s; n];
@@ -648,7 +648,7 @@ fn g2_msm_matches_blstrs() {
     let mut n = 1usize;
     while n <= max {
         let want = cpu_msm_g2(&points[..n], &dense[..n]);
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             let got = g.msm_g2(&points[..n], &dense[..n], &cfg).expect("msm");
             assert_eq!(got, want, "G2 dense n = {n}, {name}");
         }
@@ -659,7 +659,7 @@ fn g2_msm_matches_blstrs() {
         let scalars = mixed_scalars(max, mix, sd + 10 + mi as u64);
         let want = cpu_msm_g2(&points, &scalars);
         let split = SparseScalars::from_dense(&scalars);
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             let got = g
                 .msm_g2_sparse(&points, &split, Residency::Resident, 0, &cfg)
                 .expect("msm");
@@ -708,7 +708,7 @@ fn precomputed_msm_matches_blstrs() {
     for (window, copies) in [(16u32, 2u32), (22, 4), (22, 12), (24, 11)] {
         let pre = Precomputation { window, copies };
         let all = g.precompute(&bases, n, &pre).expect("precompute");
-        for (name, cfg) in MsmConfig::variants() {
+        for (name, cfg) in MsmConfig::single_msm_variants() {
             let (got, _) = g
                 .msm_resident_precomputed(&all, &pre, n, &s, &cfg)
                 .expect("msm");
