@@ -845,6 +845,48 @@ mod tests {
         }
     }
 
+    /// Several MSMs through one Pippenger chunk (`msm::pippenger_batch`): each sum equal to
+    /// blstrs when the MSMs span different numbers of radix tiles (2, 1 and 5 of 4096 points: the
+    /// passes run the largest's tiles, the smaller sets' extra tiles hold nothing) and the
+    /// largest sets the windows (10 bits: two radix passes), each MSM's scalars in a buffer of
+    /// its own.
+    #[test]
+    fn pippenger_batch_matches_blstrs_over_msms_of_different_tiles() {
+        use crate::config::MsmSort;
+        use crate::plan::MsmBatch;
+        let e = EmuExec::new(SMS);
+        let sizes = [4100usize, 300, 16_500];
+        let total: usize = sizes.iter().sum();
+        let points = random_points(total, 111);
+        let bases = e.upload(affines_as_u32(&points)).unwrap();
+        let scalars: Vec<Vec<Scalar>> = sizes
+            .iter()
+            .zip(112u64..)
+            .map(|(&n, seed)| random_scalars(n, seed))
+            .collect();
+        let on_device: Vec<_> = scalars
+            .iter()
+            .map(|s| e.upload(scalars_as_u32(s)).unwrap())
+            .collect();
+        let ptrs: Vec<u64> = on_device.iter().map(|b| b.ptr()).collect();
+        let cfg = MsmConfig::default();
+        let batch = MsmBatch::new(&sizes, MsmSort::Radix, cfg.max_chunk()).unwrap();
+        assert_eq!((batch.sets.plan.c, batch.radix[0].passes.len()), (10, 2));
+        let mut stats = MsmStats::default();
+        let got = msm::pippenger_batch::<_, G1>(&e, bases.ptr(), &ptrs, &batch, &cfg, &mut stats)
+            .unwrap();
+        let mut first = 0;
+        for (k, (&n, s)) in sizes.iter().zip(&scalars).enumerate() {
+            assert_eq!(
+                got[k],
+                cpu_msm(&points[first..first + n], s),
+                "MSM {k} of {n}"
+            );
+            first += n;
+        }
+        assert_eq!((stats.chunks, stats.tail), (1, total));
+    }
+
     /// The sparse stage's G1 queries (each over its own bases) with their tails apart and
     /// together (`SparseTails::Together`: one Pippenger chunk for the three): equal to blstrs
     /// over resident and streamed bases, with a query without a tail before or between queries

@@ -48,6 +48,8 @@ pub(crate) use accumulate::acc_target;
 pub(crate) use fixed::{pair_sums, precompute};
 pub(crate) use ones::ones_blocks;
 pub(crate) use pippenger::dense;
+#[cfg(test)]
+pub(crate) use pippenger::pippenger_batch;
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use pippenger::{pippenger, pippenger_sets, pippenger_windows};
 #[cfg(any(test, feature = "testkit"))]
