@@ -93,15 +93,10 @@ impl Sizer {
     }
 
     /// Peak of the Pippenger chunk of a batch of MSMs (`msm::pippenger_batch`): one radix sort
-    /// over every MSM's sets, with the published counts of its largest MSM's tiles.
+    /// over every MSM's sets, by the largest MSM's plan.
     fn batch_bytes<C: MsmCurve>(&self, batch: &MsmBatch) -> u64 {
-        let largest = batch
-            .radix
-            .iter()
-            .max_by_key(|r| r.tiles(&batch.sets))
-            .cloned()
-            .map_or(ChunkSort::Atomic, ChunkSort::Radix);
-        self.sorted_chunk_bytes::<C>(batch.total_points(), &batch.sets, batch.shape(), &largest)
+        let sort = ChunkSort::Radix(batch.radix.clone());
+        self.sorted_chunk_bytes::<C>(batch.total_points(), &batch.sets, batch.shape(), &sort)
     }
 
     /// Peak of a Pippenger chunk of `len` points in all sorted by `sort`, each MSM's windows in

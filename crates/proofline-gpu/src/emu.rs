@@ -871,7 +871,7 @@ mod tests {
         let ptrs: Vec<u64> = on_device.iter().map(|b| b.ptr()).collect();
         let cfg = MsmConfig::default();
         let batch = MsmBatch::new(&sizes, MsmSort::Radix, cfg.max_chunk()).unwrap();
-        assert_eq!((batch.sets.plan.c, batch.radix[0].passes.len()), (10, 2));
+        assert_eq!((batch.sets.plan.c, batch.radix.passes.len()), (10, 2));
         let mut stats = MsmStats::default();
         let got = msm::pippenger_batch::<_, G1>(&e, bases.ptr(), &ptrs, &batch, &cfg, &mut stats)
             .unwrap();

@@ -162,10 +162,15 @@ impl RadixPlan {
         }
         let radix = RadixPlan {
             passes,
-            tiles_per_window: n.div_ceil(RADIX_TILE as usize),
+            tiles_per_window: Self::window_tiles(n),
         };
         // the preparation's histogram: every set's digits of every pass in shared memory
         (sets.sets * radix.set_bins() <= RADIX_HIST_MAX).then_some(radix)
+    }
+
+    /// Tiles of a first pass over one window of `n` points.
+    pub fn window_tiles(n: usize) -> usize {
+        n.div_ceil(RADIX_TILE as usize)
     }
 
     /// Digits over all passes: the counters of one set in the preparation's histogram.
@@ -236,8 +241,9 @@ pub struct MsmBatch {
     pub sets: BucketSets,
     /// Each MSM's points (none zero), in the order of their bases.
     pub points: Vec<usize>,
-    /// Each MSM's radix sort (the same passes, its own tiles).
-    pub radix: Vec<RadixPlan>,
+    /// The radix sort of the largest MSM: every MSM's passes, and the tiles every pass runs
+    /// (each MSM's first pass reads [`RadixPlan::window_tiles`] of its own points).
+    pub radix: RadixPlan,
 }
 
 impl MsmBatch {
@@ -255,10 +261,8 @@ impl MsmBatch {
         if total * u64::from(sets.plan.nw) > u64::from(u32::MAX) {
             return None;
         }
-        let radix = points
-            .iter()
-            .map(|&n| RadixPlan::new(n, &sets))
-            .collect::<Option<Vec<_>>>()?;
+        // the largest MSM's plan holds the others: the same passes and histogram, more tiles
+        let radix = RadixPlan::new(largest, &sets)?;
         Some(MsmBatch {
             sets,
             points: points.to_vec(),
@@ -863,10 +867,14 @@ mod tests {
                 set_entries: 3_800_000
             }
         );
-        for (r, &n) in b.radix.iter().zip(&tails) {
-            assert_eq!(r.tiles_per_window, n.div_ceil(RADIX_TILE as usize));
-            assert_eq!(r.passes, b.radix[0].passes);
-        }
+        assert_eq!(
+            b.radix,
+            RadixPlan::new(3_800_000, &b.sets).expect("the largest fits")
+        );
+        assert_eq!(
+            b.radix.tiles_per_window,
+            3_800_000usize.div_ceil(RADIX_TILE as usize)
+        );
         // what one sort cannot hold
         assert_eq!(MsmBatch::new(&[], MsmSort::Radix, 1 << 26), None);
         assert_eq!(MsmBatch::new(&[5, 0], MsmSort::Radix, 1 << 26), None);

@@ -358,12 +358,7 @@ pub(crate) fn sparse_stage_uploaded<E: Exec>(
             };
             [one(g1[0])?, one(g1[1])?, one(g1[2])?]
         }
-        SparseTails::Together => {
-            let sums = msm::sparse_together::<E, G1>(e, &g1, cfg, stats)?;
-            <[G1Projective; 3]>::try_from(sums).map_err(|s| {
-                GpuError::InvalidInput(format!("{} sums for the three G1 queries", s.len()))
-            })?
-        }
+        SparseTails::Together => msm::sparse_together::<E, G1, 3>(e, &g1, cfg, stats)?,
     };
     let b_g2 = match groups {
         SparseGroups::G1AndG2 => Some(msm::sparse_uploaded::<E, G2>(

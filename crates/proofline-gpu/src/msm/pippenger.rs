@@ -142,9 +142,8 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
             let one = SortSegment {
                 scalars: sp,
                 points: n,
-                radix: &radix,
             };
-            sort_radix(e, &[one], sets, stride)?
+            sort_radix(e, &[one], sets, stride, &radix)?
         }
         ChunkSort::Atomic => sort_atomic(e, sp, n, sets, stride)?,
     };
@@ -171,17 +170,12 @@ pub(crate) fn pippenger_batch<E: Exec, C: MsmCurve>(
         )));
     }
     let t = Instant::now();
-    let segments: Vec<SortSegment<'_>> = scalars
+    let segments: Vec<SortSegment> = scalars
         .iter()
         .zip(&batch.points)
-        .zip(&batch.radix)
-        .map(|((&scalars, &points), radix)| SortSegment {
-            scalars,
-            points,
-            radix,
-        })
+        .map(|(&scalars, &points)| SortSegment { scalars, points })
         .collect();
-    let sorted = sort_radix(e, &segments, &batch.sets, 0)?;
+    let sorted = sort_radix(e, &segments, &batch.sets, 0, &batch.radix)?;
     let total = batch.total_points();
     let sums = sorted_sums::<E, C>(e, bp, sorted, &batch.sets, batch.shape(), total, cfg)?;
     stats.tail += total;

@@ -127,32 +127,32 @@ pub(super) fn sort_two_level<E: Exec>(
     Ok(Sorted { counts, ends, vals })
 }
 
-/// One MSM of a radix sort: its `points` scalars at `scalars` (on the device) and its plan.
-/// A sort of several MSMs ([`MsmBatch`](crate::plan::MsmBatch)) takes their bases side by
-/// side: MSM k's entries name the points after those of the MSMs before it.
-pub(super) struct SortSegment<'a> {
+/// One MSM of a radix sort: its `points` scalars at `scalars` (on the device). A sort of
+/// several MSMs ([`MsmBatch`](crate::plan::MsmBatch)) takes their bases side by side: MSM k's
+/// entries name the points after those of the MSMs before it.
+pub(super) struct SortSegment {
     pub(super) scalars: u64,
     pub(super) points: usize,
-    pub(super) radix: &'a RadixPlan,
 }
 
 /// Radix sort (see `cuda/msm.cu`) of the entries of one MSM or of several (`segments`, each in
-/// the bucket sets `sets`, its sets after those of the MSMs before it): the scalars' words and
-/// carries with every pass's digit histogram (one preparation per MSM), each pass's digit
-/// starts per set, then per bucket set the single-pass scatters of the passes (the last one
-/// adding up the buckets' sizes), then the scan of the sizes into each bucket's start and end.
-/// Counts and ends hold one value more (the total). Every pass runs the tiles of the largest
-/// MSM's sets, so that each clears for the next all the published counts that one reads. Its
-/// temporaries are freed (and the lane synchronised) before it returns.
+/// the bucket sets `sets`, its sets after those of the MSMs before it; `radix` the plan of the
+/// largest): the scalars' words and carries with every pass's digit histogram (one preparation
+/// per MSM), each pass's digit starts per set, then per bucket set the single-pass scatters of
+/// the passes (the last one adding up the buckets' sizes), then the scan of the sizes into each
+/// bucket's start and end. Counts and ends hold one value more (the total). Every pass runs the
+/// largest MSM's tiles, so that each clears for the next all the published counts that one
+/// reads. Its temporaries are freed (and the lane synchronised) before it returns.
 pub(super) fn sort_radix<E: Exec>(
     e: &E,
-    segments: &[SortSegment<'_>],
+    segments: &[SortSegment],
     sets: &BucketSets,
     stride: u32,
+    radix: &RadixPlan,
 ) -> Result<Sorted<E::Buf>, GpuError> {
-    let Some(radix) = segments.first().map(|s| s.radix) else {
+    if segments.is_empty() {
         return Err(GpuError::InvalidInput("a radix sort of no MSM".into()));
-    };
+    }
     let plan = &sets.plan;
     let n: usize = segments.iter().map(|s| s.points).sum();
     let msm_sets = sets.sets as usize;
@@ -215,20 +215,15 @@ pub(super) fn sort_radix<E: Exec>(
         .map(|_| e.alloc(2 * set_entries))
         .collect::<Result<Vec<_>, _>>()?;
     // the tiles' published counts: one buffer per pass in turn, each pass clearing the other
-    let tiles = segments
-        .iter()
-        .map(|s| s.radix.tiles(sets))
-        .max()
-        .unwrap_or(0);
-    let slots = (1usize << radix.max_bits()) * tiles + 1;
-    let status = [e.zeros(slots)?, e.zeros(slots)?];
+    let status = [e.zeros(radix.slots(sets))?, e.zeros(radix.slots(sets))?];
+    let tiles = radix.tiles(sets);
     let last = npasses - 1;
     let mut turn = 0;
     let mut point0 = 0usize;
     for (k, seg) in segments.iter().enumerate() {
         let set0 = (k * msm_sets) as u32;
         for set in set0..set0 + sets.sets {
-            for (p, &(shift, bits)) in seg.radix.passes.iter().enumerate() {
+            for (p, &(shift, bits)) in radix.passes.iter().enumerate() {
                 let out = if p == last {
                     vals.ptr()
                 } else {
@@ -258,10 +253,10 @@ pub(super) fn sort_radix<E: Exec>(
                         set,
                         set0,
                         tiles: tiles as u32,
-                        tiles_per_window: seg.radix.tiles_per_window as u32,
+                        tiles_per_window: RadixPlan::window_tiles(seg.points) as u32,
                         shift,
                         bits,
-                        next_bits: seg.radix.passes[(p + 1) % npasses].1,
+                        next_bits: radix.passes[(p + 1) % npasses].1,
                         first: u32::from(p == 0),
                         last: u32::from(p == last),
                     },

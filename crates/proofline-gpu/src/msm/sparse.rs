@@ -180,32 +180,30 @@ pub(crate) type TogetherQuery<'a, 'b, P, B> =
 /// buffer, side by side, then [`pippenger_batch`] over the tails that are not empty; one sum
 /// per query, in order. Where one chunk cannot hold the tails (`MsmBatch::new`) they go through
 /// Pippenger one after the other, as [`sparse_uploaded`] does.
-pub(crate) fn sparse_together<E: Exec, C: MsmCurve>(
+pub(crate) fn sparse_together<E: Exec, C: MsmCurve, const N: usize>(
     e: &E,
-    queries: &[TogetherQuery<'_, '_, C::Affine, E::Buf>],
+    queries: &[TogetherQuery<'_, '_, C::Affine, E::Buf>; N],
     cfg: &MsmConfig,
     stats: &mut MsmStats,
-) -> Result<Vec<C::Projective>, GpuError> {
+) -> Result<[C::Projective; N], GpuError> {
+    let mut sums = [C::Projective::identity(); N];
+    let tails = queries.map(|q| q.1.tail_index.len());
+    let with_tail: Vec<usize> = tails.iter().copied().filter(|&t| t > 0).collect();
+    let Some(batch) = MsmBatch::new(&with_tail, cfg.sort, cfg.max_chunk()) else {
+        for (sum, &(bases, split, dev)) in sums.iter_mut().zip(queries) {
+            *sum = sparse_uploaded::<E, C>(e, bases, split, dev, cfg, stats)?;
+        }
+        return Ok(sums);
+    };
     for &(bases, split, dev) in queries {
         check_split::<E, C>(bases, split, dev)?;
     }
-    let tails: Vec<usize> = queries.iter().map(|q| q.1.tail_index.len()).collect();
-    let with_tail: Vec<usize> = tails.iter().copied().filter(|&t| t > 0).collect();
-    let Some(batch) = MsmBatch::new(&with_tail, cfg.sort, cfg.max_chunk()) else {
-        return queries
-            .iter()
-            .map(|&(bases, split, dev)| sparse_uploaded::<E, C>(e, bases, split, dev, cfg, stats))
-            .collect();
-    };
     let gathered = e.alloc(batch.total_points() * C::AFFINE_WORDS)?;
-    let mut sums = Vec::with_capacity(queries.len());
     let mut scalars = Vec::with_capacity(with_tail.len());
     let mut at = 0usize;
-    for (&(bases, split, dev), &tail) in queries.iter().zip(&tails) {
+    for ((sum, &(bases, split, dev)), &tail) in sums.iter_mut().zip(queries).zip(&tails) {
         let out = (tail > 0).then(|| gathered.at(at * C::AFFINE_WORDS));
-        sums.push(ones_and_gather::<E, C>(
-            e, bases, split, dev, out, cfg, stats,
-        )?);
+        *sum = ones_and_gather::<E, C>(e, bases, split, dev, out, cfg, stats)?;
         if let Some(s) = &dev.tail_scalars {
             scalars.push(s.ptr());
         }
