@@ -18,7 +18,8 @@
 //! the selected variants of the sparse G1 MSMs) over bases followed by their ones' pair sums
 //! (`OnesPairs::Resident`), as a resident set whose lease covers them holds them. Under
 //! `tails=together` the partition times L, A and B in G1 as one step (the sparse stage's one
-//! Pippenger chunk for their tails).
+//! Pippenger chunk for their tails). The variant `pre` runs the partition's H MSM over
+//! precomputed copies of the H bases.
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
@@ -373,7 +374,7 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
                     .push(json!({"bench": "msm_dense", "log_n": lg, "variant": name,
                     "config": cfg, "ms_median": m, "ms": v, "stats": stats}));
             }
-            if o.variants {
+            if o.variants && o.named("pre") {
                 precomputed_msm(o, g, &bases, &s, lg, r)?;
             }
             if lg == 24 {
@@ -673,7 +674,7 @@ fn partition(
                 );
                 (extra, pairs_variants(o))
             }
-            Prepared::HCopies if o.variants => {
+            Prepared::HCopies if o.variants && o.named("pre") => {
                 let Some(p) = Precomputation::plan(n, 1 << 26, copies_budget(g, 50 << 30)) else {
                     eprintln!("partition: no precomputation of the H bases fits");
                     continue;
