@@ -18,8 +18,8 @@
 //! the selected variants of the sparse G1 MSMs) over bases followed by their ones' pair sums
 //! (`OnesPairs::Resident`), as a resident set whose lease covers them holds them. Under
 //! `tails=together` the partition times L, A and B in G1 as one step (the sparse stage's one
-//! Pippenger chunk for their tails). The variant `pre` runs the partition's H MSM over
-//! precomputed copies of the H bases.
+//! Pippenger chunk for their tails). The variant `pre` names the runs over precomputed copies
+//! of the bases: the dense MSMs' and the partition's H MSM's.
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
