@@ -124,6 +124,9 @@ pub enum SparseTails {
     /// saves is what a chunk costs beside its entries: the reduction and the window combination
     /// run one wave at most (latency-bound), the rounds' inversions and launches, the
     /// synchronisations. It holds the three tails' points, entries and rounds' scratch at once.
+    /// Measured slower on the H200: the three G1 MSMs of a partition 1.7-2.4 ms slower than
+    /// apart (their Pippenger 65.8 ms against 64.1 for the three tails apart: the fixed costs
+    /// it merges did not shrink), for 4.2 GB more of the sparse stage's lease.
     Together,
 }
 
@@ -150,11 +153,11 @@ pub struct MsmConfig {
     /// The sparse G1 queries' tails: one Pippenger each, or one for the three.
     pub sparse_tails: SparseTails,
     /// log2 of the most points per group of a sparse G1 query's ones' sums (16..=26; G2's are
-    /// the group's own). 25 by default: L's and A's ones at 32 GiB (60 M each, 46 M over their
-    /// pair sums) in two groups each. 26 sums each in one group, one group's rounds (their
-    /// batched inversions and launches) fewer: 1.3 ms less for each on the H200, for 2.4 GB
-    /// more of round buffers, which the sparse stage's lease holds anyway where the tails run
-    /// together (their Pippenger chunk is then the larger peak, `bytes.rs`).
+    /// the group's own). 26 by default: L's and A's ones at 32 GiB (60 M each, 46 M over their
+    /// pair sums) in one group each, one group's rounds (their batched inversions and launches)
+    /// fewer than at 25: the sparse G1 MSMs of a partition 2.2-2.9 ms faster on the H200, for
+    /// 2.4 GB more of round buffers in the sparse stage's lease, which stays below the H
+    /// stage's (the lease that sets a slot's peak).
     pub g1_ones_group_log: u32,
 }
 
@@ -168,7 +171,7 @@ impl Default for MsmConfig {
             round_points: RoundPoints::default(),
             windows: MsmWindows::default(),
             sparse_tails: SparseTails::default(),
-            g1_ones_group_log: 25,
+            g1_ones_group_log: 26,
         }
     }
 }
@@ -265,17 +268,9 @@ impl MsmConfig {
                 },
             ),
             (
-                "ones-group=2^26",
+                "ones-group=2^25",
                 MsmConfig {
-                    g1_ones_group_log: 26,
-                    ..d
-                },
-            ),
-            (
-                "tails=together+ones-group=2^26",
-                MsmConfig {
-                    sparse_tails: SparseTails::Together,
-                    g1_ones_group_log: 26,
+                    g1_ones_group_log: 25,
                     ..d
                 },
             ),

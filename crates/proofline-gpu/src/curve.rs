@@ -123,12 +123,12 @@ impl MsmCurve for G1 {
             field_words: AFFINE_WORDS as usize / 2,
             blocks_per_sm: AFF_BLOCKS_PER_SM,
             group_entries: AFFINE_GROUP_ENTRIES,
-            // groups of 2^25 points (the size `MsmConfig::g1_ones_group_log` sets): 2.4 GB of
-            // round buffers. Halved down to 2^19 points: on the H200 each round below 2^22
-            // saved more in XYZZ additions than its fixed cost (2^18 and 2^17 left were slower
-            // again)
+            // groups of 2^26 points (the default of `MsmConfig::g1_ones_group_log`, which sets
+            // the size: `ones_rounds`): 4.8 GB of round buffers. Halved down to 2^19 points: on
+            // the H200 each round below 2^22 saved more in XYZZ additions than its fixed cost
+            // (2^18 and 2^17 left were slower again)
             ones: OnesRounds {
-                entries: 1 << 25,
+                entries: 1 << 26,
                 left: 1 << 19,
             },
         }),
