@@ -281,8 +281,7 @@ extern "C" __global__ void msm_scalars_high(const scalars_high_args a) {
 // One sort can hold several MSMs of the same windows (the tails of a partition's sparse queries,
 // bases side by side): MSM k's points follow those of the MSMs before it in `words` (point0),
 // its bucket sets theirs (set0), and its scalars are its own; the preparation runs once per MSM,
-// everything after it over all the sets at once. With an `index` (a sparse query's tail over its
-// bases where they lie), the first pass's entries name base index[i] instead of point i.
+// everything after it over all the sets at once.
 
 // Bits of pass p of a plan whose passes' bits are packed a byte each.
 DEVI u32 radix_pass_bits(u32 packed, u32 p) { return (packed >> (8 * p)) & 0xffu; }
@@ -370,8 +369,7 @@ DEVI bool radix_item(const radix_pass_args& a, u32 items, u32 tile, u32 j, u32& 
         signed_digit(raw, (a.carries[pt] >> w) & 1, a.c, d, sign);
         if (d == 0) return false;
         key = d - 1;
-        const u32 base = a.index ? a.index[i] : pt;
-        val = (base + (w % a.copies) * a.stride) | (sign << 31);
+        val = (pt + (w % a.copies) * a.stride) | (sign << 31);
         return true;
     }
     const size_t p = (size_t)tile * RADIX_TILE + j;

@@ -396,13 +396,10 @@ kernel_args! {
     /// `points` points of the set's MSM from `point0`), else (key, entry) pairs from
     /// `pairs_in`, as many as the set holds (`set_starts`). `last`: entries go to `out` from the
     /// set's start, and each bucket's size is added up in `counts` (zero before the sort); else
-    /// (key, entry) pairs go to `out` from 0. `index` (first pass; null for none): point i of
-    /// the set's MSM is base `index[i]` of the bases the accumulation reads, and its entries
-    /// name that base instead of `point0 + i` (an MSM over bases where they lie, not gathered).
+    /// (key, entry) pairs go to `out` from 0.
     "msm"::"msm_radix_scatter" => RadixPassArgs("radix_pass_args") {
         words: DevPtr,
         carries: DevPtr,
-        index: DevPtr,
         pairs_in: DevPtr,
         set_starts: DevPtr,
         digit_starts: DevPtr,

@@ -11,7 +11,7 @@ use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS, WINDOW_G
 use crate::arena::{charge_in, GRANULE};
 use crate::config::{MsmAcc, MsmConfig, SparseTails};
 use crate::curve::{MsmCurve, G1, G2};
-use crate::msm::{acc_target, ones_blocks, reads_tail_in_place, STREAM_CHUNK};
+use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, ChunkWindows,
     MsmBatch, Precomputation, SetsShape, SortPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
@@ -299,13 +299,12 @@ impl Sizer {
     }
 
     /// Peak of one sparse query of `C` beyond its split on the device (`msm::sparse_uploaded`;
-    /// `chunk`: points per streamed chunk): the gathered tail's points (none where the tail is
-    /// read in place) with, first, the ones' sum (over the whole query, or a chunk at a time
-    /// beside the chunk's staging buffer; the gather allocates nothing), then Pippenger over
-    /// the tail.
+    /// `chunk`: points per streamed chunk): the gathered tail's points with, first, the ones'
+    /// sum (over the whole query, or a chunk at a time beside the chunk's staging buffer; the
+    /// gather allocates nothing), then Pippenger over the gathered points.
     fn sparse_query<C: MsmCurve>(&self, q: &QueryShape, residency: Residency, chunk: usize) -> u64 {
         let r = |w| self.r(w);
-        let gathered = if q.tail > 0 && !reads_tail_in_place(&self.cfg, residency, q.tail) {
+        let gathered = if q.tail > 0 {
             r(C::AFFINE_WORDS * q.tail)
         } else {
             0
@@ -369,7 +368,7 @@ impl Sizer {
     fn sparse_stage(&self, queries: &[QueryShape; 3], residency: Residency, chunk: usize) -> u64 {
         let splits: u64 = queries.iter().map(|q| self.split_bytes(q)).sum();
         let g1 = match self.cfg.sparse_tails {
-            SparseTails::Apart | SparseTails::InPlace => queries
+            SparseTails::Apart => queries
                 .iter()
                 .map(|q| self.sparse_query::<G1>(q, residency, chunk))
                 .max()

@@ -128,11 +128,6 @@ pub enum SparseTails {
     /// apart (their Pippenger 65.8 ms against 64.1 for the three tails apart: the fixed costs
     /// it merges did not shrink), for 4.2 GB more of the sparse stage's lease.
     Together,
-    /// One Pippenger per query, as `Apart`, over the query's bases where they lie: the radix
-    /// sort's entries name the bases through the tail's index, so nothing is gathered and no
-    /// gathered copy is held. Over resident bases and a chunk the radix sort takes; otherwise
-    /// as `Apart`.
-    InPlace,
 }
 
 /// The MSM variants.
@@ -269,13 +264,6 @@ impl MsmConfig {
                 "tails=together",
                 MsmConfig {
                     sparse_tails: SparseTails::Together,
-                    ..d
-                },
-            ),
-            (
-                "tails=in-place",
-                MsmConfig {
-                    sparse_tails: SparseTails::InPlace,
                     ..d
                 },
             ),

@@ -750,9 +750,9 @@ mod tests {
                 let e = EmuExec::new(SMS);
                 let b = e.upload(affines_as_u32(&points)).unwrap();
                 let s = e.upload(scalars_as_u32(&scalars)).unwrap();
-                let at = msm::ChunkPoints::At(b.ptr());
                 let got =
-                    msm::pippenger_windows::<_, G1>(&e, at, s.ptr(), n, windows, 0, &cfg).unwrap();
+                    msm::pippenger_windows::<_, G1>(&e, b.ptr(), s.ptr(), n, windows, 0, &cfg)
+                        .unwrap();
                 assert_eq!(got, want, "{windows:?}, {name}");
                 let uploads = 4 * (n * (24 + 8)) as u64;
                 let formula = crate::bytes::windows_bytes_exact(n, windows, &cfg, SMS);
@@ -887,15 +887,13 @@ mod tests {
         assert_eq!((stats.chunks, stats.tail), (1, total));
     }
 
-    /// The sparse stage's G1 queries (each over its own bases) with their tails apart, together
-    /// (`SparseTails::Together`: one Pippenger chunk for the three) and in place
-    /// (`SparseTails::InPlace`: each read through its index): equal to blstrs over resident and
-    /// streamed bases, with a query without a tail before or between queries with one.
-    /// Together takes one chunk where the radix sort can hold the tails, and runs them apart
-    /// under a sort that cannot (atomic); in place gathers nothing over resident bases, and
-    /// gathers as apart over streamed ones or under a sort whose entries cannot name the bases.
+    /// The sparse stage's G1 queries (each over its own bases) with their tails apart and
+    /// together (`SparseTails::Together`: one Pippenger chunk for the three): equal to blstrs
+    /// over resident and streamed bases, with a query without a tail before or between queries
+    /// with one. Together takes one chunk where the radix sort can hold the tails, and runs them
+    /// apart under a sort that cannot (atomic).
     #[test]
-    fn sparse_stage_tails_match_blstrs() {
+    fn sparse_stage_tails_together_match_blstrs() {
         use crate::config::{MsmSort, SparseTails};
         use crate::resident::StageBases;
         use crate::stages::{sparse_stage_device, SparseGroups};
@@ -915,14 +913,9 @@ mod tests {
             sparse_tails: SparseTails::Together,
             ..MsmConfig::default()
         };
-        let in_place = MsmConfig {
-            sparse_tails: SparseTails::InPlace,
-            ..MsmConfig::default()
-        };
-        // (name, config, Pippenger chunks where not one per tail, gathers over resident bases)
         let configs = [
-            ("apart", MsmConfig::default(), None, true),
-            ("together", together, Some(1), true),
+            ("apart", MsmConfig::default(), None),
+            ("together", together, Some(1)),
             (
                 "together, atomic sort",
                 MsmConfig {
@@ -930,17 +923,6 @@ mod tests {
                     ..together
                 },
                 None,
-                true,
-            ),
-            ("in place", in_place, None, false),
-            (
-                "in place, atomic sort",
-                MsmConfig {
-                    sort: MsmSort::Atomic,
-                    ..in_place
-                },
-                None,
-                true,
             ),
         ];
         let (l, b, ones) = (ScalarMix::L_8MIB, ScalarMix::B_8MIB, ScalarMix::ONES);
@@ -966,11 +948,7 @@ mod tests {
                 .iter()
                 .filter(|s| !s.tail_index.is_empty())
                 .count();
-            let tail_points: usize = [&plan.l, &plan.a, &plan.b]
-                .iter()
-                .map(|s| s.tail_index.len())
-                .sum();
-            for (name, cfg, chunks, gathers) in &configs {
+            for (name, cfg, chunks) in &configs {
                 let resident = StageBases {
                     h: Bases::Device(0),
                     l: Bases::Device(dev[0].ptr()),
@@ -996,12 +974,6 @@ mod tests {
                     assert_eq!([got.l, got.a, got.b_g1], want[..], "{what}");
                     assert_eq!(got.b_g2, None, "{what}");
                     assert_eq!(stats.chunks, chunks.unwrap_or(tails), "{what}");
-                    let gathered = if *gathers || how == "streamed" {
-                        tail_points
-                    } else {
-                        0
-                    };
-                    assert_eq!(stats.gathered, gathered, "{what}");
                 }
             }
         }

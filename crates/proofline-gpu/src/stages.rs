@@ -352,7 +352,7 @@ pub(crate) fn sparse_stage_uploaded<E: Exec>(
         (bases.b_g1, &plan.b, &inputs.b),
     ];
     let [l, a, b_g1] = match cfg.sparse_tails {
-        SparseTails::Apart | SparseTails::InPlace => {
+        SparseTails::Apart => {
             let mut one = |(b, s, d): (Bases<'_>, &SparseScalars, &SplitOnDevice<E::Buf>)| {
                 msm::sparse_uploaded::<E, G1>(e, b, s, d, cfg, stats)
             };

@@ -37,7 +37,7 @@ use crate::layout::{
     affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32,
     scalar_from_raw_montgomery, scalars_as_u32, scalars_as_u32_mut,
 };
-use crate::msm::{self, Bases, ChunkPoints, MsmStats};
+use crate::msm::{self, Bases, MsmStats};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
 use crate::plan::{coset_generator, root_of_unity, ChunkWindows, Precomputation};
 use crate::resident::{Residency, StageBases};
@@ -395,7 +395,7 @@ impl TestGpu {
     ) -> Result<G1Projective, GpuError> {
         let bytes = chunk_windows_bytes(scalars.len(), windows, cfg, self.slot.sm_count());
         self.msm_uploaded(bases, scalars, bytes, |e, b, s, n| {
-            msm::pippenger_windows::<_, G1>(e, ChunkPoints::At(b), s, n, windows, 0, cfg)
+            msm::pippenger_windows::<_, G1>(e, b, s, n, windows, 0, cfg)
         })
     }
 

@@ -711,7 +711,7 @@ fn partition(
             g.h_poly_resident(&mut a, &mut b, &mut c, &tables, &ntt, CInput::Product)?;
             h_msm(&a, &msm)?;
             match msm.sparse_tails {
-                SparseTails::Apart | SparseTails::InPlace => {
+                SparseTails::Apart => {
                     for (_, q) in queries {
                         sparse(q, &msm)?;
                     }
@@ -738,7 +738,7 @@ fn partition(
                 Some(st),
             ));
             match msm.sparse_tails {
-                SparseTails::Apart | SparseTails::InPlace => {
+                SparseTails::Apart => {
                     for (name, q) in queries {
                         let t = Instant::now();
                         let (_, st) = sparse(q, &msm)?;

@@ -33,7 +33,7 @@ use std::time::Instant;
 use blstrs::G1Affine;
 
 use crate::curve::MsmCurve;
-use crate::plan::{ChunkWindows, Precomputation};
+use crate::plan::Precomputation;
 
 mod accumulate;
 pub(crate) mod affine;
@@ -51,12 +51,10 @@ pub(crate) use pippenger::dense;
 #[cfg(test)]
 pub(crate) use pippenger::pippenger_batch;
 #[cfg(any(test, feature = "testkit"))]
-pub(crate) use pippenger::{pippenger, pippenger_sets, pippenger_windows, ChunkPoints};
+pub(crate) use pippenger::{pippenger, pippenger_sets, pippenger_windows};
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use sparse::sparse;
-pub(crate) use sparse::{
-    reads_tail_in_place, sparse_together, sparse_uploaded, upload_split, SplitOnDevice,
-};
+pub(crate) use sparse::{sparse_together, sparse_uploaded, upload_split, SplitOnDevice};
 
 /// Points per chunk when bases are streamed from host memory (384 MiB of G1 points, 768 MiB of
 /// G2 points; two pinned host buffers of a chunk per streaming slot).
@@ -85,20 +83,8 @@ pub struct MsmStats {
     pub ones_summed: usize,
     /// Milliseconds gathering the tail's bases side by side.
     pub gather_ms: f64,
-    /// Tail points gathered side by side (none where the tails are read in place).
-    pub gathered: usize,
     /// Milliseconds in Pippenger (sort, accumulation, reduction, read-back).
     pub pippenger_ms: f64,
-}
-
-impl MsmStats {
-    /// Records a Pippenger chunk of `len` points through `windows`.
-    fn chunk(&mut self, len: usize, windows: &ChunkWindows) {
-        self.tail += len;
-        self.window = windows.widest();
-        self.windows = windows.windows();
-        self.chunks += 1;
-    }
 }
 
 /// Milliseconds since `t`.

@@ -1,9 +1,8 @@
 //! Pippenger over scalars on the device: chunks of at most [`MsmConfig::max_chunk`] points, a
 //! chunk's windows (uniform, or split in two MSMs) from the sort by bucket through the bucket
 //! accumulation, the segmented bucket reduction and the window combination to one point; and
-//! the dense MSM over resident, precomputed, paired or streamed bases; an MSM over bases where
-//! they lie, through an index ([`pippenger_in_place`]); and several MSMs of the same windows
-//! through one chunk ([`pippenger_batch`]).
+//! the dense MSM over resident, precomputed, paired or streamed bases; and several MSMs of the
+//! same windows through one chunk ([`pippenger_batch`]).
 
 use std::time::Instant;
 
@@ -25,42 +24,6 @@ use crate::plan::{
     combine_windows, BucketSets, ChunkSort, ChunkWindows, MsmBatch, Precomputation, SetsShape,
 };
 use crate::stager::stream_chunks;
-
-/// Where a chunk's points are read from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ChunkPoints {
-    /// Point i at position i from this device address.
-    At(u64),
-    /// Point i is base `index[i]` (a device list of u32) of the bases at `bases`: the radix
-    /// sort's entries name the bases themselves, so nothing is gathered. The other sorts cannot
-    /// ([`sorts_in_place`]).
-    Indexed {
-        /// Address of base 0.
-        bases: u64,
-        /// Address of the index.
-        index: u64,
-    },
-}
-
-impl ChunkPoints {
-    /// Where the entries' points are counted from, and the index (0 for none).
-    fn parts(self) -> (u64, u64) {
-        match self {
-            ChunkPoints::At(p) => (p, 0),
-            ChunkPoints::Indexed { bases, index } => (bases, index),
-        }
-    }
-}
-
-/// Whether an MSM of `n` points can read them in place ([`pippenger_in_place`]) under `cfg`: one
-/// chunk, every part of whose windows the radix sort takes.
-pub(crate) fn sorts_in_place(cfg: &MsmConfig, n: usize) -> bool {
-    n > 0
-        && n <= cfg.max_chunk()
-        && ChunkWindows::plain(n, cfg.windows)
-            .parts()
-            .all(|sets| matches!(ChunkSort::of(cfg.sort, n, sets), ChunkSort::Radix(_)))
-}
 
 /// `sum scalars[i] * bases[i]`, i < n, both on the device; chunks of [`MsmConfig::max_chunk`].
 pub(crate) fn pippenger<E: Exec, C: MsmCurve>(
@@ -107,37 +70,14 @@ pub(crate) fn pippenger_sets<E: Exec, C: MsmCurve>(
             ),
             None => (ChunkWindows::plain(len, cfg.windows), 0),
         };
-        let bp = ChunkPoints::At(point_at::<C>(bases, start));
+        let bp = point_at::<C>(bases, start);
         total += pippenger_windows::<E, C>(e, bp, sp, len, &windows, stride, cfg)?;
-        stats.chunk(len, &windows);
+        stats.tail += len;
+        stats.window = windows.widest();
+        stats.windows = windows.windows();
+        stats.chunks += 1;
         start += len;
     }
-    stats.pippenger_ms += ms_since(t);
-    Ok(total)
-}
-
-/// `sum scalars[i] * bases[index[i]]`, i < n, all on the device: the bases read where they lie
-/// (a sparse query's tail, not gathered), in one chunk; an error where the chunk would not sort
-/// by radix ([`sorts_in_place`]).
-pub(crate) fn pippenger_in_place<E: Exec, C: MsmCurve>(
-    e: &E,
-    bases: u64,
-    index: u64,
-    scalars: u64,
-    n: usize,
-    cfg: &MsmConfig,
-    stats: &mut MsmStats,
-) -> Result<C::Projective, GpuError> {
-    if !sorts_in_place(cfg, n) {
-        return Err(GpuError::InvalidInput(format!(
-            "an MSM of {n} points in place needs one chunk sorted by radix"
-        )));
-    }
-    let t = Instant::now();
-    let windows = ChunkWindows::plain(n, cfg.windows);
-    let points = ChunkPoints::Indexed { bases, index };
-    let total = pippenger_windows::<E, C>(e, points, scalars, n, &windows, 0, cfg)?;
-    stats.chunk(n, &windows);
     stats.pippenger_ms += ms_since(t);
     Ok(total)
 }
@@ -148,7 +88,7 @@ pub(crate) fn pippenger_in_place<E: Exec, C: MsmCurve>(
 /// part's buffers are never on the device together).
 pub(crate) fn pippenger_windows<E: Exec, C: MsmCurve>(
     e: &E,
-    bp: ChunkPoints,
+    bp: u64,
     sp: u64,
     n: usize,
     windows: &ChunkWindows,
@@ -184,11 +124,11 @@ pub(crate) fn pippenger_windows<E: Exec, C: MsmCurve>(
     }
 }
 
-/// One Pippenger chunk of n > 0 points in the bucket sets of `sets` (points as `points` says,
-/// the bases' copies `stride` points apart).
+/// One Pippenger chunk of n > 0 points in the bucket sets of `sets` (bases at `bp`, their
+/// copies `stride` points apart).
 fn pippenger_chunk<E: Exec, C: MsmCurve>(
     e: &E,
-    points: ChunkPoints,
+    bp: u64,
     sp: u64,
     n: usize,
     sets: &BucketSets,
@@ -196,22 +136,15 @@ fn pippenger_chunk<E: Exec, C: MsmCurve>(
     cfg: &MsmConfig,
 ) -> Result<C::Projective, GpuError> {
     // 1. sort the (point, window) entries by bucket
-    let (bp, index) = points.parts();
     let sorted = match ChunkSort::of(cfg.sort, n, sets) {
+        ChunkSort::TwoLevel(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
         ChunkSort::Radix(radix) => {
             let one = SortSegment {
                 scalars: sp,
                 points: n,
-                index,
             };
             sort_radix(e, &[one], sets, stride, &radix)?
         }
-        _ if index != 0 => {
-            return Err(GpuError::InvalidInput(format!(
-                "a chunk of {n} points in place that the radix sort does not take"
-            )))
-        }
-        ChunkSort::TwoLevel(s) => sort_two_level(e, sp, n, sets, stride, &s)?,
         ChunkSort::Atomic => sort_atomic(e, sp, n, sets, stride)?,
     };
     let sums = sorted_sums::<E, C>(e, bp, sorted, sets, SetsShape::of(n, sets), n, cfg)?;
@@ -240,16 +173,15 @@ pub(crate) fn pippenger_batch<E: Exec, C: MsmCurve>(
     let segments: Vec<SortSegment> = scalars
         .iter()
         .zip(&batch.points)
-        .map(|(&scalars, &points)| SortSegment {
-            scalars,
-            points,
-            index: 0,
-        })
+        .map(|(&scalars, &points)| SortSegment { scalars, points })
         .collect();
     let sorted = sort_radix(e, &segments, &batch.sets, 0, &batch.radix)?;
     let total = batch.total_points();
     let sums = sorted_sums::<E, C>(e, bp, sorted, &batch.sets, batch.shape(), total, cfg)?;
-    stats.chunk(total, &ChunkWindows::Uniform(batch.sets));
+    stats.tail += total;
+    stats.window = batch.sets.plan.c;
+    stats.windows = batch.sets.plan.nw;
+    stats.chunks += 1;
     stats.pippenger_ms += ms_since(t);
     Ok(sums)
 }

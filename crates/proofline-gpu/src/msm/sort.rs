@@ -133,9 +133,6 @@ pub(super) fn sort_two_level<E: Exec>(
 pub(super) struct SortSegment {
     pub(super) scalars: u64,
     pub(super) points: usize,
-    /// Device address of the MSM's index (its point i is base `index[i]`); 0 where its points
-    /// are its own, side by side after the MSMs before it.
-    pub(super) index: u64,
 }
 
 /// Radix sort (see `cuda/msm.cu`) of the entries of one MSM or of several (`segments`, each in
@@ -238,7 +235,6 @@ pub(super) fn sort_radix<E: Exec>(
                     &RadixPassArgs {
                         words: DevPtr(words.ptr()),
                         carries: DevPtr(carries.ptr()),
-                        index: DevPtr(seg.index),
                         pairs_in: DevPtr(if p == 0 { 0 } else { pairs[(p - 1) % 2].ptr() }),
                         set_starts: DevPtr(set_starts.ptr()),
                         digit_starts: DevPtr(digits.at((p * nsets + set as usize) * bins)),

@@ -1,9 +1,8 @@
 //! A sparse query's MSM from its split: the split copied to the device ([`upload_split`]) so
 //! that a caller can do it before it runs kernels, then ([`sparse_uploaded`]) the ones summed,
-//! the tail's bases gathered side by side and through Pippenger with the tail's scalars, or
-//! read where they lie through the tail's index (`SparseTails::InPlace`); bases resident or
-//! streamed chunk by chunk. Several queries of one group can share their tails' Pippenger
-//! ([`sparse_together`]).
+//! the tail's bases gathered side by side and through Pippenger with the tail's scalars; bases
+//! resident or streamed chunk by chunk. Several queries of one group can share their tails'
+//! Pippenger ([`sparse_together`]).
 
 use std::time::Instant;
 
@@ -11,16 +10,15 @@ use group::Group;
 use proofline_groth16::msm::SparseScalars;
 
 use super::ones::{sum_ones, OnesBits, OnesList};
-use super::pippenger::{pippenger, pippenger_batch, pippenger_in_place, sorts_in_place};
+use super::pippenger::{pippenger, pippenger_batch};
 use super::{ms_since, point_at, Bases, MsmStats};
 use crate::abi::{DevPtr, DevPtrMut, GatherArgs, ELEMENT_THREADS};
-use crate::config::{MsmConfig, SparseTails};
+use crate::config::MsmConfig;
 use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
 use crate::plan::MsmBatch;
-use crate::resident::Residency;
 use crate::stager::stream_chunks;
 
 /// Copies the points at the `n` indices at `idx` (on the device, relative to `bases`) side by
@@ -50,7 +48,6 @@ fn gather<E: Exec, C: MsmCurve>(
     )?;
     e.sync()?;
     stats.gather_ms += ms_since(t);
-    stats.gathered += n;
     Ok(())
 }
 
@@ -141,8 +138,7 @@ pub(crate) fn sparse<E: Exec, C: MsmCurve>(
 
 /// Sparse MSM of a split query whose split `dev` is on the device (`upload_split` of `split`;
 /// the host split gives the shapes and, for streamed bases, each chunk's part of the tail): the
-/// ones summed, the tail through Pippenger, read in place where [`reads_tail_in_place`] says,
-/// else gathered. Uploads nothing of the split.
+/// ones summed, the tail gathered and through Pippenger. Uploads nothing of the split.
 pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
     e: &E,
     bases: Bases<'_, C::Affine>,
@@ -153,14 +149,6 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
 ) -> Result<C::Projective, GpuError> {
     check_split::<E, C>(bases, split, dev)?;
     let tail = split.tail_index.len();
-    let in_place =
-        resident_ptr(bases).filter(|_| reads_tail_in_place(cfg, Residency::Resident, tail));
-    if let (Some(p), Some(idx), Some(scalars)) = (in_place, &dev.tail_index, &dev.tail_scalars) {
-        let ones = ones_and_gather::<E, C>(e, bases, split, dev, None, cfg, stats)?;
-        let tail_sum =
-            pippenger_in_place::<E, C>(e, p, idx.ptr(), scalars.ptr(), tail, cfg, stats)?;
-        return Ok(ones + tail_sum);
-    }
     let gathered = if tail > 0 {
         Some(e.alloc(tail * C::AFFINE_WORDS)?)
     } else {
@@ -230,25 +218,6 @@ pub(crate) fn sparse_together<E: Exec, C: MsmCurve, const N: usize>(
         *sum += tail_sum;
     }
     Ok(sums)
-}
-
-/// Whether a sparse query's tail of `tail` points over bases of `residency` is read in place
-/// under `cfg` (`SparseTails::InPlace`, resident bases, a chunk the radix sort takes) rather
-/// than gathered.
-pub(crate) fn reads_tail_in_place(cfg: &MsmConfig, residency: Residency, tail: usize) -> bool {
-    cfg.sparse_tails == SparseTails::InPlace
-        && residency == Residency::Resident
-        && sorts_in_place(cfg, tail)
-}
-
-/// The address of resident bases (copy 0 where there are copies); `None` when streamed.
-fn resident_ptr<P>(bases: Bases<'_, P>) -> Option<u64> {
-    match bases {
-        Bases::Device(p) | Bases::Precomputed { ptr: p, .. } | Bases::Paired { ptr: p, .. } => {
-            Some(p)
-        }
-        Bases::Host { .. } => None,
-    }
 }
 
 /// The split on the device matches the host's, and host bases cover the query.
