@@ -124,9 +124,9 @@ pub enum SparseTails {
     /// saves is what a chunk costs beside its entries: the reduction and the window combination
     /// run one wave at most (latency-bound), the rounds' inversions and launches, the
     /// synchronisations. It holds the three tails' points, entries and rounds' scratch at once.
-    /// Measured slower on the H200: the three G1 MSMs of a partition 1.7-2.4 ms slower than
-    /// apart (their Pippenger 65.8 ms against 64.1 for the three tails apart: the fixed costs
-    /// it merges did not shrink), for 4.2 GB more of the sparse stage's lease.
+    /// Measured slower on the H200: the three G1 MSMs of a partition 1.4-2.4 ms slower than
+    /// apart (their Pippenger 65.6-65.8 ms against 63.9-64.3 for the three tails apart: the
+    /// fixed costs it merges did not shrink), for 4.2 GB more of the sparse stage's lease.
     Together,
 }
 
