@@ -121,14 +121,17 @@ pub enum SparseTails {
     /// The three tails gathered into one buffer and through one Pippenger chunk
     /// (`plan::MsmBatch`: one radix sort, one bucket accumulation, one bucket reduction and one
     /// window combination over the three queries' bucket sets, one sum per query). What it
-    /// saves is what a chunk costs beside its entries: the reduction and the window combination
-    /// run one wave at most (latency-bound), the rounds' inversions and launches, the
-    /// synchronisations. It holds the three tails' points, entries and rounds' scratch at once.
-    /// Measured slower on the H200: the three G1 MSMs of a partition 1.4-2.4 ms slower than
+    /// was meant to save is what a chunk costs beside its entries: the reduction and the window
+    /// combination, taken to run one wave at most (latency-bound), the rounds' inversions and
+    /// launches, the synchronisations. It holds the three tails' points, entries and rounds'
+    /// scratch at once. Measured slower on the H200: the three G1 MSMs of a partition 1.4-2.4 ms slower than
     /// apart (their Pippenger 65.6-65.8 ms against 63.9-64.3 for the three tails apart: the
     /// fixed costs it merges did not shrink), for 4.2 GB more of the sparse stage's lease.
     Together,
 }
+
+/// The default of [`MsmConfig::g1_ones_group_log`] (the size G1's kernel table names too).
+pub(crate) const DEFAULT_G1_ONES_GROUP_LOG: u32 = 26;
 
 /// The MSM variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -171,7 +174,7 @@ impl Default for MsmConfig {
             round_points: RoundPoints::default(),
             windows: MsmWindows::default(),
             sparse_tails: SparseTails::default(),
-            g1_ones_group_log: 26,
+            g1_ones_group_log: DEFAULT_G1_ONES_GROUP_LOG,
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::abi::{
     G2_AFFINE_WORDS, G2_JACOBIAN_WORDS, G2_XYZZ_WORDS, JACOBIAN_WORDS, RED_THREADS, RED_THREADS_G2,
     XYZZ_WORDS,
 };
-use crate::config::MsmConfig;
+use crate::config::{MsmConfig, DEFAULT_G1_ONES_GROUP_LOG};
 use crate::layout::{affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32};
 use crate::plan::{OnesRounds, AFFINE_GROUP_ENTRIES, AFFINE_GROUP_ENTRIES_G2};
 
@@ -128,7 +128,7 @@ impl MsmCurve for G1 {
             // the H200 each round below 2^22 saved more in XYZZ additions than its fixed cost
             // (2^18 and 2^17 left were slower again)
             ones: OnesRounds {
-                entries: 1 << 26,
+                entries: 1 << DEFAULT_G1_ONES_GROUP_LOG,
                 left: 1 << 19,
             },
         }),
