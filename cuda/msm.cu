@@ -636,38 +636,85 @@ DEVI u32 ones_block_scan(u32* sh, u32 v) {
     return sh[threadIdx.x];
 }
 
-// With pair sums (pairs != 0), a word's 16 pairs of bits (2j, 2j + 1) each give one entry when
-// either bit is set: bit 2j of the result.
+// With subset sums (group 2 or 3), the bits are read in aligned groups of `group` bases, each
+// group with a bit set one entry: a lone one its base, two or three ones their sum. A group of
+// three straddles words, so a thread of the triples takes three words (32 triples) instead of one.
+DEVI u32 ones_words_per_thread(u32 group) { return group == 3 ? 3u : 1u; }
+
+// A word's 16 pairs of bits (2j, 2j + 1) each give one entry when either bit is set: bit 2j of
+// the result.
 DEVI u32 ones_pairs_of(u32 x) { return (x | (x >> 1)) & 0x55555555u; }
 
-// Entries of word x in the list: its set bits, or its pairs with a bit set.
-DEVI u32 ones_entries(u32 x, u32 pairs) { return __popc(pairs != 0 ? ones_pairs_of(x) : x); }
+// Triple j (bits 3j, 3j + 1, 3j + 2) of the 96 bits x0, x1, x2 (x0's bit 0 first), as 3 bits.
+DEVI u32 ones_triple(u32 x0, u32 x1, u32 x2, u32 j) {
+    const u32 p = 3 * j, w = p >> 5, s = p & 31;
+    const u32 lo = w == 0 ? x0 : (w == 1 ? x1 : x2);
+    const u32 hi = w == 0 ? x1 : (w == 1 ? x2 : 0u);
+    return (u32)(((((u64)hi) << 32) | lo) >> s) & 7u;
+}
+
+// Where a triple's subset sum of mask m (3, 5, 6 or 7: two or three of its bases) lies among the
+// triple's four sums: a + b, a + c, b + c, a + b + c.
+DEVI u32 ones_triple_slot(u32 m) { return m == 3u ? 0u : m - 4u; }
+
+// Thread k's words (ones_words_per_thread of them from word k times that) and its entries.
+struct ones_unit {
+    u32 x[3];
+    u32 entries;
+};
+
+DEVI ones_unit ones_unit_of(const u32* bits, u32 k, u32 bit_lo, u32 bit_hi, u32 group) {
+    ones_unit u;
+    const u32 per = ones_words_per_thread(group);
+    u.x[1] = u.x[2] = 0;
+    for (u32 i = 0; i < per; i++) u.x[i] = ones_word(bits, k * per + i, bit_lo, bit_hi);
+    if (group == 3) {
+        u.entries = 0;
+        for (u32 j = 0; j < 32; j++) u.entries += ones_triple(u.x[0], u.x[1], u.x[2], j) != 0;
+    } else {
+        u.entries = __popc(group == 2 ? ones_pairs_of(u.x[0]) : u.x[0]);
+    }
+    return u;
+}
 
 extern "C" __global__ void __launch_bounds__(ONES_THREADS) msm_ones_count(const ones_count_args a) {
     __shared__ u32 sh[ONES_THREADS];
     const u32 k = blockIdx.x * ONES_THREADS + threadIdx.x;
-    const u32 x = ones_word(a.bits, k, a.bit_lo, a.bit_hi);
-    const u32 total = ones_block_scan(sh, ones_entries(x, a.pairs));
+    const ones_unit u = ones_unit_of(a.bits, k, a.bit_lo, a.bit_hi, a.group);
+    const u32 total = ones_block_scan(sh, u.entries);
     if (threadIdx.x == ONES_THREADS - 1) a.counts[blockIdx.x] = total;
 }
 
 extern "C" __global__ void __launch_bounds__(ONES_THREADS) msm_ones_expand(const ones_expand_args a) {
     __shared__ u32 sh[ONES_THREADS];
     const u32 k = blockIdx.x * ONES_THREADS + threadIdx.x;
-    const u32 x = ones_word(a.bits, k, a.bit_lo, a.bit_hi);
-    const u32 c = ones_entries(x, a.pairs);
-    u32 pos = a.offsets[blockIdx.x] + ones_block_scan(sh, c) - c;
-    const u32 first = ((a.bit_lo >> 5) + k) * 32 - a.bit_lo;  // position of the word's bit 0
-    if (a.pairs == 0) {
+    const ones_unit u = ones_unit_of(a.bits, k, a.bit_lo, a.bit_hi, a.group);
+    u32 pos = a.offsets[blockIdx.x] + ones_block_scan(sh, u.entries) - u.entries;
+    // position of the thread's first bit from the range's first base
+    const u32 first = ((a.bit_lo >> 5) + k * ones_words_per_thread(a.group)) * 32 - a.bit_lo;
+    const u32 x = u.x[0];
+    if (a.group == 3) {
+        // bit_lo is 0 and the range starts at a multiple of 96 bases, so `first` is a multiple
+        // of three: the thread's triple j is triple first / 3 + j of the range, its sums 4 points
+        // each from `sums` on
+        for (u32 j = 0; j < 32; j++) {
+            const u32 m = ones_triple(u.x[0], u.x[1], u.x[2], j);
+            if (m == 0) continue;
+            a.list[pos++] = __popc(m) == 1 ? first + 3 * j + __ffs(m) - 1
+                                           : a.sums + 4 * (first / 3 + j) + ones_triple_slot(m);
+        }
+        return;
+    }
+    if (a.group != 2) {
         for (u32 y = x; y != 0; y &= y - 1) a.list[pos++] = first + __ffs(y) - 1;
         return;
     }
     // bit_lo is even, so `first` is too: a pair (b, b + 1) of the word is pair (first + b) / 2
-    // of the range, and its sum the point `pairs` after that
+    // of the range, and its sum the point `sums` after that
     for (u32 m = ones_pairs_of(x); m != 0; m &= m - 1) {
         const u32 b = __ffs(m) - 1;
         const u32 both = (x >> b) & 3u;
-        a.list[pos++] = both == 3u ? a.pairs + (first + b) / 2 : first + b + (both >> 1);
+        a.list[pos++] = both == 3u ? a.sums + (first + b) / 2 : first + b + (both >> 1);
     }
 }
 
@@ -742,7 +789,7 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS) msm_sum_ones(const sum
     sum_ones<G1>(a);
 }
 extern "C" __global__ void g1_gather(const gather_args a) { gather<G1>(a); }
-extern "C" __global__ void msm_pair_sums(const pair_sums_args a) { pair_sums<G1>(a); }
+extern "C" __global__ void msm_ones_sums(const ones_sums_args a) { ones_sums<G1>(a); }
 
 // batch-affine rounds and their batched inversion (msm_affine.cuh)
 extern "C" __global__ void msm_affine_halve(const affine_halve_args a) { affine_halve(a); }

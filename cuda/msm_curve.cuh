@@ -301,19 +301,36 @@ DEVI void gather(const gather_args& a) {
     for (int k = 0; k < A::WORDS / 4; k++) dst[k] = src[k];
 }
 
-// The ones' pair sums: out[j] = in[2j] + in[2j + 1] (in[n] is infinity), j < ceil(n / 2). With
-// them resident after a sparse query's bases, a pair of bases whose scalars are both one is one
-// entry of the ones' sum instead of two. Run once per parameter set, so each point takes its own
-// inversion (xyzz::to_affine), as msm_precompute's do.
+// The ones' subset sums of aligned groups of a.group bases (in[n] and after are infinity).
+// Pairs: out[j] = in[2j] + in[2j + 1]. Triples (a, b, c) = in[3j..3j + 3): out[4j..4j + 4) =
+// a + b, a + c, b + c, a + b + c. With them resident after a sparse query's bases, the ones of a
+// group are one entry of the ones' sum instead of two or three. Run once per parameter set, so
+// each point takes its own inversion (xyzz::to_affine), as msm_precompute's do.
 template <class C>
-DEVI void pair_sums(const pair_sums_args& a) {
+DEVI void ones_sums(const ones_sums_args& a) {
     typedef typename C::A A;
     typedef typename C::X X;
-    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= (a.n + 1) / 2) return;
-    const A p = A::load(a.input + A::WORDS * (2 * (size_t)j));
-    const A q = 2 * j + 1 < a.n ? A::load(a.input + A::WORDS * (2 * (size_t)j + 1)) : A::inf();
+    const u32 g = a.group, j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= (a.n + g - 1) / g) return;
+    const size_t i = (size_t)g * j;
+    const A p = A::load(a.input + A::WORDS * i);
+    const A q = i + 1 < a.n ? A::load(a.input + A::WORDS * (i + 1)) : A::inf();
     X s = X::from_affine(p);
     if (!q.is_inf()) C::madd(s, q.x, q.y);
-    s.to_affine().store(a.output + A::WORDS * (size_t)j);
+    if (g == 2) {
+        s.to_affine().store(a.output + A::WORDS * (size_t)j);
+        return;
+    }
+    const A r = i + 2 < a.n ? A::load(a.input + A::WORDS * (i + 2)) : A::inf();
+    u32* out = a.output + A::WORDS * 4 * (size_t)j;
+    s.to_affine().store(out);
+    X pr = X::from_affine(p), qr = X::from_affine(q);
+    if (!r.is_inf()) {
+        C::madd(pr, r.x, r.y);
+        C::madd(qr, r.x, r.y);
+        C::madd(s, r.x, r.y);
+    }
+    pr.to_affine().store(out + A::WORDS);
+    qr.to_affine().store(out + 2 * A::WORDS);
+    s.to_affine().store(out + 3 * A::WORDS);
 }

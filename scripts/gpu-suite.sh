@@ -40,8 +40,8 @@
 #            kernel-busy fraction, peak device memory, OOM errors (HARNESS_SHAPE, HARNESS_SLOTS,
 #            HARNESS_PARTITIONS, HARNESS_G2; HARNESS_SLOT_KERNELS, default in-turn: the slots'
 #            kernels in turn, concurrent, or both side by side as "in-turn,concurrent";
-#            HARNESS_PAIR_SUMS, default off: the resident sets' ones' pair sums, or both as
-#            "off,where-room")
+#            HARNESS_PAIR_SUMS, default off: the resident sets' ones' pair sums (where-room) or
+#            triple sums (triples-where-room), or several side by side as "off,where-room")
 #   porep    2 KiB porep-c2 jobs over HTTP, parameters preloaded (resident) at start, three
 #            in a row per synthesis mode (POREP_MODES, default "plain precompiled", one daemon
 #            each); the last job's latency is the figure (in "precompiled" the first job

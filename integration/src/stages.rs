@@ -663,6 +663,7 @@ pub fn ones_pair_sums_name(p: OnesPairSums) -> &'static str {
     match p {
         OnesPairSums::Off => "off",
         OnesPairSums::WhereRoom => "where_room",
+        OnesPairSums::TriplesWhereRoom => "triples_where_room",
     }
 }
 

@@ -134,7 +134,7 @@ pub enum SlotKernels {
     Concurrent,
 }
 
-/// Whether a GPU's resident parameter sets take the ones' pair sums of their sparse queries.
+/// Which ones' subset sums a GPU's resident parameter sets take for their sparse queries.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum OnesPairSums {
@@ -144,6 +144,10 @@ pub enum OnesPairSums {
     /// again) where the device budget holds them beside every compute slot's H stage at the
     /// lease it would have without them; the bases alone elsewhere.
     WhereRoom,
+    /// As `WhereRoom`, with the subset sums of aligned triples of bases (two or three of each
+    /// triple: four thirds as many points again) where the budget holds those, else the pair
+    /// sums where it holds those, else the bases alone.
+    TriplesWhereRoom,
 }
 
 /// `[pipeline]`.
@@ -167,7 +171,7 @@ pub struct PipelineConfig {
     pub compute_slots: Count,
     /// How a GPU's compute slots run their kernels.
     pub slot_kernels: SlotKernels,
-    /// Whether resident sets take their sparse queries' ones' pair sums.
+    /// Which ones' subset sums resident sets take for their sparse queries.
     pub ones_pair_sums: OnesPairSums,
     /// Partitions admitted at once.
     pub max_partitions_in_flight: Count,

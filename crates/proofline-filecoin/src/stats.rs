@@ -5,7 +5,7 @@
 //! split (and a GPU benchmark that mimics a real partition's shape). "other ≤ 64 bits" counts
 //! the other scalars whose canonical value fits in 64 bits (small constants, packed bits).
 //! "1+1 pairs" counts the pairs of bases (2j, 2j + 1) whose scalars are both one: with the
-//! pair sums of a query's bases on the GPU (`proofline_gpu::OnesPairs`), each such pair is
+//! pair sums of a query's bases on the GPU (`proofline_gpu::OnesSums`), each such pair is
 //! one addition of the ones' sum instead of two.
 
 use ff::PrimeField;

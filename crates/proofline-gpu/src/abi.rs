@@ -569,35 +569,40 @@ kernel_args! {
         out: DevPtrMut,
         count: u32,
     }
-    /// Entries of the ones' list per block of ONES_THREADS words of bits [bit_lo, bit_hi) of
-    /// `bits`, block b's count to counts[b]: one per set bit, or with `pairs` != 0 one per pair
-    /// of bits (2j, 2j + 1) with a bit set (bit_lo even).
+    /// Entries of the ones' list per block of ONES_THREADS threads over bits [bit_lo, bit_hi) of
+    /// `bits`, block b's count to counts[b]: with `group` 1, one per set bit (a word a thread);
+    /// with `group` 2 or 3, one per aligned pair (bit_lo even; a word a thread) or triple
+    /// (bit_lo 0; three words a thread) of bits with a bit set.
     "msm"::"msm_ones_count" => OnesCountArgs("ones_count_args") {
         bits: DevPtr,
         counts: DevPtrMut,
         bit_lo: u32,
         bit_hi: u32,
-        pairs: u32,
+        sums: u32,
+        group: u32,
     }
-    /// The ones' list of bits [bit_lo, bit_hi) of `bits`, ascending; block b writes from
-    /// offsets[b] (the exclusive scan of msm_ones_count's). Each entry is a point index from the
-    /// range's first base: a set bit's position less bit_lo, or with `pairs` != 0, for a pair
-    /// with both bits set, `pairs` + its pair index from the range's first pair (the pair sums
-    /// `pairs` points after that base).
+    /// The ones' list of bits [bit_lo, bit_hi) of `bits`, ascending by group; block b writes
+    /// from offsets[b] (the exclusive scan of msm_ones_count's). Each entry is a point index from
+    /// the range's first base: a lone one's position less bit_lo, or, for a pair or triple with
+    /// two or more bits set, `sums` + the index of its subset sum from the range's first group
+    /// (the range's subset sums `sums` points after its first base).
     "msm"::"msm_ones_expand" => OnesExpandArgs("ones_expand_args") {
         bits: DevPtr,
         offsets: DevPtr,
         list: DevPtrMut,
         bit_lo: u32,
         bit_hi: u32,
-        pairs: u32,
+        sums: u32,
+        group: u32,
     }
-    /// The ones' pair sums of n bases: out[j] = in[2j] + in[2j + 1] (affine; in[n] is
-    /// infinity), j < ceil(n / 2).
-    "msm"::"msm_pair_sums" | "msm_g2"::"msm_g2_pair_sums" => PairSumsArgs("pair_sums_args") {
+    /// The ones' subset sums of n bases in aligned groups of `group` (2 or 3; in[n] and after
+    /// are infinity): pairs out[j] = in[2j] + in[2j + 1]; triples (a, b, c) out[4j..4j + 4) =
+    /// a + b, a + c, b + c, a + b + c (affine).
+    "msm"::"msm_ones_sums" | "msm_g2"::"msm_g2_ones_sums" => OnesSumsArgs("ones_sums_args") {
         input: DevPtr,
         output: DevPtrMut,
         n: u32,
+        group: u32,
     }
     /// Grid-stride sum of the bases listed in `list` (the scalars equal to one).
     "msm"::"msm_sum_ones" | "msm_g2"::"msm_g2_sum_ones" => SumOnesArgs("sum_ones_args") {

@@ -16,7 +16,7 @@ use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, ChunkWindows,
     MsmBatch, Precomputation, SetsShape, SortPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
-use crate::resident::{OnesPairs, QueryLens, Residency};
+use crate::resident::{OnesSums, QueryLens, Residency};
 
 /// The shape of one sparse query: bases, ones, tail.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -48,8 +48,8 @@ struct Sizer {
     cfg: MsmConfig,
     /// Copies of the H query's bases precomputed in the resident set.
     h_pre: Option<Precomputation>,
-    /// Whether the resident set's sparse queries hold their ones' pair sums.
-    pairs: OnesPairs,
+    /// The ones' subset sums the resident set's sparse queries hold.
+    sums: OnesSums,
 }
 
 impl Sizer {
@@ -59,7 +59,7 @@ impl Sizer {
             granule: GRANULE,
             cfg: *cfg,
             h_pre: None,
-            pairs: OnesPairs::Absent,
+            sums: OnesSums::Absent,
         }
     }
 
@@ -77,8 +77,8 @@ impl Sizer {
         self
     }
 
-    fn with_pairs(mut self, pairs: OnesPairs) -> Self {
-        self.pairs = pairs;
+    fn with_sums(mut self, sums: OnesSums) -> Self {
+        self.sums = sums;
         self
     }
 
@@ -422,17 +422,14 @@ impl Sizer {
             Residency::Resident => {
                 // the H query with its precomputed copies, if any
                 let h_copies = self.h_pre.map_or(1, |p| p.copies as usize);
-                // the sparse queries, with their pair sums if any
-                let pairs = |p: usize| match self.pairs {
-                    OnesPairs::Absent => 0,
-                    OnesPairs::Resident => p.div_ceil(2),
-                };
+                // the sparse queries, with their subset sums if any
+                let summed = |p: usize| self.sums.group().map_or(0, |g| g.sum_points(p));
                 let bases: u64 = self.r(AFFINE_WORDS as usize * lens.h * h_copies)
                     + [lens.l, lens.a, lens.b_g1]
                         .iter()
-                        .map(|&p| self.r(AFFINE_WORDS as usize * (p + pairs(p))))
+                        .map(|&p| self.r(AFFINE_WORDS as usize * (p + summed(p))))
                         .sum::<u64>()
-                    + self.r(G2::AFFINE_WORDS * (lens.b_g2 + pairs(lens.b_g2)));
+                    + self.r(G2::AFFINE_WORDS * (lens.b_g2 + summed(lens.b_g2)));
                 building.max(kept + bases)
             }
         }
@@ -479,7 +476,7 @@ pub fn h_stage_bytes_precomputed(log_n: u32, pre: &Precomputation, sm_count: u32
 /// [`resident_bytes`] of a resident set ([`Residency::Resident`]) whose H query has the
 /// precomputed copies of `pre` (they replace the H bases: `pre.copies` times their bytes).
 pub fn resident_bytes_precomputed(log_n: u32, lens: &QueryLens, pre: &Precomputation) -> u64 {
-    resident_set_bytes(log_n, lens, Some(pre), OnesPairs::Absent)
+    resident_set_bytes(log_n, lens, Some(pre), OnesSums::Absent)
 }
 
 /// [`pippenger_bytes_with`] charged by the word (the emulation's account), for tests.
@@ -589,68 +586,77 @@ pub fn resident_bytes(log_n: u32, lens: &QueryLens, residency: Residency) -> u64
 }
 
 /// [`resident_bytes`] of a [`Residency::Resident`] set whose sparse queries (L, A, B in G1 and
-/// in G2) hold their ones' pair sums ([`OnesPairs::Resident`]: half as many points again). A
-/// set uploaded under a lease of at least this many bytes computes them.
-pub fn resident_bytes_paired(log_n: u32, lens: &QueryLens) -> u64 {
-    resident_set_bytes(log_n, lens, None, OnesPairs::Resident)
+/// in G2) hold the ones' subset sums of `sums` ([`OnesSums::Pairs`]: half as many points again;
+/// [`OnesSums::Triples`]: four thirds as many again). A set uploaded under a lease of at least
+/// this many bytes computes them.
+pub fn resident_bytes_summed(log_n: u32, lens: &QueryLens, sums: OnesSums) -> u64 {
+    resident_set_bytes(log_n, lens, None, sums)
 }
 
 /// [`resident_bytes`] of a [`Residency::Resident`] set with the H copies of `h_pre`, if any,
-/// and the ones' pair sums of `pairs`.
+/// and the ones' subset sums of `sums`.
 pub(crate) fn resident_set_bytes(
     log_n: u32,
     lens: &QueryLens,
     h_pre: Option<&Precomputation>,
-    pairs: OnesPairs,
+    sums: OnesSums,
 ) -> u64 {
     Sizer::new(1, &MsmConfig::default())
         .with_h_pre(h_pre.copied())
-        .with_pairs(pairs)
+        .with_sums(sums)
         .resident(log_n, lens, Residency::Resident)
 }
 
-/// The ones' pair sums a [`Residency::Resident`] set (with the H copies of `h_pre`, if any)
+/// What a set asking for `wanted` may hold, largest first: triples, then pairs, then none.
+fn ones_sums_fallbacks(wanted: OnesSums) -> &'static [OnesSums] {
+    match wanted {
+        OnesSums::Triples => &[OnesSums::Triples, OnesSums::Pairs],
+        OnesSums::Pairs => &[OnesSums::Pairs],
+        OnesSums::Absent => &[],
+    }
+}
+
+/// The ones' subset sums a [`Residency::Resident`] set (with the H copies of `h_pre`, if any)
 /// holds under a lease of `lease` bytes when it asks for `wanted`: none unless asked for, and
-/// then where the lease covers them. (On a small domain the NTT tables' build peak can cover
-/// the pair sums of a lease sized without them: a set that did not ask still holds none.)
-pub(crate) fn ones_pairs_granted(
-    wanted: OnesPairs,
+/// then the largest of those asked for (triples, then pairs) that the lease covers. (On a small
+/// domain the NTT tables' build peak can cover the sums of a lease sized without them: a set
+/// that did not ask still holds none.)
+pub(crate) fn ones_sums_granted(
+    wanted: OnesSums,
     lease: u64,
     log_n: u32,
     lens: &QueryLens,
     h_pre: Option<&Precomputation>,
-) -> OnesPairs {
-    match wanted {
-        OnesPairs::Resident
-            if lease >= resident_set_bytes(log_n, lens, h_pre, OnesPairs::Resident) =>
-        {
-            OnesPairs::Resident
-        }
-        _ => OnesPairs::Absent,
-    }
+) -> OnesSums {
+    ones_sums_fallbacks(wanted)
+        .iter()
+        .copied()
+        .find(|&s| lease >= resident_set_bytes(log_n, lens, h_pre, s))
+        .unwrap_or(OnesSums::Absent)
 }
 
 /// The lease of a [`Residency::Resident`] set on a device of `budget` bytes with `slots`
-/// compute slots: with the ones' pair sums ([`resident_bytes_paired`]) where they fit beside
-/// every slot's H stage at the lease that set without them leaves it ([`h_stage_lease`]: the H
-/// MSM's largest chunk saves more than the pairs do), else without them ([`resident_bytes`]).
+/// compute slots when it asks for the ones' subset sums of `wanted`: with the largest of those
+/// asked for ([`resident_bytes_summed`]; triples, then pairs) that fits beside every slot's H
+/// stage at the lease the set without them leaves it ([`h_stage_lease`]: the H MSM's largest
+/// chunk saves more than the sums do), else without them ([`resident_bytes`]).
 pub fn resident_lease(
     log_n: u32,
     lens: &QueryLens,
+    wanted: OnesSums,
     slots: usize,
     budget: u64,
     sm_count: u32,
 ) -> u64 {
     let r = Residency::Resident;
     let plain = resident_bytes(log_n, lens, r);
-    let paired = resident_bytes_paired(log_n, lens);
     let h = h_stage_lease(log_n, r, plain, slots, budget, sm_count);
     let stages = (slots.max(1) as u64).saturating_mul(h);
-    if paired.saturating_add(stages) <= budget {
-        paired
-    } else {
-        plain
-    }
+    ones_sums_fallbacks(wanted)
+        .iter()
+        .map(|&s| resident_bytes_summed(log_n, lens, s))
+        .find(|b| b.saturating_add(stages) <= budget)
+        .unwrap_or(plain)
 }
 
 #[cfg(test)]
@@ -984,7 +990,7 @@ mod tests {
         for z in sizers() {
             for log_n in [0u32, 1, 4, 12, 20, 27] {
                 let e = dry(&z);
-                upload_resident(&e, log_n, None, None, OnesPairs::Absent).unwrap();
+                upload_resident(&e, log_n, None, None, OnesSums::Absent).unwrap();
                 check(
                     &format!("tables 2^{log_n}"),
                     &z,
@@ -993,7 +999,7 @@ mod tests {
                 );
             }
             let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), None, OnesPairs::Absent).unwrap();
+            upload_resident(&e, 10, Some(&q), None, OnesSums::Absent).unwrap();
             check(
                 "resident set 2^10",
                 &z,
@@ -1001,12 +1007,21 @@ mod tests {
                 z.resident(10, &q.lens(), Residency::Resident),
             );
             let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), None, OnesPairs::Resident).unwrap();
+            upload_resident(&e, 10, Some(&q), None, OnesSums::Pairs).unwrap();
             check(
                 "resident set 2^10 with pair sums",
                 &z,
                 e.peak(),
-                z.with_pairs(OnesPairs::Resident)
+                z.with_sums(OnesSums::Pairs)
+                    .resident(10, &q.lens(), Residency::Resident),
+            );
+            let e = dry(&z);
+            upload_resident(&e, 10, Some(&q), None, OnesSums::Triples).unwrap();
+            check(
+                "resident set 2^10 with triple sums",
+                &z,
+                e.peak(),
+                z.with_sums(OnesSums::Triples)
                     .resident(10, &q.lens(), Residency::Resident),
             );
             let pre = Precomputation {
@@ -1014,7 +1029,7 @@ mod tests {
                 copies: 5,
             };
             let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), Some(&pre), OnesPairs::Absent).unwrap();
+            upload_resident(&e, 10, Some(&q), Some(&pre), OnesSums::Absent).unwrap();
             check(
                 "resident set 2^10 with H copies",
                 &z,
@@ -1066,44 +1081,65 @@ mod tests {
     }
 
     #[test]
-    fn the_pair_sums_take_only_the_room_the_h_stages_leave() {
+    fn the_ones_sums_take_only_the_room_the_h_stages_leave() {
         let lens = lens_32gib();
         let r = Residency::Resident;
         let plain = resident_bytes(27, &lens, r);
-        let paired = resident_bytes_paired(27, &lens);
-        // half as many points again for L, A and B in G1 and B in G2 (each buffer rounded to
-        // a granule)
-        let g1 = [lens.l, lens.a, lens.b_g1].map(|p| p.div_ceil(2) as u64 * 96);
-        let extra = g1.iter().sum::<u64>() + lens.b_g2.div_ceil(2) as u64 * 192;
+        let paired = resident_bytes_summed(27, &lens, OnesSums::Pairs);
+        let tripled = resident_bytes_summed(27, &lens, OnesSums::Triples);
+        // half as many points again for L, A and B in G1 and B in G2 with pairs, four thirds
+        // as many with triples (each buffer rounded to a granule)
+        let extra = |bases: usize, sums: usize| {
+            let g1 = [lens.l, lens.a, lens.b_g1].map(|p| (p.div_ceil(bases) * sums) as u64 * 96);
+            g1.iter().sum::<u64>() + (lens.b_g2.div_ceil(bases) * sums) as u64 * 192
+        };
         assert!(
-            (paired - plain).abs_diff(extra) <= 4 * GRANULE,
+            (paired - plain).abs_diff(extra(2, 1)) <= 4 * GRANULE,
             "{paired} - {plain}"
         );
-        // a set that asks for them makes them exactly when its lease covers them
-        let granted = |wanted, lease| ones_pairs_granted(wanted, lease, 27, &lens, None);
-        assert_eq!(granted(OnesPairs::Resident, paired), OnesPairs::Resident);
-        assert_eq!(granted(OnesPairs::Resident, paired - 1), OnesPairs::Absent);
-        assert_eq!(granted(OnesPairs::Resident, plain), OnesPairs::Absent);
+        assert!(
+            (tripled - plain).abs_diff(extra(3, 4)) <= 4 * GRANULE,
+            "{tripled} - {plain}"
+        );
+        // a set that asks for them makes the largest its lease covers
+        let granted = |wanted, lease| ones_sums_granted(wanted, lease, 27, &lens, None);
+        assert_eq!(granted(OnesSums::Pairs, paired), OnesSums::Pairs);
+        assert_eq!(granted(OnesSums::Pairs, tripled), OnesSums::Pairs);
+        assert_eq!(granted(OnesSums::Pairs, paired - 1), OnesSums::Absent);
+        assert_eq!(granted(OnesSums::Pairs, plain), OnesSums::Absent);
+        assert_eq!(granted(OnesSums::Triples, tripled), OnesSums::Triples);
+        assert_eq!(granted(OnesSums::Triples, tripled - 1), OnesSums::Pairs);
+        assert_eq!(granted(OnesSums::Triples, paired - 1), OnesSums::Absent);
         // and one that does not never does
-        assert_eq!(granted(OnesPairs::Absent, u64::MAX), OnesPairs::Absent);
+        assert_eq!(granted(OnesSums::Absent, u64::MAX), OnesSums::Absent);
         let h200 = 133_000_000_000;
-        // one or two slots keep their one-chunk H stages beside the pairs
+        let lease = |wanted, slots, budget| resident_lease(27, &lens, wanted, slots, budget, SMS);
+        // one slot keeps its one-chunk H stage beside the triples, two beside the pairs only
+        assert_eq!(lease(OnesSums::Triples, 1, h200), tripled);
+        assert_eq!(lease(OnesSums::Triples, 2, h200), paired);
         for slots in [1, 2] {
-            assert_eq!(resident_lease(27, &lens, slots, h200, SMS), paired);
+            assert_eq!(lease(OnesSums::Pairs, slots, h200), paired);
+            assert_eq!(lease(OnesSums::Absent, slots, h200), plain);
             assert_eq!(
                 h_stage_lease(27, r, paired, slots, h200, SMS),
                 h_stage_lease(27, r, plain, slots, h200, SMS)
             );
         }
-        // four slots' H stages leave no room for them, nor does a card of 80 GB with one slot
-        assert_eq!(resident_lease(27, &lens, 4, h200, SMS), plain);
-        assert_eq!(resident_lease(27, &lens, 1, 76_000_000_000, SMS), plain);
+        assert_eq!(
+            h_stage_lease(27, r, tripled, 1, h200, SMS),
+            h_stage_lease(27, r, plain, 1, h200, SMS)
+        );
+        // four slots' H stages leave no room for any, nor does a card of 80 GB with one slot
+        for wanted in [OnesSums::Pairs, OnesSums::Triples] {
+            assert_eq!(lease(wanted, 4, h200), plain);
+            assert_eq!(lease(wanted, 1, 76_000_000_000), plain);
+        }
     }
 
     #[test]
-    fn a_small_set_holds_pair_sums_only_when_it_asks_for_them() {
+    fn a_small_set_holds_ones_sums_only_when_it_asks_for_them() {
         // a domain of 2^10 with few bases: the NTT tables' build peak is the whole lease, so the
-        // lease sized without pair sums covers them too
+        // lease sized without subset sums covers them too
         let lens = QueryLens {
             h: (1 << 10) - 1,
             l: 300,
@@ -1112,15 +1148,10 @@ mod tests {
             b_g2: 400,
         };
         let plain = resident_bytes(10, &lens, Residency::Resident);
-        assert_eq!(plain, resident_bytes_paired(10, &lens));
-        assert_eq!(
-            ones_pairs_granted(OnesPairs::Absent, plain, 10, &lens, None),
-            OnesPairs::Absent
-        );
-        assert_eq!(
-            ones_pairs_granted(OnesPairs::Resident, plain, 10, &lens, None),
-            OnesPairs::Resident
-        );
+        for sums in [OnesSums::Absent, OnesSums::Pairs, OnesSums::Triples] {
+            assert_eq!(plain, resident_bytes_summed(10, &lens, sums));
+            assert_eq!(ones_sums_granted(sums, plain, 10, &lens, None), sums);
+        }
     }
 
     #[test]

@@ -29,8 +29,8 @@ pub(crate) struct CurveKernels {
     pub(crate) xyzz_reduce: &'static str,
     pub(crate) sum_ones: &'static str,
     pub(crate) gather: &'static str,
-    /// The ones' pair sums of a query's bases (`msm::pair_sums`).
-    pub(crate) pair_sums: &'static str,
+    /// The ones' subset sums of a query's bases (`msm::ones_sums`).
+    pub(crate) ones_sums: &'static str,
     /// The batch-affine rounds (`MsmAcc::BatchAffine`), where the group has them.
     pub(crate) affine: Option<AffineKernels>,
 }
@@ -113,7 +113,7 @@ impl MsmCurve for G1 {
         xyzz_reduce: "xyzz_reduce",
         sum_ones: "msm_sum_ones",
         gather: "g1_gather",
-        pair_sums: "msm_pair_sums",
+        ones_sums: "msm_ones_sums",
         affine: Some(AffineKernels {
             fwd: "msm_affine_fwd",
             bwd: "msm_affine_bwd",
@@ -169,7 +169,7 @@ impl MsmCurve for G2 {
         xyzz_reduce: "g2_xyzz_reduce",
         sum_ones: "msm_g2_sum_ones",
         gather: "g2_gather",
-        pair_sums: "msm_g2_pair_sums",
+        ones_sums: "msm_g2_ones_sums",
         affine: Some(AffineKernels {
             fwd: "msm_g2_affine_fwd",
             bwd: "msm_g2_affine_bwd",

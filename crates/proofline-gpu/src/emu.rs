@@ -359,7 +359,7 @@ mod tests {
     };
     use crate::msm::affine::batch_invert;
     use crate::msm::ones::{sum_ones, OnesBits, OnesList};
-    use crate::msm::{self, Bases, MsmStats};
+    use crate::msm::{self, Bases, MsmStats, OnesGroup};
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
     use crate::plan::{ChunkWindows, OnesRounds, Precomputation};
     use crate::testkit::{
@@ -1042,12 +1042,14 @@ mod tests {
         });
     }
 
-    /// The ones' pair sums and the ones summed over them: pairs that hold infinity, double and
-    /// cancel, a long run of one point, an odd count of bases (`points` is made so, at least
-    /// 200 of them); ranges from even bases (inside words, an odd end) in both accumulations;
-    /// an odd start refused; and sparse MSMs over paired bases.
-    fn paired_ones_match<C: MsmCurve>(
+    /// The ones' subset sums of `group` and the ones summed over them: groups that hold
+    /// infinity, double and cancel, a long run of one point, a count of bases that leaves the
+    /// last group short (`points` is made so, at least 200 of them); ranges from aligned bases
+    /// (inside words, ends inside a group) in both accumulations; unaligned starts refused; and
+    /// sparse MSMs over the summed bases.
+    fn summed_ones_match<C: MsmCurve>(
         points: &mut [C::Affine],
+        group: OnesGroup,
         cpu: impl Fn(&[C::Affine], &[Scalar]) -> C::Projective,
     ) where
         C::Affine: PrimeCurveAffine,
@@ -1055,7 +1057,8 @@ mod tests {
     {
         let e = EmuExec::new(SMS);
         let n = points.len();
-        assert!(n >= 200 && n % 2 == 1, "{n} points");
+        let g = group.bases();
+        assert!(n >= 200 && n % g != 0, "{n} points");
         for i in [7, 10, 11] {
             points[i] = C::Affine::identity();
         }
@@ -1070,22 +1073,41 @@ mod tests {
         for i in run..run + n / 20 {
             points[i] = points[run - 1];
         }
-        let pairs = n.div_ceil(2);
+        let sums = group.sum_points(n);
         let w = C::AFFINE_WORDS;
-        let mut all = e.alloc((n + pairs) * w).unwrap();
+        let mut all = e.alloc((n + sums) * w).unwrap();
         e.upload_at(&mut all, 0, C::affines_as_u32(points)).unwrap();
-        msm::pair_sums::<_, C>(&e, all.ptr(), n, all.at(n * w)).unwrap();
-        let mut got = vec![0u32; pairs * w];
+        msm::ones_sums::<_, C>(&e, all.ptr(), n, all.at(n * w), group).unwrap();
+        let mut got = vec![0u32; sums * w];
         e.read(Readback::Values, &all, n * w, &mut got).unwrap();
+        let sum = |p: &[C::Affine]| -> C::Affine {
+            let s: C::Projective = p.iter().map(|&q| C::Projective::from(q)).sum();
+            s.to_affine()
+        };
         let want: Vec<C::Affine> = points
-            .chunks(2)
-            .map(|p| {
-                let s: C::Projective = p.iter().map(|&q| C::Projective::from(q)).sum();
-                s.to_affine()
+            .chunks(g)
+            .flat_map(|p| match group {
+                OnesGroup::Pairs => vec![sum(p)],
+                OnesGroup::Triples => {
+                    let inf = C::Affine::identity();
+                    let (a, b, c) = (p[0], p.get(1).copied().unwrap_or(inf), p.get(2).copied());
+                    let c = c.unwrap_or(inf);
+                    vec![sum(&[a, b]), sum(&[a, c]), sum(&[b, c]), sum(&[a, b, c])]
+                }
             })
             .collect();
-        assert_eq!(got, C::affines_as_u32(&want), "{} pair sums", C::NAME);
-        let paired = OnesList::Paired { n };
+        assert_eq!(got, C::affines_as_u32(&want), "{} {group:?} sums", C::NAME);
+        let list = OnesList::Summed { n, group };
+        let (ranges, refused): (Vec<(usize, usize)>, [usize; 2]) = match group {
+            OnesGroup::Pairs => (
+                vec![(0, n), (6, n - 9), (32, 64), (64, 97), (n - 1, n), (40, 40)],
+                [5, 7],
+            ),
+            OnesGroup::Triples => (
+                vec![(0, n), (96, n - 9), (96, 200), (192, 193), (0, 5), (96, 96)],
+                [3, 32],
+            ),
+        };
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(35);
         let xyzz = MsmConfig {
             acc: MsmAcc::Xyzz,
@@ -1104,14 +1126,15 @@ mod tests {
                     }),
                 ];
                 for rounds in rounds {
-                    for (lo, hi) in [(0, n), (6, n - 9), (32, 64), (64, 97), (n - 1, n), (40, 40)] {
+                    for &(lo, hi) in &ranges {
                         let want: C::Projective = ones
                             .iter_range(lo, hi)
                             .map(|i| C::Projective::from(points[i as usize]))
                             .sum();
-                        // one point per pair of bases with a one
-                        let mut pairs: Vec<u32> = ones.iter_range(lo, hi).map(|i| i / 2).collect();
-                        pairs.dedup();
+                        // one point per group of bases with a one
+                        let mut groups: Vec<u32> =
+                            ones.iter_range(lo, hi).map(|i| i / g as u32).collect();
+                        groups.dedup();
                         let mut stats = MsmStats::default();
                         let base = all.at(lo * w);
                         let got = sum_ones::<_, C>(
@@ -1119,7 +1142,7 @@ mod tests {
                             base,
                             &bits,
                             lo..hi,
-                            paired,
+                            list,
                             rounds,
                             &cfg,
                             &mut stats,
@@ -1127,37 +1150,61 @@ mod tests {
                         .unwrap();
                         assert!(
                             got == want,
-                            "{} {density}, {cfg:?}, {rounds:?}, {lo}..{hi}",
+                            "{} {group:?} {density}, {cfg:?}, {rounds:?}, {lo}..{hi}",
                             C::NAME
                         );
-                        assert_eq!(stats.ones_summed, pairs.len(), "{lo}..{hi}");
+                        assert_eq!(stats.ones_summed, groups.len(), "{lo}..{hi}");
                     }
                 }
-                let mut stats = MsmStats::default();
-                let at5 = all.at(5 * w);
-                let odd = sum_ones::<_, C>(&e, at5, &bits, 5..64, paired, None, &cfg, &mut stats);
-                assert!(matches!(odd, Err(GpuError::InvalidInput(_))), "{odd:?}");
+                for lo in refused {
+                    let mut stats = MsmStats::default();
+                    let at = all.at(lo * w);
+                    let r = sum_ones::<_, C>(&e, at, &bits, lo..n, list, None, &cfg, &mut stats);
+                    assert!(matches!(r, Err(GpuError::InvalidInput(_))), "{lo}: {r:?}");
+                }
             }
         }
         for mix in [ScalarMix::B_8MIB, ScalarMix::ONES] {
             let scalars = mixed_scalars(n, mix, 36);
             let split = SparseScalars::from_dense(&scalars);
-            let bases = Bases::Paired { ptr: all.ptr(), n };
+            let bases = Bases::Summed {
+                ptr: all.ptr(),
+                n,
+                group,
+            };
             let mut stats = MsmStats::default();
             let cfg = MsmConfig::default();
             let got = msm::sparse::<_, C>(&e, bases, &split, &cfg, &mut stats).unwrap();
-            assert!(got == cpu(points, &scalars), "{} {mix:?}", C::NAME);
+            assert!(
+                got == cpu(points, &scalars),
+                "{} {group:?} {mix:?}",
+                C::NAME
+            );
         }
     }
 
     #[test]
     fn paired_ones_match_blstrs() {
-        paired_ones_match::<G1>(&mut random_points(2501, 34), cpu_msm);
+        let mut points = random_points(2501, 34);
+        summed_ones_match::<G1>(&mut points, OnesGroup::Pairs, cpu_msm);
+    }
+
+    #[test]
+    fn tripled_ones_match_blstrs() {
+        let mut points = random_points(2503, 38);
+        summed_ones_match::<G1>(&mut points, OnesGroup::Triples, cpu_msm);
     }
 
     #[test]
     fn g2_paired_ones_match_blstrs() {
-        paired_ones_match::<G2>(&mut random_g2_points(401, 37), cpu_msm_g2);
+        let mut points = random_g2_points(401, 37);
+        summed_ones_match::<G2>(&mut points, OnesGroup::Pairs, cpu_msm_g2);
+    }
+
+    #[test]
+    fn g2_tripled_ones_match_blstrs() {
+        let mut points = random_g2_points(401, 39);
+        summed_ones_match::<G2>(&mut points, OnesGroup::Triples, cpu_msm_g2);
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub use msm::{MsmStats, STREAM_CHUNK};
 pub use ntt::{CInput, NttKind};
 pub use oplog::{DeviceLog, Recording};
 pub use plan::Precomputation;
-pub use resident::{HostQueries, OnesPairs, QueryLens, Residency, ResidentSet};
+pub use resident::{HostQueries, OnesSums, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
 pub use stages::{HStageTimes, SparseGroups, SparseMsms, SparseStageTimes};
 pub use turn::SlotKernels;

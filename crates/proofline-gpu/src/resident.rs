@@ -1,6 +1,6 @@
 //! Resident data of one parameter set on one device: the NTT tables of its domain and, when
 //! they fit the budget, the bases of its five queries (H, L, A, B in G1, B in G2), those of the
-//! sparse queries (L, A, B in G1 and in G2) each followed by their ones' pair sums where the
+//! sparse queries (L, A, B in G1 and in G2) each followed by their ones' subset sums where the
 //! lease covers them. Uploaded once, on the device's resident stream, under a long-lived lease,
 //! then shared read-only by every slot of the device (in an `Arc`); freed on the same stream
 //! when the last holder drops it.
@@ -11,7 +11,7 @@ use crate::curve::{MsmCurve, G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
 use crate::layout::affines_as_u32;
-use crate::msm::{pair_sums, precompute, Bases, STREAM_CHUNK};
+use crate::msm::{ones_sums, precompute, Bases, OnesGroup, STREAM_CHUNK};
 use crate::ntt::{build_tables, NttTables, TablePtrs};
 use crate::plan::Precomputation;
 use crate::slot::DeviceWords;
@@ -75,18 +75,33 @@ pub enum Residency {
     Streamed,
 }
 
-/// Whether a resident set's sparse queries (L, A, B in G1 and B in G2) hold their ones' pair
-/// sums after their bases (`msm::Bases::Paired`): base 2j + base 2j + 1 at point n + j of a
-/// query of n bases, so that a pair of bases whose scalars are both one is one addition of the
-/// ones' sum, not two. Half as many points again for those queries, computed on the device once
-/// per set.
+/// Which subset sums of their bases a resident set's sparse queries (L, A, B in G1 and B in G2)
+/// hold after those bases for their ones (`msm::Bases::Summed`): with pairs, base 2j + base
+/// 2j + 1 at point n + j of a query of n bases, so that a pair of bases whose scalars are both
+/// one is one addition of the ones' sum, not two (half as many points again); with triples,
+/// the sums of two or three of bases 3j, 3j + 1, 3j + 2 at points n + 4j on, so that the ones
+/// of a triple are one addition (four thirds as many points again). Computed on the device
+/// once per set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum OnesPairs {
+pub enum OnesSums {
     /// The bases alone.
     #[default]
     Absent,
-    /// Each query's bases, then their pair sums.
-    Resident,
+    /// Each query's bases, then the sums of their aligned pairs.
+    Pairs,
+    /// Each query's bases, then the subset sums of their aligned triples.
+    Triples,
+}
+
+impl OnesSums {
+    /// The groups the sums are of; none without sums.
+    pub(crate) const fn group(self) -> Option<OnesGroup> {
+        match self {
+            OnesSums::Absent => None,
+            OnesSums::Pairs => Some(OnesGroup::Pairs),
+            OnesSums::Triples => Some(OnesGroup::Triples),
+        }
+    }
 }
 
 /// The five query bases on the device.
@@ -116,8 +131,8 @@ pub struct ResidentSet {
     /// The copies of the H bases precomputed for the fixed-base H MSM, if any (`bases.h` then
     /// holds all of them, `lens.h` points apart).
     pub(crate) h_pre: Option<Precomputation>,
-    /// Whether `bases.l`, `bases.a`, `bases.b_g1` and `bases.b_g2` hold their ones' pair sums.
-    pub(crate) pairs: OnesPairs,
+    /// The ones' subset sums `bases.l`, `bases.a`, `bases.b_g1` and `bases.b_g2` hold.
+    pub(crate) sums: OnesSums,
     pub(crate) lens: QueryLens,
     pub(crate) bytes: u64,
 }
@@ -129,7 +144,7 @@ impl std::fmt::Debug for ResidentSet {
             .field("log_n", &self.tables.log_n)
             .field("residency", &self.residency())
             .field("h_precomputation", &self.h_pre)
-            .field("ones_pairs", &self.pairs)
+            .field("ones_sums", &self.sums)
             .field("bytes", &self.bytes)
             .finish()
     }
@@ -155,9 +170,9 @@ impl ResidentSet {
         self.h_pre
     }
 
-    /// Whether the sparse queries hold their ones' pair sums.
-    pub fn ones_pairs(&self) -> OnesPairs {
-        self.pairs
+    /// The ones' subset sums the sparse queries hold.
+    pub fn ones_sums(&self) -> OnesSums {
+        self.sums
     }
 
     /// Bytes of the H stage over this set (`bytes::h_stage_bytes`, or with the H MSM over the
@@ -202,7 +217,7 @@ impl ResidentSet {
         }
         Ok(match &self.bases {
             Some(d) => {
-                let pairs = self.pairs;
+                let sums = self.sums;
                 StageBases {
                     h: match self.h_pre {
                         Some(pre) => Bases::Precomputed {
@@ -212,10 +227,10 @@ impl ResidentSet {
                         },
                         None => Bases::Device(d.h.ptr()),
                     },
-                    l: sparse_bases(&d.l, self.lens.l, pairs),
-                    a: sparse_bases(&d.a, self.lens.a, pairs),
-                    b_g1: sparse_bases(&d.b_g1, self.lens.b_g1, pairs),
-                    b_g2: sparse_bases(&d.b_g2, self.lens.b_g2, pairs),
+                    l: sparse_bases(&d.l, self.lens.l, sums),
+                    a: sparse_bases(&d.a, self.lens.a, sums),
+                    b_g1: sparse_bases(&d.b_g1, self.lens.b_g1, sums),
+                    b_g2: sparse_bases(&d.b_g2, self.lens.b_g2, sums),
                 }
             }
             None => {
@@ -244,14 +259,14 @@ pub(crate) type Uploaded<B> = (NttTables<B>, Option<[B; 5]>);
 
 /// The NTT tables of `log_n` and, when `bases` is given, the five query bases, on `e`; with
 /// `h_pre`, the H bases are followed by their precomputed copies, and with
-/// [`OnesPairs::Resident`] the L, A, B (G1) and B (G2) bases by their pair sums (both computed
-/// on the device).
+/// `sums` the L, A, B (G1) and B (G2) bases by their subset sums (both computed on the
+/// device).
 pub(crate) fn upload_resident<E: Exec>(
     e: &E,
     log_n: u32,
     bases: Option<&HostQueries<'_>>,
     h_pre: Option<&Precomputation>,
-    pairs: OnesPairs,
+    sums: OnesSums,
 ) -> Result<Uploaded<E::Buf>, GpuError> {
     let tables = build_tables(e, log_n)?;
     let h_query = |q: &HostQueries<'_>| -> Result<E::Buf, GpuError> {
@@ -269,10 +284,10 @@ pub(crate) fn upload_resident<E: Exec>(
     let uploaded = match bases {
         Some(q) => Some([
             h_query(q)?,
-            sparse_query::<E, G1>(e, q.l, pairs)?,
-            sparse_query::<E, G1>(e, q.a, pairs)?,
-            sparse_query::<E, G1>(e, q.b_g1, pairs)?,
-            sparse_query::<E, G2>(e, q.b_g2, pairs)?,
+            sparse_query::<E, G1>(e, q.l, sums)?,
+            sparse_query::<E, G1>(e, q.a, sums)?,
+            sparse_query::<E, G1>(e, q.b_g1, sums)?,
+            sparse_query::<E, G2>(e, q.b_g2, sums)?,
         ]),
         None => None,
     };
@@ -280,28 +295,32 @@ pub(crate) fn upload_resident<E: Exec>(
     Ok((tables, uploaded))
 }
 
-/// How a sparse query's `n` resident bases at `q` are read: with their pair sums or without.
-fn sparse_bases<'a, P>(q: &DeviceWords, n: usize, pairs: OnesPairs) -> Bases<'a, P> {
-    match pairs {
-        OnesPairs::Absent => Bases::Device(q.ptr()),
-        OnesPairs::Resident => Bases::Paired { ptr: q.ptr(), n },
+/// How a sparse query's `n` resident bases at `q` are read: with their subset sums or without.
+fn sparse_bases<'a, P>(q: &DeviceWords, n: usize, sums: OnesSums) -> Bases<'a, P> {
+    match sums.group() {
+        None => Bases::Device(q.ptr()),
+        Some(group) => Bases::Summed {
+            ptr: q.ptr(),
+            n,
+            group,
+        },
     }
 }
 
-/// A sparse query's bases on `e`, followed by their pair sums with [`OnesPairs::Resident`].
+/// A sparse query's bases on `e`, followed by the subset sums `sums` asks for.
 fn sparse_query<E: Exec, C: MsmCurve>(
     e: &E,
     points: &[C::Affine],
-    pairs: OnesPairs,
+    sums: OnesSums,
 ) -> Result<E::Buf, GpuError> {
     let words = C::affines_as_u32(points);
-    match pairs {
-        OnesPairs::Absent => e.upload(words),
-        OnesPairs::Resident => {
+    match sums.group() {
+        None => e.upload(words),
+        Some(group) => {
             let n = points.len();
-            let mut all = e.alloc(words.len() + n.div_ceil(2) * C::AFFINE_WORDS)?;
+            let mut all = e.alloc(words.len() + group.sum_points(n) * C::AFFINE_WORDS)?;
             e.upload_at(&mut all, 0, words)?;
-            pair_sums::<E, C>(e, all.ptr(), n, all.at(words.len()))?;
+            ones_sums::<E, C>(e, all.ptr(), n, all.at(words.len()), group)?;
             Ok(all)
         }
     }

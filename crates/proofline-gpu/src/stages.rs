@@ -20,7 +20,7 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
-use crate::bytes::{h_stage_msm_config, ones_pairs_granted};
+use crate::bytes::{h_stage_msm_config, ones_sums_granted};
 use crate::config::{MsmConfig, NttConfig, SparseTails};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
@@ -30,7 +30,7 @@ use crate::msm::{self, Bases, MsmStats, SplitOnDevice};
 use crate::ntt::{h_poly, CInput, TablePtrs};
 use crate::plan::Precomputation;
 use crate::resident::{
-    upload_resident, DeviceQueries, HostQueries, OnesPairs, Residency, ResidentSet, StageBases,
+    upload_resident, DeviceQueries, HostQueries, OnesSums, Residency, ResidentSet, StageBases,
 };
 use crate::slot::{GpuSlot, Lane};
 
@@ -81,19 +81,20 @@ impl GpuSlot {
     /// Uploads a parameter set's resident data on the device's resident stream: the NTT tables
     /// of domain 2^`log_n` and, with [`Residency::Resident`], the five query bases of `queries`.
     /// `lease_bytes` is the long-lived lease the set will hold (`bytes::resident_bytes`). With
-    /// `pairs` [`OnesPairs::Resident`] the L, A, B (G1) and B (G2) queries also get their ones'
-    /// pair sums, computed there, where the lease covers them (`bytes::resident_bytes_paired`,
-    /// `bytes::resident_lease`); [`ResidentSet::ones_pairs`] says whether they did. With
-    /// [`OnesPairs::Absent`] they never do, however large the lease.
+    /// `sums` [`OnesSums::Pairs`] or [`OnesSums::Triples`] the L, A, B (G1) and B (G2) queries
+    /// also get their ones' subset sums, computed there: those asked for where the lease covers
+    /// them, else pairs where it covers those (`bytes::resident_bytes_summed`,
+    /// `bytes::resident_lease`); [`ResidentSet::ones_sums`] says which they got. With
+    /// [`OnesSums::Absent`] they never do, however large the lease.
     pub fn upload_resident(
         &self,
         lease_bytes: u64,
         log_n: u32,
         queries: &HostQueries<'_>,
         residency: Residency,
-        pairs: OnesPairs,
+        sums: OnesSums,
     ) -> Result<ResidentSet, GpuError> {
-        self.upload_set(lease_bytes, log_n, queries, residency, None, pairs)
+        self.upload_set(lease_bytes, log_n, queries, residency, None, sums)
     }
 
     /// [`GpuSlot::upload_resident`] with the bases on the device and the H bases' copies of
@@ -106,7 +107,7 @@ impl GpuSlot {
         log_n: u32,
         queries: &HostQueries<'_>,
         h_pre: Precomputation,
-        pairs: OnesPairs,
+        sums: OnesSums,
     ) -> Result<ResidentSet, GpuError> {
         self.upload_set(
             lease_bytes,
@@ -114,7 +115,7 @@ impl GpuSlot {
             queries,
             Residency::Resident,
             Some(h_pre),
-            pairs,
+            sums,
         )
     }
 
@@ -125,7 +126,7 @@ impl GpuSlot {
         queries: &HostQueries<'_>,
         residency: Residency,
         h_pre: Option<Precomputation>,
-        pairs: OnesPairs,
+        sums: OnesSums,
     ) -> Result<ResidentSet, GpuError> {
         let arena = Arena::new(lease_bytes, "resident upload");
         let bases = match residency {
@@ -134,12 +135,12 @@ impl GpuSlot {
         };
         let h_pre = bases.and(h_pre);
         let lens = queries.lens();
-        let pairs = match bases {
-            Some(_) => ones_pairs_granted(pairs, lease_bytes, log_n, &lens, h_pre.as_ref()),
-            None => OnesPairs::Absent,
+        let sums = match bases {
+            Some(_) => ones_sums_granted(sums, lease_bytes, log_n, &lens, h_pre.as_ref()),
+            None => OnesSums::Absent,
         };
         let (tables, uploaded) = self.run(Lane::Resident, &arena, |e| {
-            upload_resident(e, log_n, bases, h_pre.as_ref(), pairs)
+            upload_resident(e, log_n, bases, h_pre.as_ref(), sums)
         })?;
         let tables = tables.map(|b| b.into_resident());
         let bases_dev = uploaded.map(|[h, l, a, b_g1, b_g2]| DeviceQueries {
@@ -154,7 +155,7 @@ impl GpuSlot {
             tables,
             bases: bases_dev,
             h_pre,
-            pairs,
+            sums,
             lens,
             bytes: lease_bytes,
         })

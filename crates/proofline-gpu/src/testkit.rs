@@ -37,10 +37,10 @@ use crate::layout::{
     affines_as_u32, g2_affines_as_u32, g2_jacobian_from_u32, jacobian_from_u32,
     scalar_from_raw_montgomery, scalars_as_u32, scalars_as_u32_mut,
 };
-use crate::msm::{self, Bases, MsmStats};
+use crate::msm::{self, Bases, MsmStats, OnesGroup};
 use crate::ntt::{self, build_tables, NttKind, NttTables};
 use crate::plan::{coset_generator, root_of_unity, ChunkWindows, Precomputation};
-use crate::resident::{Residency, StageBases};
+use crate::resident::{OnesSums, Residency, StageBases};
 use crate::slot::{DeviceWords, GpuSlot, Lane};
 use crate::stages::{sparse_stage_uploaded, upload_padded, upload_sparse_inputs, SparseGroups};
 
@@ -580,29 +580,33 @@ impl TestGpu {
         Ok(DeviceData { words, len: n })
     }
 
-    /// [`TestGpu::tiled_points`] followed by their ones' pair sums, as a resident set's sparse
-    /// queries hold them ([`OnesPairs::Resident`]).
-    pub fn tiled_points_paired(
+    /// [`TestGpu::tiled_points`] followed by the ones' subset sums of `sums`, as a resident
+    /// set's sparse queries hold them (an error with [`OnesSums::Absent`]).
+    pub fn tiled_points_summed(
         &self,
         unique: &[G1Affine],
         n: usize,
-    ) -> Result<PairedPoints, GpuError> {
+        sums: OnesSums,
+    ) -> Result<SummedPoints, GpuError> {
+        let group = sums_group(sums)?;
         let words = self.run(&unbounded(), |e| {
-            Ok(tile_paired::<_, G1>(e, unique, n)?.into_resident())
+            Ok(tile_summed::<_, G1>(e, unique, n, group)?.into_resident())
         })?;
-        Ok(PairedPoints(DeviceData { words, len: n }))
+        Ok(SummedPoints(DeviceData { words, len: n }, group))
     }
 
-    /// [`TestGpu::tiled_points_paired`] in G2.
-    pub fn tiled_g2_points_paired(
+    /// [`TestGpu::tiled_points_summed`] in G2.
+    pub fn tiled_g2_points_summed(
         &self,
         unique: &[G2Affine],
         n: usize,
-    ) -> Result<PairedPoints, GpuError> {
+        sums: OnesSums,
+    ) -> Result<SummedPoints, GpuError> {
+        let group = sums_group(sums)?;
         let words = self.run(&unbounded(), |e| {
-            Ok(tile_paired::<_, G2>(e, unique, n)?.into_resident())
+            Ok(tile_summed::<_, G2>(e, unique, n, group)?.into_resident())
         })?;
-        Ok(PairedPoints(DeviceData { words, len: n }))
+        Ok(SummedPoints(DeviceData { words, len: n }, group))
     }
 
     /// [`TestGpu::tiled_points`] in G2.
@@ -804,21 +808,21 @@ impl TestGpu {
         self.msm_sparse_over::<G1>(Bases::Device(bases.words.ptr()), split, cfg)
     }
 
-    /// [`TestGpu::msm_sparse_resident`] over bases with their ones' pair sums.
-    pub fn msm_sparse_paired(
+    /// [`TestGpu::msm_sparse_resident`] over bases with their ones' subset sums.
+    pub fn msm_sparse_summed(
         &self,
-        bases: &PairedPoints,
+        bases: &SummedPoints,
         split: &SparseScalars,
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
         self.msm_sparse_over::<G1>(bases.bases(), split, cfg)
     }
 
-    /// [`TestGpu::msm_g2_sparse_resident`] over bases with their ones' pair sums
-    /// ([`TestGpu::tiled_g2_points_paired`]).
-    pub fn msm_g2_sparse_paired(
+    /// [`TestGpu::msm_g2_sparse_resident`] over bases with their ones' subset sums
+    /// ([`TestGpu::tiled_g2_points_summed`]).
+    pub fn msm_g2_sparse_summed(
         &self,
-        bases: &PairedPoints,
+        bases: &SummedPoints,
         split: &SparseScalars,
         cfg: &MsmConfig,
     ) -> Result<(G2Projective, MsmStats), GpuError> {
@@ -856,10 +860,10 @@ impl TestGpu {
         self.sparse_g1_over(Bases::Device(bases.words.ptr()), plan, cfg)
     }
 
-    /// [`TestGpu::msm_sparse_g1_resident`] over bases with their ones' pair sums.
-    pub fn msm_sparse_g1_paired(
+    /// [`TestGpu::msm_sparse_g1_resident`] over bases with their ones' subset sums.
+    pub fn msm_sparse_g1_summed(
         &self,
-        bases: &PairedPoints,
+        bases: &SummedPoints,
         plan: &MsmPlan,
         cfg: &MsmConfig,
     ) -> Result<([G1Projective; 3], MsmStats), GpuError> {
@@ -954,27 +958,35 @@ fn tile<E: Exec, C: MsmCurve>(
     Ok(buf)
 }
 
-/// [`tile`]'s points followed by their ones' pair sums (`msm::pair_sums`).
-fn tile_paired<E: Exec, C: MsmCurve>(
+/// The groups of `sums`; none is an error here.
+fn sums_group(sums: OnesSums) -> Result<OnesGroup, GpuError> {
+    sums.group()
+        .ok_or_else(|| GpuError::InvalidInput("summed bases without subset sums".into()))
+}
+
+/// [`tile`]'s points followed by the ones' subset sums of `group` (`msm::ones_sums`).
+fn tile_summed<E: Exec, C: MsmCurve>(
     e: &E,
     unique: &[C::Affine],
     n: usize,
+    group: OnesGroup,
 ) -> Result<E::Buf, GpuError> {
-    let buf = tile::<_, C>(e, unique, n, n.div_ceil(2))?;
-    msm::pair_sums::<_, C>(e, buf.ptr(), n, buf.at(n * C::AFFINE_WORDS))?;
+    let buf = tile::<_, C>(e, unique, n, group.sum_points(n))?;
+    msm::ones_sums::<_, C>(e, buf.ptr(), n, buf.at(n * C::AFFINE_WORDS), group)?;
     Ok(buf)
 }
 
-/// Bases on the device followed by their ones' pair sums ([`TestGpu::tiled_points_paired`],
-/// [`TestGpu::tiled_g2_points_paired`]).
-pub struct PairedPoints(DeviceData);
+/// Bases on the device followed by their ones' subset sums ([`TestGpu::tiled_points_summed`],
+/// [`TestGpu::tiled_g2_points_summed`]).
+pub struct SummedPoints(DeviceData, OnesGroup);
 
-impl PairedPoints {
-    /// The bases as the sparse MSMs read them: with their pair sums after them.
+impl SummedPoints {
+    /// The bases as the sparse MSMs read them: with their subset sums after them.
     fn bases<'a, P>(&self) -> Bases<'a, P> {
-        Bases::Paired {
+        Bases::Summed {
             ptr: self.0.words.ptr(),
             n: self.0.len,
+            group: self.1,
         }
     }
 }

@@ -13,7 +13,9 @@ use group::Group;
 use proofline_gpu::layout::{scalar_raw, scalars_as_u32};
 use proofline_gpu::plan::ChunkWindows;
 use proofline_gpu::testkit::*;
-use proofline_gpu::{MsmConfig, NttConfig, NttKind, Precomputation, Residency, SparseTails};
+use proofline_gpu::{
+    MsmConfig, NttConfig, NttKind, OnesSums, Precomputation, Residency, SparseTails,
+};
 use proofline_groth16::msm::{MsmPlan, SparseScalars};
 use proofline_groth16::prover;
 use rand::{RngCore, SeedableRng};
@@ -422,7 +424,7 @@ fn split_windows_match_blstrs() {
 }
 
 /// The sparse stage's three G1 queries over bases they share (plain and with their ones' pair
-/// sums), their tails apart and together (`SparseTails::Together`: one Pippenger chunk for the
+/// and triple sums), their tails apart and together (`SparseTails::Together`: one Pippenger chunk for the
 /// three): equal to blstrs at the measured PoRep mixes, with a query without a tail between two
 /// with one.
 #[test]
@@ -432,7 +434,13 @@ fn sparse_g1_tails_together_match_blstrs() {
     let n = 1usize << max_log();
     let points = random_points(n, sd + 7);
     let plain = g.tiled_points(&points, n).expect("bases");
-    let paired = g.tiled_points_paired(&points, n).expect("paired bases");
+    let summed = [OnesSums::Pairs, OnesSums::Triples].map(|sums| {
+        (
+            sums,
+            g.tiled_points_summed(&points, n, sums)
+                .expect("summed bases"),
+        )
+    });
     let together = MsmConfig {
         sparse_tails: SparseTails::Together,
         ..MsmConfig::default()
@@ -454,8 +462,10 @@ fn sparse_g1_tails_together_match_blstrs() {
         for (name, cfg) in [("apart", MsmConfig::default()), ("together", together)] {
             let (got, _) = g.msm_sparse_g1_resident(&plain, &plan, &cfg).expect("msm");
             assert_eq!(got[..], want[..], "{name}, {mixes:?}");
-            let (got, _) = g.msm_sparse_g1_paired(&paired, &plan, &cfg).expect("msm");
-            assert_eq!(got[..], want[..], "{name} over pair sums, {mixes:?}");
+            for (sums, bases) in &summed {
+                let (got, _) = g.msm_sparse_g1_summed(bases, &plan, &cfg).expect("msm");
+                assert_eq!(got[..], want[..], "{name} over {sums:?}, {mixes:?}");
+            }
         }
     }
 }
@@ -512,12 +522,14 @@ fn msm_sparse_matches_blstrs() {
                 )
                 .expect("msm");
             assert_eq!(got, want, "streamed sparse msm n = {n} mix {m:?}");
-            // resident bases followed by their ones' pair sums
-            let paired = g.tiled_points_paired(&points[..n], n).expect("pair sums");
-            let (got, _) = g
-                .msm_sparse_paired(&paired, &split, &MsmConfig::default())
-                .expect("msm");
-            assert_eq!(got, want, "sparse msm over pair sums n = {n} mix {m:?}");
+            // resident bases followed by their ones' pair or triple sums
+            for sums in [OnesSums::Pairs, OnesSums::Triples] {
+                let summed = g.tiled_points_summed(&points[..n], n, sums).expect("sums");
+                let (got, _) = g
+                    .msm_sparse_summed(&summed, &split, &MsmConfig::default())
+                    .expect("msm");
+                assert_eq!(got, want, "sparse msm over {sums:?} n = {n} mix {m:?}");
+            }
         }
         eprintln!("sparse mix {m:?} ok");
     }
@@ -675,12 +687,14 @@ fn g2_msm_matches_blstrs() {
             )
             .expect("msm");
         assert_eq!(got, want, "G2 streamed sparse {mix:?}");
-        // resident bases followed by their ones' pair sums
-        let paired = g.tiled_g2_points_paired(&points, max).expect("pair sums");
-        let (got, _) = g
-            .msm_g2_sparse_paired(&paired, &split, &MsmConfig::default())
-            .expect("msm");
-        assert_eq!(got, want, "G2 sparse over pair sums {mix:?}");
+        // resident bases followed by their ones' pair or triple sums
+        for sums in [OnesSums::Pairs, OnesSums::Triples] {
+            let summed = g.tiled_g2_points_summed(&points, max, sums).expect("sums");
+            let (got, _) = g
+                .msm_g2_sparse_summed(&summed, &split, &MsmConfig::default())
+                .expect("msm");
+            assert_eq!(got, want, "G2 sparse over {sums:?} {mix:?}");
+        }
     }
     let same = vec![-Scalar::ONE; 4096];
     let want = cpu_msm_g2(&points[..4096.min(max)], &same[..4096.min(max)]);

@@ -11,10 +11,10 @@ use bellperson::groth16;
 use blstrs::Bls12;
 use proofline_circuits::Sha256Preimage;
 use proofline_gpu::bytes::{
-    resident_bytes, resident_bytes_paired, resident_bytes_precomputed, sparse_stage_bytes,
+    resident_bytes, resident_bytes_precomputed, resident_bytes_summed, sparse_stage_bytes,
 };
 use proofline_gpu::testkit::TestGpu;
-use proofline_gpu::{HostQueries, OnesPairs, Precomputation, Residency, SparseGroups};
+use proofline_gpu::{HostQueries, OnesSums, Precomputation, Residency, SparseGroups};
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::synthesis::synthesize;
 use proofline_groth16::{prover, CpuBackend, MsmResults, ProvingKey};
@@ -68,22 +68,23 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             p.h.len()
         );
         for (residency, h_pre, pairs) in [
-            (Residency::Resident, None, OnesPairs::Absent),
-            (Residency::Streamed, None, OnesPairs::Absent),
-            (Residency::Resident, None, OnesPairs::Resident),
-            (Residency::Resident, h_plan, OnesPairs::Absent),
+            (Residency::Resident, None, OnesSums::Absent),
+            (Residency::Streamed, None, OnesSums::Absent),
+            (Residency::Resident, None, OnesSums::Pairs),
+            (Residency::Resident, None, OnesSums::Triples),
+            (Residency::Resident, h_plan, OnesSums::Absent),
         ] {
             device.reset_pool_high_water().unwrap();
             let before = device.pool_usage().unwrap();
             let sm = slot.sm_count();
             let (set_bytes, set) = match (h_pre, pairs) {
-                (None, OnesPairs::Absent) => {
+                (None, OnesSums::Absent) => {
                     let bytes = resident_bytes(log_n, &host.lens(), residency);
                     let set = slot.upload_resident(bytes, log_n, &host, residency, pairs);
                     (bytes, set.unwrap())
                 }
-                (None, OnesPairs::Resident) => {
-                    let bytes = resident_bytes_paired(log_n, &host.lens());
+                (None, OnesSums::Pairs | OnesSums::Triples) => {
+                    let bytes = resident_bytes_summed(log_n, &host.lens(), pairs);
                     let set = slot.upload_resident(bytes, log_n, &host, residency, pairs);
                     (bytes, set.unwrap())
                 }
@@ -95,7 +96,7 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             };
             assert_eq!(set.residency(), residency);
             assert_eq!(set.h_precomputation(), h_pre);
-            assert_eq!(set.ones_pairs(), pairs);
+            assert_eq!(set.ones_sums(), pairs);
             let h_bytes = set.h_stage_bytes(sm);
             let (h, _) = slot
                 .h_stage(h_bytes, [&synth.a, &synth.b], &set, &host)

@@ -98,11 +98,12 @@ fn log_n(pk: &ProvingKey) -> Result<u32, StageError> {
     Ok(n.trailing_zeros())
 }
 
-/// The pair sums a resident set asks for under `pipeline.ones_pair_sums`.
-fn ones_pairs(p: OnesPairSums) -> proofline_gpu::OnesPairs {
+/// The ones' subset sums a resident set asks for under `pipeline.ones_pair_sums`.
+fn ones_sums(p: OnesPairSums) -> proofline_gpu::OnesSums {
     match p {
-        OnesPairSums::Off => proofline_gpu::OnesPairs::Absent,
-        OnesPairSums::WhereRoom => proofline_gpu::OnesPairs::Resident,
+        OnesPairSums::Off => proofline_gpu::OnesSums::Absent,
+        OnesPairSums::WhereRoom => proofline_gpu::OnesSums::Pairs,
+        OnesPairSums::TriplesWhereRoom => proofline_gpu::OnesSums::Triples,
     }
 }
 
@@ -122,8 +123,9 @@ pub struct GpuEngine {
 }
 
 impl GpuEngine {
-    /// An engine over `slot` whose resident sets take the ones' pair sums as `pair_sums` says
-    /// (with `where_room`, where the lease the sizing gave covers them).
+    /// An engine over `slot` whose resident sets take the ones' subset sums `pair_sums` asks
+    /// for (with `where_room` or `triples_where_room`, where the lease the sizing gave covers
+    /// them).
     pub fn new(slot: GpuSlot, pair_sums: OnesPairSums) -> Self {
         GpuEngine { slot, pair_sums }
     }
@@ -147,13 +149,13 @@ impl ComputeEngine for GpuEngine {
                 log_n(pk)?,
                 &host_queries(pk),
                 residency(r),
-                ones_pairs(self.pair_sums),
+                ones_sums(self.pair_sums),
             )
             .map_err(stage_error)?;
         tracing::info!(
             device = %self.slot.label(),
             residency = ?set.residency(),
-            ones_pairs = ?set.ones_pairs(),
+            ones_sums = ?set.ones_sums(),
             bytes,
             "parameters resident"
         );
@@ -236,17 +238,13 @@ impl DeviceSizing for GpuSizing {
             b_g1: p.b_g1.len(),
             b_g2: p.b_g2.len(),
         };
-        // the bases, with `where_room` and the ones' pair sums where the budget holds them
-        // beside the slots' H stages (the set computes them when its lease covers them: the
-        // allocator grants the bases alone where the pair sums do not fit beside the sets in
-        // use)
+        // the bases, with `where_room` or `triples_where_room` and the ones' subset sums where
+        // the budget holds them beside the slots' H stages (the set computes them when its
+        // lease covers them: the allocator grants the bases alone where the sums do not fit
+        // beside the sets in use)
         let bases = resident_bytes(lg, &lens, proofline_gpu::Residency::Resident);
-        let full = match self.pair_sums {
-            OnesPairSums::Off => bases,
-            OnesPairSums::WhereRoom => {
-                resident_lease(lg, &lens, self.slots, self.budget, self.sm_count)
-            }
-        };
+        let wanted = ones_sums(self.pair_sums);
+        let full = resident_lease(lg, &lens, wanted, self.slots, self.budget, self.sm_count);
         Some(ResidentSizes {
             full,
             bases,

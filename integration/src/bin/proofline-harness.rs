@@ -50,6 +50,7 @@ enum SlotKernelsArg {
 enum OnesPairSumsArg {
     Off,
     WhereRoom,
+    TriplesWhereRoom,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -151,6 +152,7 @@ fn stages(args: &Args) -> anyhow::Result<()> {
         let ones_pair_sums = match pairs {
             OnesPairSumsArg::Off => OnesPairSums::Off,
             OnesPairSumsArg::WhereRoom => OnesPairSums::WhereRoom,
+            OnesPairSumsArg::TriplesWhereRoom => OnesPairSums::TriplesWhereRoom,
         };
         let run = StageRun {
             backend,

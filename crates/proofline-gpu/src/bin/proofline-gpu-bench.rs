@@ -14,9 +14,10 @@
 //! defaults only. `--only` (with `--variants`) keeps the variants of those names (e.g.
 //! `sort=atomic,sort=radix`), so that one call can spend its time on the comparison it is for.
 //! Variants must be compared within one run: the same binary varies by up to 8 % between device
-//! calls. The variant `pairs` runs the sparse MSMs (and the partition, on the defaults and on
-//! the selected variants of the sparse G1 MSMs) over bases followed by their ones' pair sums
-//! (`OnesPairs::Resident`), as a resident set whose lease covers them holds them. Under
+//! calls. The variants `pairs` and `triples` run the sparse MSMs (and the partition, on the
+//! defaults and on the selected variants of the sparse G1 MSMs) over bases followed by their
+//! ones' subset sums (`OnesSums::Pairs`, `OnesSums::Triples`), as a resident set whose lease
+//! covers them holds them. Under
 //! `tails=together` the partition times L, A and B in G1 as one step (the sparse stage's one
 //! Pippenger chunk for their tails). The variant `pre` names the runs over precomputed copies
 //! of the bases: the dense MSMs' and the partition's H MSM's.
@@ -37,11 +38,12 @@ use std::time::Instant;
 
 use blstrs::G1Affine;
 use proofline_gpu::testkit::{
-    mixed_scalars, random_g2_points, random_points, random_scalars, PairedPoints, ScalarMix,
+    mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, SummedPoints,
     TestGpu,
 };
 use proofline_gpu::{
-    probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, Precomputation, SparseTails,
+    probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, OnesSums, Precomputation,
+    SparseTails,
 };
 use proofline_groth16::msm::{MsmPlan, SparseScalars};
 use serde_json::json;
@@ -420,25 +422,29 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             .into_iter()
             .filter(|&n| n <= max_points)
             .collect();
-        let paired = match sizes.last() {
-            Some(&n) if o.variants && o.named("pairs") => Some(g.tiled_points_paired(&unique, n)?),
-            _ => None,
-        };
+        let mut summed = Vec::new();
+        if let Some(&n) = sizes.last() {
+            for sums in [OnesSums::Pairs, OnesSums::Triples] {
+                if o.variants && o.named(sums_name(sums)) {
+                    summed.push((sums_name(sums), g.tiled_points_summed(&unique, n, sums)?));
+                }
+            }
+        }
         for n in sizes {
             let split = SparseScalars::from_dense(&mixed_scalars(n, mix, 11));
-            let mut runs: Vec<(&str, MsmConfig, Option<&PairedPoints>)> = o
+            let mut runs: Vec<(&str, MsmConfig, Option<&SummedPoints>)> = o
                 .msm_variants()
                 .into_iter()
                 .map(|(name, cfg)| (name, cfg, None))
                 .collect();
-            if let Some(p) = &paired {
-                runs.push(("pairs", MsmConfig::default(), Some(p)));
+            for (name, p) in &summed {
+                runs.push((name, MsmConfig::default(), Some(p)));
             }
             for (name, cfg, pairs) in runs {
                 let mut stats = None;
                 let v = time(3, || {
                     stats = Some(match pairs {
-                        Some(p) => g.msm_sparse_paired(p, &split, &cfg)?.1,
+                        Some(p) => g.msm_sparse_summed(p, &split, &cfg)?.1,
                         None => g.msm_sparse_resident(&bases, &split, &cfg)?.1,
                     });
                     Ok(())
@@ -584,38 +590,47 @@ fn partition_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
     v
 }
 
-/// The partition's runs over the ones' pair sums: the defaults, and the selected variants that
-/// change the sparse G1 MSMs (their tails, their ones' groups, the accumulation's rounds),
-/// which run over the pair sums in production.
-fn pairs_variants(o: &Opts) -> Vec<(String, MsmConfig, NttConfig)> {
+/// The variant name of the runs over the ones' subset sums `sums`.
+fn sums_name(sums: OnesSums) -> &'static str {
+    match sums {
+        OnesSums::Absent => "bases",
+        OnesSums::Pairs => "pairs",
+        OnesSums::Triples => "triples",
+    }
+}
+
+/// The partition's runs over the ones' subset sums named `name`: the defaults, and the selected
+/// variants that change the sparse G1 MSMs (their tails, their ones' groups, the accumulation's
+/// rounds), which run over the subset sums in production.
+fn sums_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let sparse = |m: &MsmConfig| {
         m.sparse_tails != msm.sparse_tails
             || m.g1_ones_group_log != msm.g1_ones_group_log
             || m.acc != msm.acc
     };
-    let mut v = vec![("pairs".to_string(), msm, ntt)];
-    for (name, m) in MsmConfig::variants() {
-        if sparse(&m) && o.named(name) {
-            v.push((format!("pairs {name}"), m, ntt));
+    let mut v = vec![(name.to_string(), msm, ntt)];
+    for (variant, m) in MsmConfig::variants() {
+        if sparse(&m) && o.named(variant) {
+            v.push((format!("{name} {variant}"), m, ntt));
         }
     }
     v
 }
 
 /// What a group of partition runs' MSMs read beside the bases: nothing more, the sparse
-/// queries' ones' pair sums, or the H bases' precomputed copies.
+/// queries' ones' subset sums, or the H bases' precomputed copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Prepared {
     Bases,
-    OnesPairs,
+    OnesSums(OnesSums),
     HCopies,
 }
 
 /// The data a [`Prepared`] group of runs holds while it runs.
 enum Extra {
     None,
-    Pairs(PairedPoints, PairedPoints),
+    Sums(SummedPoints, SummedPoints),
     Copies(Precomputation, proofline_gpu::testkit::DeviceData),
 }
 
@@ -658,21 +673,27 @@ fn partition(
     let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
     // Three groups of runs, each with what it reads beside the bases made just before it and
     // freed after it (the pool trimmed in between), so that one group's memory never squeezes
-    // the next one's: the variants over the bases; with `pairs`, the defaults over the sparse
-    // queries' ones' pair sums; with --variants, the H MSM over precomputed copies of the H
+    // the next one's: the variants over the bases; with `pairs` or `triples`, the defaults over
+    // the sparse queries' ones' subset sums; with --variants, the H MSM over precomputed copies of the H
     // bases, as many as the memory left beside the partition's data allows (at most 50 GB).
-    for group in [Prepared::Bases, Prepared::OnesPairs, Prepared::HCopies] {
+    let groups = [
+        Prepared::Bases,
+        Prepared::OnesSums(OnesSums::Pairs),
+        Prepared::OnesSums(OnesSums::Triples),
+        Prepared::HCopies,
+    ];
+    for group in groups {
         let (extra, runs) = match group {
             Prepared::Bases => {
                 let runs = partition_variants(o);
                 (Extra::None, runs)
             }
-            Prepared::OnesPairs if o.variants && o.named("pairs") => {
-                let extra = Extra::Pairs(
-                    g.tiled_points_paired(unique, o.partition_points)?,
-                    g.tiled_g2_points_paired(&unique_g2, b_len)?,
+            Prepared::OnesSums(sums) if o.variants && o.named(sums_name(sums)) => {
+                let extra = Extra::Sums(
+                    g.tiled_points_summed(unique, o.partition_points, sums)?,
+                    g.tiled_g2_points_summed(&unique_g2, b_len, sums)?,
                 );
-                (extra, pairs_variants(o))
+                (extra, sums_variants(o, sums_name(sums)))
             }
             Prepared::HCopies if o.variants && o.named("pre") => {
                 let Some(p) = Precomputation::plan(n, 1 << 26, copies_budget(g, 50 << 30)) else {
@@ -688,18 +709,18 @@ fn partition(
             }
             _ => continue,
         };
-        // a sparse query over the bases, or over their pair sums where the group has them
+        // a sparse query over the bases, or over their subset sums where the group has them
         let sparse = |q: &SparseScalars, msm: &MsmConfig| match &extra {
-            Extra::Pairs(p, _) => g.msm_sparse_paired(p, q, msm),
+            Extra::Sums(p, _) => g.msm_sparse_summed(p, q, msm),
             _ => g.msm_sparse_resident(bases, q, msm),
         };
         // the three G1 queries as the sparse stage runs them (their tails together)
         let sparse_g1 = |msm: &MsmConfig| match &extra {
-            Extra::Pairs(p, _) => g.msm_sparse_g1_paired(p, &plan, msm),
+            Extra::Sums(p, _) => g.msm_sparse_g1_summed(p, &plan, msm),
             _ => g.msm_sparse_g1_resident(bases, &plan, msm),
         };
         let sparse_g2 = |q: &SparseScalars, msm: &MsmConfig| match &extra {
-            Extra::Pairs(_, p) => g.msm_g2_sparse_paired(p, q, msm),
+            Extra::Sums(_, p) => g.msm_g2_sparse_summed(p, q, msm),
             _ => g.msm_g2_sparse_resident(&bases_g2, q, msm),
         };
         let h_msm = |a: &proofline_gpu::testkit::DeviceData, msm: &MsmConfig| match &extra {

@@ -1,37 +1,40 @@
-//! What a resident set derives once from a query's fixed bases: the pair sums of a sparse
-//! query's bases ([`Bases::Paired`](super::Bases::Paired)) and the precomputed copies of a
-//! dense one ([`Bases::Precomputed`](super::Bases::Precomputed)).
+//! What a resident set derives once from a query's fixed bases: the subset sums of a sparse
+//! query's bases for its ones ([`Bases::Summed`](super::Bases::Summed)) and the precomputed
+//! copies of a dense one ([`Bases::Precomputed`](super::Bases::Precomputed)).
 
-use super::point_at;
-use crate::abi::{DevPtr, DevPtrMut, PairSumsArgs, PrecomputeArgs, ELEMENT_THREADS};
+use super::{point_at, OnesGroup};
+use crate::abi::{DevPtr, DevPtrMut, OnesSumsArgs, PrecomputeArgs, ELEMENT_THREADS};
 use crate::curve::{MsmCurve, G1};
 use crate::error::GpuError;
 use crate::exec::{grid, Exec};
 use crate::plan::Precomputation;
 
-/// Writes the pair sums of the `n` bases of `C` at `bases` to `out` (`n.div_ceil(2)` points:
-/// point j is base 2j + base 2j + 1, the last a lone base where n is odd), for
-/// [`Bases::Paired`](super::Bases::Paired).
-pub(crate) fn pair_sums<E: Exec, C: MsmCurve>(
+/// Writes the subset sums of the aligned groups of `group` of the `n` bases of `C` at `bases`
+/// to `out` (`group.sum_points(n)` points, in the order [`OnesGroup`] gives; a group cut short
+/// by the end of the bases has infinity for its missing bases), for
+/// [`Bases::Summed`](super::Bases::Summed).
+pub(crate) fn ones_sums<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     n: usize,
     out: u64,
+    group: OnesGroup,
 ) -> Result<(), GpuError> {
-    let pairs = n.div_ceil(2);
-    if pairs == 0 {
+    let groups = n.div_ceil(group.bases());
+    if groups == 0 {
         return Ok(());
     }
     let n =
-        u32::try_from(n).map_err(|_| GpuError::InvalidInput(format!("pair sums of {n} bases")))?;
+        u32::try_from(n).map_err(|_| GpuError::InvalidInput(format!("ones' sums of {n} bases")))?;
     e.launch_as(
-        C::KERNELS.pair_sums,
-        grid(pairs, ELEMENT_THREADS),
+        C::KERNELS.ones_sums,
+        grid(groups, ELEMENT_THREADS),
         ELEMENT_THREADS,
-        &PairSumsArgs {
+        &OnesSumsArgs {
             input: DevPtr(bases),
             output: DevPtrMut(out),
             n,
+            group: group.bases() as u32,
         },
     )
 }

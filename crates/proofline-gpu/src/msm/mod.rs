@@ -12,16 +12,16 @@
 //! * [`ones`]: the sum of the bases of a sparse query's ones, listed from its bitmap;
 //! * [`sparse`]: a sparse query's split on the device, its ones summed and its tail through
 //!   Pippenger (several queries' tails through one, `pippenger::pippenger_batch`);
-//! * [`fixed`]: what a resident set derives once from its fixed bases (pair sums, precomputed
-//!   copies);
+//! * [`fixed`]: what a resident set derives once from its fixed bases (the ones' subset sums,
+//!   precomputed copies);
 //! * [`scan`]: the exclusive scan the others share.
 //!
 //! Sparse queries arrive split by the CPU (`proofline_groth16::msm::SparseScalars`: zeros
 //! dropped, a bitmap of the ones, the tail's indices and scalars); this is the only split, and
 //! the GPU takes it as it is. Bases are either resident on the device ([`Bases::Device`]),
 //! resident with precomputed copies for fixed-base MSMs ([`Bases::Precomputed`],
-//! `plan::Precomputation`), resident with the pair sums of a sparse query's ones
-//! ([`Bases::Paired`], [`pair_sums`]), or streamed from host memory in chunks of
+//! `plan::Precomputation`), resident with the subset sums of a sparse query's ones
+//! ([`Bases::Summed`], [`ones_sums`]), or streamed from host memory in chunks of
 //! [`STREAM_CHUNK`] points ([`Bases::Host`]).
 //!
 //! Memory: every helper frees its temporaries and synchronises before it returns (a split on
@@ -45,7 +45,7 @@ mod sort;
 mod sparse;
 
 pub(crate) use accumulate::acc_target;
-pub(crate) use fixed::{pair_sums, precompute};
+pub(crate) use fixed::{ones_sums, precompute};
 pub(crate) use ones::ones_blocks;
 pub(crate) use pippenger::dense;
 #[cfg(test)]
@@ -92,6 +92,40 @@ fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+/// The aligned groups of neighbouring bases whose subset sums a sparse query's bases may hold
+/// for its ones ([`Bases::Summed`]): the ones of a group are one point of the ones' sum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnesGroup {
+    /// Bases (2j, 2j + 1): their sum, point `n + j`; half as many points again.
+    Pairs,
+    /// Bases (3j, 3j + 1, 3j + 2) = (a, b, c): a + b, a + c, b + c and a + b + c, points
+    /// `n + 4j` on; four thirds as many points again.
+    Triples,
+}
+
+impl OnesGroup {
+    /// Bases a group.
+    pub(crate) const fn bases(self) -> usize {
+        match self {
+            OnesGroup::Pairs => 2,
+            OnesGroup::Triples => 3,
+        }
+    }
+
+    /// Subset sums a group: those of two or more of its bases.
+    pub(crate) const fn sums(self) -> usize {
+        match self {
+            OnesGroup::Pairs => 1,
+            OnesGroup::Triples => 4,
+        }
+    }
+
+    /// Points of the subset sums of `n` bases.
+    pub(crate) const fn sum_points(self, n: usize) -> usize {
+        n.div_ceil(self.bases()) * self.sums()
+    }
+}
+
 /// Where an MSM's bases (affine points of type `P`) are.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Bases<'a, P = G1Affine> {
@@ -107,16 +141,17 @@ pub(crate) enum Bases<'a, P = G1Affine> {
         /// Window and copies.
         pre: Precomputation,
     },
-    /// On the device at `ptr`: the query's `n` bases, then their pair sums (point `n + j` is
-    /// base 2j + base 2j + 1, j < ceil(n / 2); [`pair_sums`]). A sparse MSM's ones then list
-    /// one entry per pair of bases with a one
-    /// ([`OnesList::Paired`](ones::OnesList::Paired)); everything else reads the bases as
-    /// [`Bases::Device`].
-    Paired {
+    /// On the device at `ptr`: the query's `n` bases, then the subset sums of their aligned
+    /// groups of `group` ([`OnesGroup`], [`ones_sums`]). A sparse MSM's ones then list one entry
+    /// per group of bases with a one ([`OnesList::Summed`](ones::OnesList::Summed));
+    /// everything else reads the bases as [`Bases::Device`].
+    Summed {
         /// Address of base 0.
         ptr: u64,
-        /// Bases before the pair sums.
+        /// Bases before the subset sums.
         n: usize,
+        /// The groups the sums are of.
+        group: OnesGroup,
     },
     /// In host memory: streamed through a staging buffer of `chunk` points.
     Host {

@@ -1,5 +1,5 @@
 //! The sum of the bases of a sparse query's ones: the ones listed from the query's bitmap on
-//! the device (over pair sums, one entry per pair of bases with a one), then summed by
+//! the device (over subset sums, one entry per pair or triple of bases with a one), then summed by
 //! batch-affine rounds in groups or by the grid-wide XYZZ sum.
 
 use std::time::Instant;
@@ -9,7 +9,7 @@ use group::Group;
 use super::accumulate::{accumulate, AccInput};
 use super::affine::{affine_round, round_out, InvScratch, PointsAt, RoundInput};
 use super::scan::exclusive_scan;
-use super::{ms_since, MsmStats};
+use super::{ms_since, MsmStats, OnesGroup};
 use crate::abi::{
     DevPtr, DevPtrMut, OnesCountArgs, OnesExpandArgs, SumOnesArgs, XyzzReduceArgs, ONES_THREADS,
 };
@@ -52,19 +52,21 @@ impl OnesBits {
 pub(crate) enum OnesList {
     /// The bases: an entry per one.
     Single,
-    /// The bases and their pair sums ([`Bases::Paired`](super::Bases::Paired) over `n`
-    /// bases): an entry per pair of bases (2j, 2j + 1) with a one, the pair sum j where both
-    /// are ones.
-    Paired {
-        /// Bases before the pair sums.
+    /// The bases and their subset sums ([`Bases::Summed`](super::Bases::Summed) over `n`
+    /// bases): an entry per group of bases with a one, their subset sum where two or more are
+    /// ones.
+    Summed {
+        /// Bases before the subset sums.
         n: usize,
+        /// The groups the sums are of.
+        group: OnesGroup,
     },
 }
 
 /// `sum bases[i - lo]` over the ones `i` of `[lo, hi)` of the device bitmap `ones`: point `lo`
 /// is the first at `bases`. The device lists the ones of the range (`ones_list`, from word
-/// `lo / 32` of the bitmap; with [`OnesList::Paired`], where `lo` must be even, a pair of ones
-/// as its pair sum), and those points are summed by batch-affine rounds
+/// `lo / 32` of the bitmap; with [`OnesList::Summed`], where `lo` must be even for pairs and a
+/// multiple of 96 for triples, the ones of a group as their subset sum), and those points are summed by batch-affine rounds
 /// ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's in
 /// [`sparse_uploaded`](super::sparse_uploaded)) or by the grid-wide XYZZ sum.
 #[allow(clippy::too_many_arguments)]
@@ -83,17 +85,23 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     if lo >= hi || ones.count == 0 {
         return Ok(C::Projective::identity());
     }
-    // where the range's pair sums start, from its first base: pair lo / 2 is point n + lo / 2 of
-    // the query, n - lo / 2 points after base lo (every index a u32)
-    let pairs = match list {
-        OnesList::Single => 0,
-        OnesList::Paired { n } => {
-            if lo % 2 != 0 || hi > n || u32::try_from(n + n.div_ceil(2)).is_err() {
+    // where the range's subset sums start, from its first base: group g's sums are point
+    // n + g sums(group) of the query, so the range's first group's (g = lo / bases(group)) lie
+    // that less lo after base lo (every index a u32)
+    let (sums, group) = match list {
+        OnesList::Single => (0, 1),
+        OnesList::Summed { n, group: g } => {
+            let k = g.bases();
+            let aligned = match g {
+                OnesGroup::Pairs => lo % 2 == 0,
+                OnesGroup::Triples => lo % 96 == 0,
+            };
+            if !aligned || hi > n || u32::try_from(n + g.sum_points(n)).is_err() {
                 return Err(GpuError::InvalidInput(format!(
-                    "ones {lo}..{hi} over {n} paired bases"
+                    "ones {lo}..{hi} over {n} bases summed in {g:?}"
                 )));
             }
-            (n - lo / 2) as u32
+            ((n + lo / k * g.sums() - lo) as u32, k as u32)
         }
     };
     let t = Instant::now();
@@ -101,7 +109,14 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
     let bits = ones.ptr.wrapping_add(4 * (lo / 32) as u64);
     let bit_lo = (lo % 32) as u32;
     let bit_hi = bit_lo + (hi - lo) as u32;
-    let listed = ones_list(e, bits, bit_lo, bit_hi, pairs, ones.count.min(hi - lo))?;
+    let listed = ones_list(
+        e,
+        bits,
+        bit_lo,
+        bit_hi,
+        (sums, group),
+        ones.count.min(hi - lo),
+    )?;
     // the listing's scratch goes back before the sums allocate
     e.sync()?;
     let Some((list, count)) = listed else {
@@ -151,19 +166,22 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
 
 /// The positions (less `bit_lo`) of the set bits `[bit_lo, bit_hi)` of the words at `bits` (at
 /// most `max`), ascending, as a device list, and their count (none when there are none): a count
-/// per block of words, their exclusive scan (one element more: its last is the total, read
-/// back), the positions. With `pairs` != 0 (`bit_lo` even), a pair of set bits (2j, 2j + 1)
-/// is one entry, `pairs + j`.
+/// per block of threads, their exclusive scan (one element more: its last is the total, read
+/// back), the positions. With `(sums, group)` = (s, 2) (`bit_lo` even) or (s, 3) (`bit_lo` 0),
+/// an aligned pair or triple of bits with two or more set is one entry, its subset sum from `s`
+/// on; with group 1 every set bit is its own entry.
 fn ones_list<E: Exec>(
     e: &E,
     bits: u64,
     bit_lo: u32,
     bit_hi: u32,
-    pairs: u32,
+    (sums, group): (u32, u32),
     max: usize,
 ) -> Result<Option<(E::Buf, usize)>, GpuError> {
+    // a thread takes a word, or three for the triples (32 of them)
     let words = (bit_hi as usize).div_ceil(32);
-    let blocks = words.div_ceil(ONES_THREADS as usize);
+    let threads = if group == 3 { words.div_ceil(3) } else { words };
+    let blocks = threads.div_ceil(ONES_THREADS as usize);
     let counts = e.zeros(blocks + 1)?;
     let offsets = e.alloc(blocks + 1)?;
     e.launch(
@@ -174,7 +192,8 @@ fn ones_list<E: Exec>(
             counts: DevPtrMut(counts.ptr()),
             bit_lo,
             bit_hi,
-            pairs,
+            sums,
+            group,
         },
     )?;
     exclusive_scan(e, counts.ptr(), offsets.ptr(), blocks + 1)?;
@@ -200,7 +219,8 @@ fn ones_list<E: Exec>(
             list: DevPtrMut(list.ptr()),
             bit_lo,
             bit_hi,
-            pairs,
+            sums,
+            group,
         },
     )?;
     drop((counts, offsets));

@@ -307,7 +307,7 @@ pub(crate) fn dense<E: Exec, C: MsmCurve>(
 ) -> Result<C::Projective, GpuError> {
     stats.points += n;
     match bases {
-        Bases::Device(p) | Bases::Paired { ptr: p, .. } => {
+        Bases::Device(p) | Bases::Summed { ptr: p, .. } => {
             pippenger::<E, C>(e, p, scalars, n, cfg, stats)
         }
         Bases::Precomputed { ptr, stride, pre } => {

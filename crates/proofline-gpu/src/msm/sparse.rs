@@ -266,12 +266,12 @@ fn ones_and_gather<E: Exec, C: MsmCurve>(
     let mut total = C::Projective::identity();
     let out_at = |t0: usize| out.map(|o| point_at::<C>(o, t0));
     let list = match bases {
-        Bases::Paired { n, .. } => OnesList::Paired { n },
+        Bases::Summed { n, group, .. } => OnesList::Summed { n, group },
         _ => OnesList::Single,
     };
     match bases {
         // the ones and the gathered tail use the bases themselves (copy 0)
-        Bases::Device(p) | Bases::Precomputed { ptr: p, .. } | Bases::Paired { ptr: p, .. } => {
+        Bases::Device(p) | Bases::Precomputed { ptr: p, .. } | Bases::Summed { ptr: p, .. } => {
             if let Some(ones) = &ones {
                 let all = 0..split.num_bases;
                 total += sum_ones::<E, C>(e, p, ones, all, list, ones_rounds, cfg, stats)?;
