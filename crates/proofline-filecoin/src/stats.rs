@@ -6,7 +6,9 @@
 //! the other scalars whose canonical value fits in 64 bits (small constants, packed bits).
 //! "1+1 pairs" counts the pairs of bases (2j, 2j + 1) whose scalars are both one: with the
 //! pair sums of a query's bases on the GPU (`proofline_gpu::OnesSums`), each such pair is
-//! one addition of the ones' sum instead of two.
+//! one addition of the ones' sum instead of two. "over 3s" is the share of the ones that the
+//! ones' sum still adds over the subset sums of aligned triples (bases 3j, 3j + 1, 3j + 2): one
+//! point per triple with a one.
 
 use ff::PrimeField;
 use proofline_groth16::{MsmPlan, SparseScalars, SynthesizedPartition};
@@ -32,6 +34,11 @@ pub struct QueryStats {
     /// `one_pairs / (ones / 2)`: the share of the ones that come in such pairs (the fraction
     /// if ones were independent would be the ones' density).
     pub one_pair_frac: f64,
+    /// Aligned triples of bases (3j, 3j + 1, 3j + 2) with a scalar equal to one: the points
+    /// of the ones' sum over the triples' subset sums.
+    pub one_triples: usize,
+    /// `one_triples / ones`: the share of the ones' additions left over the triples' sums.
+    pub one_triple_frac: f64,
     /// `zeros / scalars`.
     pub zero_frac: f64,
     /// `ones / scalars`.
@@ -63,6 +70,14 @@ impl QueryStats {
             .iter()
             .map(|x| (x & (x >> 1) & 0x5555_5555).count_ones() as usize)
             .sum();
+        let mut one_triples = 0;
+        let mut last = None;
+        for i in s.ones.iter() {
+            if last != Some(i / 3) {
+                one_triples += 1;
+                last = Some(i / 3);
+            }
+        }
         let ones = s.ones.len();
         QueryStats {
             query,
@@ -76,6 +91,12 @@ impl QueryStats {
                 0.0
             } else {
                 2.0 * one_pairs as f64 / ones as f64
+            },
+            one_triples,
+            one_triple_frac: if ones == 0 {
+                0.0
+            } else {
+                one_triples as f64 / ones as f64
             },
             zero_frac: frac(s.zeros),
             one_frac: frac(s.ones.len()),
@@ -120,7 +141,7 @@ pub fn partition_stats(p: &SynthesizedPartition) -> PartitionStats {
 /// A plain-text table of the statistics.
 pub fn table(s: &PartitionStats) -> String {
     let mut out = format!(
-        "constraints {}  inputs {}  aux {}  domain {}\n{:<5} {:>10} {:>8} {:>8} {:>8} {:>12} {:>10}\n",
+        "constraints {}  inputs {}  aux {}  domain {}\n{:<5} {:>10} {:>8} {:>8} {:>8} {:>12} {:>10} {:>8}\n",
         s.constraints,
         s.inputs,
         s.aux,
@@ -131,18 +152,20 @@ pub fn table(s: &PartitionStats) -> String {
         "one",
         "other",
         "other<=64bit",
-        "1+1 pairs"
+        "1+1 pairs",
+        "over 3s"
     );
     for q in &s.queries {
         out.push_str(&format!(
-            "{:<5} {:>10} {:>7.2}% {:>7.2}% {:>7.2}% {:>12} {:>9.2}%\n",
+            "{:<5} {:>10} {:>7.2}% {:>7.2}% {:>7.2}% {:>12} {:>9.2}% {:>7.2}%\n",
             q.query,
             q.scalars,
             100.0 * q.zero_frac,
             100.0 * q.one_frac,
             100.0 * q.other_frac,
             q.other_le_64_bits,
-            100.0 * q.one_pair_frac
+            100.0 * q.one_pair_frac,
+            100.0 * q.one_triple_frac
         ));
     }
     out
@@ -178,5 +201,9 @@ mod tests {
         let q = QueryStats::of("x", &SparseScalars::from_dense(&v));
         assert_eq!((q.ones, q.one_pairs), (8, 2));
         assert!((q.one_pair_frac - 0.5).abs() < 1e-12);
+        // triples (0, 1, 2) three ones, (3, 4, 5) one, (6, 7, 8) one, (30, 31, 32) one across a
+        // word boundary, (33, 34, 35) two: five points for eight ones
+        assert_eq!(q.one_triples, 5);
+        assert!((q.one_triple_frac - 5.0 / 8.0).abs() < 1e-12);
     }
 }
