@@ -674,8 +674,9 @@ fn partition(
     // Three groups of runs, each with what it reads beside the bases made just before it and
     // freed after it (the pool trimmed in between), so that one group's memory never squeezes
     // the next one's: the variants over the bases; with `pairs` or `triples`, the defaults over
-    // the sparse queries' ones' subset sums; with --variants, the H MSM over precomputed copies of the H
-    // bases, as many as the memory left beside the partition's data allows (at most 50 GB).
+    // the sparse queries' ones' subset sums; with --variants, the H MSM over precomputed copies
+    // of the H bases, as many as the memory left beside the partition's data allows (at most
+    // 50 GB).
     let groups = [
         Prepared::Bases,
         Prepared::OnesSums(OnesSums::Pairs),
