@@ -998,32 +998,17 @@ mod tests {
                     z.resident(log_n, &q.lens(), Residency::Streamed),
                 );
             }
-            let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), None, OnesSums::Absent).unwrap();
-            check(
-                "resident set 2^10",
-                &z,
-                e.peak(),
-                z.resident(10, &q.lens(), Residency::Resident),
-            );
-            let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), None, OnesSums::Pairs).unwrap();
-            check(
-                "resident set 2^10 with pair sums",
-                &z,
-                e.peak(),
-                z.with_sums(OnesSums::Pairs)
-                    .resident(10, &q.lens(), Residency::Resident),
-            );
-            let e = dry(&z);
-            upload_resident(&e, 10, Some(&q), None, OnesSums::Triples).unwrap();
-            check(
-                "resident set 2^10 with triple sums",
-                &z,
-                e.peak(),
-                z.with_sums(OnesSums::Triples)
-                    .resident(10, &q.lens(), Residency::Resident),
-            );
+            for sums in [OnesSums::Absent, OnesSums::Pairs, OnesSums::Triples] {
+                let e = dry(&z);
+                upload_resident(&e, 10, Some(&q), None, sums).unwrap();
+                check(
+                    &format!("resident set 2^10, sums {sums:?}"),
+                    &z,
+                    e.peak(),
+                    z.with_sums(sums)
+                        .resident(10, &q.lens(), Residency::Resident),
+                );
+            }
             let pre = Precomputation {
                 window: 16,
                 copies: 5,
