@@ -322,7 +322,7 @@ DEVI void ones_sums(const ones_sums_args& a) {
         return;
     }
     const A r = i + 2 < a.n ? A::load(a.input + A::WORDS * (i + 2)) : A::inf();
-    u32* out = a.output + A::WORDS * 4 * (size_t)j;
+    u32* out = a.output + A::WORDS * ONES_TRIPLE_SUMS * (size_t)j;
     s.to_affine().store(out);
     X pr = X::from_affine(p), qr = X::from_affine(q);
     if (!r.is_inf()) {

@@ -146,8 +146,16 @@ shared_consts! {
     AFF_INV_MAX = 2 * AFF_INV_THREADS * AFF_INV_THREADS;
     /// Points per block of the big-bucket kernel.
     BIG_PER_BLOCK = 2048;
-    /// Threads per block of `msm_ones_count` / `msm_ones_expand`: one bitmap word each.
+    /// Threads per block of `msm_ones_count` / `msm_ones_expand`: one bitmap word each, or
+    /// ONES_TRIPLE_WORDS over aligned triples of bases.
     ONES_THREADS = 256;
+    /// Bitmap words a thread of `msm_ones_count` / `msm_ones_expand` reads over aligned triples
+    /// of bases: 32 triples, since a triple straddles words. A range over triples starts at a
+    /// multiple of 32 times this many bases (word-aligned and a whole triple).
+    ONES_TRIPLE_WORDS = 3;
+    /// Subset sums resident per aligned triple (a, b, c) of bases: a + b, a + c, b + c and
+    /// a + b + c, in that order.
+    ONES_TRIPLE_SUMS = 4;
     /// Blocks per window in the window combination.
     WINDOW_GROUPS = 16;
     /// Buckets per segment of the bucket reduction.

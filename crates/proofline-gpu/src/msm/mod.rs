@@ -116,7 +116,7 @@ impl OnesGroup {
     pub(crate) const fn sums(self) -> usize {
         match self {
             OnesGroup::Pairs => 1,
-            OnesGroup::Triples => 4,
+            OnesGroup::Triples => crate::abi::ONES_TRIPLE_SUMS as usize,
         }
     }
 

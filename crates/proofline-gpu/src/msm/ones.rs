@@ -12,6 +12,7 @@ use super::scan::exclusive_scan;
 use super::{ms_since, MsmStats, OnesGroup};
 use crate::abi::{
     DevPtr, DevPtrMut, OnesCountArgs, OnesExpandArgs, SumOnesArgs, XyzzReduceArgs, ONES_THREADS,
+    ONES_TRIPLE_WORDS,
 };
 use crate::config::{MsmAcc, MsmConfig};
 use crate::curve::{AffineKernels, MsmCurve};
@@ -66,7 +67,7 @@ pub(crate) enum OnesList {
 /// `sum bases[i - lo]` over the ones `i` of `[lo, hi)` of the device bitmap `ones`: point `lo`
 /// is the first at `bases`. The device lists the ones of the range (`ones_list`, from word
 /// `lo / 32` of the bitmap; with [`OnesList::Summed`], where `lo` must be even for pairs and a
-/// multiple of 96 for triples, the ones of a group as their subset sum), and those points are summed by batch-affine rounds
+/// multiple of 32 [`ONES_TRIPLE_WORDS`] (96) for triples, the ones of a group as their subset sum), and those points are summed by batch-affine rounds
 /// ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's in
 /// [`sparse_uploaded`](super::sparse_uploaded)) or by the grid-wide XYZZ sum.
 #[allow(clippy::too_many_arguments)]
@@ -94,7 +95,7 @@ pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
             let k = g.bases();
             let aligned = match g {
                 OnesGroup::Pairs => lo % 2 == 0,
-                OnesGroup::Triples => lo % 96 == 0,
+                OnesGroup::Triples => lo % (32 * ONES_TRIPLE_WORDS as usize) == 0,
             };
             if !aligned || hi > n || u32::try_from(n + g.sum_points(n)).is_err() {
                 return Err(GpuError::InvalidInput(format!(
@@ -178,9 +179,13 @@ fn ones_list<E: Exec>(
     (sums, group): (u32, u32),
     max: usize,
 ) -> Result<Option<(E::Buf, usize)>, GpuError> {
-    // a thread takes a word, or three for the triples (32 of them)
+    // a thread takes a word, or ONES_TRIPLE_WORDS for the triples (32 of them)
     let words = (bit_hi as usize).div_ceil(32);
-    let threads = if group == 3 { words.div_ceil(3) } else { words };
+    let threads = if group == 3 {
+        words.div_ceil(ONES_TRIPLE_WORDS as usize)
+    } else {
+        words
+    };
     let blocks = threads.div_ceil(ONES_THREADS as usize);
     let counts = e.zeros(blocks + 1)?;
     let offsets = e.alloc(blocks + 1)?;
