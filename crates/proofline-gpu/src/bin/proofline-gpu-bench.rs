@@ -601,17 +601,20 @@ fn sums_name(sums: OnesSums) -> &'static str {
 
 /// The partition's runs over the ones' subset sums named `name`: the defaults, and the selected
 /// variants that change the sparse G1 MSMs (their tails, their ones' groups, the accumulation's
-/// rounds), which run over the subset sums in production.
+/// rounds), which run over the subset sums in production, or the H MSM's chunk (the pipeline's
+/// H stage takes one chunk of 2^27 where its lease allows: `chunk=2^27` over the sums is the
+/// partition as the pipeline runs it on such a card).
 fn sums_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
-    let sparse = |m: &MsmConfig| {
+    let over_sums = |m: &MsmConfig| {
         m.sparse_tails != msm.sparse_tails
             || m.g1_ones_group_log != msm.g1_ones_group_log
             || m.acc != msm.acc
+            || m.max_chunk_log != msm.max_chunk_log
     };
     let mut v = vec![(name.to_string(), msm, ntt)];
     for (variant, m) in MsmConfig::variants() {
-        if sparse(&m) && o.named(variant) {
+        if over_sums(&m) && o.named(variant) {
             v.push((format!("{name} {variant}"), m, ntt));
         }
     }
