@@ -9,6 +9,12 @@
 //! one addition of the ones' sum instead of two. "over 3s" is the share of the ones that the
 //! ones' sum still adds over the subset sums of aligned triples (bases 3j, 3j + 1, 3j + 2): one
 //! point per triple with a one.
+//!
+//! [`overlap`] compares two partitions of one circuit: which bases are in both tails (the
+//! "other" scalars) and which in both ones. Which variables are field elements (hash outputs,
+//! Merkle siblings) and which are bits is set by the circuit, so where the tails coincide, a
+//! tail's bases can be gathered (and their multiples precomputed) once per parameter set instead
+//! of once per partition.
 
 use ff::PrimeField;
 use proofline_groth16::{MsmPlan, SparseScalars, SynthesizedPartition};
@@ -138,6 +144,119 @@ pub fn partition_stats(p: &SynthesizedPartition) -> PartitionStats {
     }
 }
 
+/// How far two partitions' bases of one kind (tail or ones) coincide in one query.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Shared {
+    /// Bases of the first partition.
+    pub first: usize,
+    /// Bases of the second partition.
+    pub second: usize,
+    /// Bases in both.
+    pub shared: usize,
+    /// `shared / |first ∪ second|` (1 when both are empty).
+    pub frac: f64,
+}
+
+impl Shared {
+    /// The overlap of two ascending index sequences.
+    fn of(x: impl Iterator<Item = u32>, y: impl Iterator<Item = u32>) -> Self {
+        let (mut x, mut y) = (x.peekable(), y.peekable());
+        let (mut first, mut second, mut shared) = (0, 0, 0);
+        loop {
+            match (x.peek(), y.peek()) {
+                (Some(a), Some(b)) if a == b => {
+                    shared += 1;
+                    first += 1;
+                    second += 1;
+                    x.next();
+                    y.next();
+                }
+                (Some(a), Some(b)) if a < b => {
+                    first += 1;
+                    x.next();
+                }
+                (Some(_), Some(_)) | (None, Some(_)) => {
+                    second += 1;
+                    y.next();
+                }
+                (Some(_), None) => {
+                    first += 1;
+                    x.next();
+                }
+                (None, None) => break,
+            }
+        }
+        let union = first + second - shared;
+        Shared {
+            first,
+            second,
+            shared,
+            frac: if union == 0 {
+                1.0
+            } else {
+                shared as f64 / union as f64
+            },
+        }
+    }
+}
+
+/// How far two partitions' splits of one query coincide: their tails and their ones.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueryOverlap {
+    /// Query name (`A`, `B`, `L`).
+    pub query: &'static str,
+    /// The bases with an "other" scalar.
+    pub tail: Shared,
+    /// The bases with a scalar equal to one.
+    pub ones: Shared,
+}
+
+impl QueryOverlap {
+    /// The overlap of two splits of one query.
+    pub fn of(query: &'static str, first: &SparseScalars, second: &SparseScalars) -> Self {
+        QueryOverlap {
+            query,
+            tail: Shared::of(
+                first.tail_index.iter().copied(),
+                second.tail_index.iter().copied(),
+            ),
+            ones: Shared::of(first.ones.iter(), second.ones.iter()),
+        }
+    }
+}
+
+/// The overlap of the A, B and L splits of two partitions of one circuit.
+pub fn overlap(first: &MsmPlan, second: &MsmPlan) -> Vec<QueryOverlap> {
+    vec![
+        QueryOverlap::of("A", &first.a, &second.a),
+        QueryOverlap::of("B", &first.b, &second.b),
+        QueryOverlap::of("L", &first.l, &second.l),
+    ]
+}
+
+/// A plain-text table of two partitions' overlap.
+pub fn overlap_table(o: &[QueryOverlap]) -> String {
+    let mut out = format!(
+        "{:<5} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8}\n",
+        "query", "tail", "other", "shared", "of all", "ones", "other", "shared", "of all"
+    );
+    for q in o {
+        out.push_str(&format!(
+            "{:<5} {:>10} {:>10} {:>10} {:>7.2}% {:>10} {:>10} {:>10} {:>7.2}%\n",
+            q.query,
+            q.tail.first,
+            q.tail.second,
+            q.tail.shared,
+            100.0 * q.tail.frac,
+            q.ones.first,
+            q.ones.second,
+            q.ones.shared,
+            100.0 * q.ones.frac
+        ));
+    }
+    out
+}
+
 /// A plain-text table of the statistics.
 pub fn table(s: &PartitionStats) -> String {
     let mut out = format!(
@@ -205,5 +324,24 @@ mod tests {
         // word boundary, (33, 34, 35) two: five points for eight ones
         assert_eq!(q.one_triples, 5);
         assert!((q.one_triple_frac - 5.0 / 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn overlap_counts_bases_in_both_splits() {
+        let (zero, one, x) = (Scalar::from(0u64), Scalar::from(1u64), Scalar::from(7u64));
+        // tails {1, 2, 4} and {2, 3, 4, 5}: shared {2, 4} of five; ones {3} and {0}: none of two
+        let first = SparseScalars::from_dense(&[zero, x, x, one, x, zero]);
+        let second = SparseScalars::from_dense(&[one, zero, x, x, x, x]);
+        let o = QueryOverlap::of("x", &first, &second);
+        assert_eq!((o.tail.first, o.tail.second, o.tail.shared), (3, 4, 2));
+        assert!((o.tail.frac - 0.4).abs() < 1e-12);
+        assert_eq!((o.ones.first, o.ones.second, o.ones.shared), (1, 1, 0));
+        assert_eq!(o.ones.frac, 0.0);
+        let same = QueryOverlap::of("x", &first, &first);
+        assert_eq!((same.tail.shared, same.tail.frac), (3, 1.0));
+        assert_eq!((same.ones.shared, same.ones.frac), (1, 1.0));
+        let none = SparseScalars::from_dense(&[zero, zero]);
+        assert_eq!(QueryOverlap::of("x", &none, &none).tail.frac, 1.0);
+        assert_eq!(QueryOverlap::of("x", &first, &none).tail.frac, 0.0);
     }
 }
