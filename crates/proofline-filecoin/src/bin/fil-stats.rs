@@ -63,7 +63,7 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     partition: usize,
     /// Also seal a second random sector, synthesize the same partition of it and compare the
-    /// two partitions' tails (the bases with a scalar neither zero nor one).
+    /// two partitions' tails (the bases with a scalar neither zero nor one) and ones.
     #[arg(long)]
     compare_tails: bool,
     /// Also write the JSON object to this file.
