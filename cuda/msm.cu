@@ -694,14 +694,15 @@ extern "C" __global__ void __launch_bounds__(ONES_THREADS) msm_ones_expand(const
     const u32 first = ((a.bit_lo >> 5) + k * ones_words_per_thread(a.group)) * 32 - a.bit_lo;
     const u32 x = u.x[0];
     if (a.group == 3) {
-        // bit_lo is 0 and the range starts at a multiple of 32 ONES_TRIPLE_WORDS bases, so
+        // bit_lo is 0 and the range starts at a multiple of 32 * ONES_TRIPLE_WORDS bases, so
         // `first` is a multiple of three: the thread's triple j is triple first / 3 + j of the
         // range, its sums ONES_TRIPLE_SUMS points each from `sums` on
         for (u32 j = 0; j < 32; j++) {
             const u32 m = ones_triple(u.x[0], u.x[1], u.x[2], j);
             if (m == 0) continue;
-            a.list[pos++] = __popc(m) == 1 ? first + 3 * j + __ffs(m) - 1
-                                           : a.sums + ONES_TRIPLE_SUMS * (first / 3 + j) + ones_triple_slot(m);
+            a.list[pos++] = __popc(m) == 1
+                                ? first + 3 * j + __ffs(m) - 1
+                                : a.sums + ONES_TRIPLE_SUMS * (first / 3 + j) + ones_triple_slot(m);
         }
         return;
     }

@@ -158,34 +158,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The overlap of two ascending index sequences.
-    fn of(x: impl Iterator<Item = u32>, y: impl Iterator<Item = u32>) -> Self {
-        let (mut x, mut y) = (x.peekable(), y.peekable());
-        let (mut first, mut second, mut shared) = (0, 0, 0);
-        loop {
-            match (x.peek(), y.peek()) {
-                (Some(a), Some(b)) if a == b => {
-                    shared += 1;
-                    first += 1;
-                    second += 1;
-                    x.next();
-                    y.next();
-                }
-                (Some(a), Some(b)) if a < b => {
-                    first += 1;
-                    x.next();
-                }
-                (Some(_), Some(_)) | (None, Some(_)) => {
-                    second += 1;
-                    y.next();
-                }
-                (Some(_), None) => {
-                    first += 1;
-                    x.next();
-                }
-                (None, None) => break,
-            }
-        }
+    fn new(first: usize, second: usize, shared: usize) -> Self {
         let union = first + second - shared;
         Shared {
             first,
@@ -198,6 +171,23 @@ impl Shared {
             },
         }
     }
+}
+
+/// Indices in both of two ascending index lists.
+fn in_both(x: &[u32], y: &[u32]) -> usize {
+    let (mut i, mut j, mut both) = (0, 0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                both += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    both
 }
 
 /// How far two partitions' splits of one query coincide: their tails and their ones.
@@ -214,13 +204,15 @@ pub struct QueryOverlap {
 impl QueryOverlap {
     /// The overlap of two splits of one query.
     pub fn of(query: &'static str, first: &SparseScalars, second: &SparseScalars) -> Self {
+        let (x, y) = (&first.tail_index, &second.tail_index);
+        let ones_in_both = (first.ones.words().iter())
+            .zip(second.ones.words())
+            .map(|(a, b)| (a & b).count_ones() as usize)
+            .sum();
         QueryOverlap {
             query,
-            tail: Shared::of(
-                first.tail_index.iter().copied(),
-                second.tail_index.iter().copied(),
-            ),
-            ones: Shared::of(first.ones.iter(), second.ones.iter()),
+            tail: Shared::new(x.len(), y.len(), in_both(x, y)),
+            ones: Shared::new(first.ones.len(), second.ones.len(), ones_in_both),
         }
     }
 }
@@ -238,7 +230,7 @@ pub fn overlap(first: &MsmPlan, second: &MsmPlan) -> Vec<QueryOverlap> {
 pub fn overlap_table(o: &[QueryOverlap]) -> String {
     let mut out = format!(
         "{:<5} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10} {:>8}\n",
-        "query", "tail", "other", "shared", "of all", "ones", "other", "shared", "of all"
+        "query", "tail 1", "tail 2", "shared", "of all", "ones 1", "ones 2", "shared", "of all"
     );
     for q in o {
         out.push_str(&format!(

@@ -67,8 +67,8 @@ pub(crate) enum OnesList {
 /// `sum bases[i - lo]` over the ones `i` of `[lo, hi)` of the device bitmap `ones`: point `lo`
 /// is the first at `bases`. The device lists the ones of the range (`ones_list`, from word
 /// `lo / 32` of the bitmap; with [`OnesList::Summed`], where `lo` must be even for pairs and a
-/// multiple of 32 [`ONES_TRIPLE_WORDS`] (96) for triples, the ones of a group as their subset sum), and those points are summed by batch-affine rounds
-/// ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's in
+/// multiple of 32 x [`ONES_TRIPLE_WORDS`] = 96 for triples, the ones of a group as their subset
+/// sum), and those points are summed by batch-affine rounds ([`MsmAcc::BatchAffine`]; groups and rounds of `rounds`, the curve's in
 /// [`sparse_uploaded`](super::sparse_uploaded)) or by the grid-wide XYZZ sum.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sum_ones<E: Exec, C: MsmCurve>(
