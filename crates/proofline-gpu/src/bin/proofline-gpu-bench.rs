@@ -20,7 +20,10 @@
 //! covers them holds them. Under
 //! `tails=together` the partition times L, A and B in G1 as one step (the sparse stage's one
 //! Pippenger chunk for their tails). The variant `pre` names the runs over precomputed copies
-//! of the bases: the dense MSMs' and the partition's H MSM's.
+//! of the bases: the dense MSMs' and the partition's H MSM's. The variants `tails` and
+//! `tails-pre` time the partition with the G1 queries' tails held apart from their ones, as a
+//! resident set could hold them (the tails' bases are the same in every sector): gathered once,
+//! and gathered with precomputed copies.
 //!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
@@ -36,7 +39,7 @@
 
 use std::time::Instant;
 
-use blstrs::G1Affine;
+use blstrs::{G1Affine, G1Projective};
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, SummedPoints,
     TestGpu,
@@ -622,12 +625,109 @@ fn sums_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
 }
 
 /// What a group of partition runs' MSMs read beside the bases: nothing more, the sparse
-/// queries' ones' subset sums, or the H bases' precomputed copies.
+/// queries' ones' subset sums, the H bases' precomputed copies, or the G1 queries' tails held
+/// apart (gathered once, or gathered with precomputed copies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Prepared {
     Bases,
     OnesSums(OnesSums),
     HCopies,
+    Tails(TailHeld),
+}
+
+/// How the fixed tails of the sparse G1 queries are held (the `tails` and `tails-pre` runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TailHeld {
+    /// Each tail's bases side by side, as a gather leaves them.
+    Gathered,
+    /// Side by side, with the copies of `Precomputation::plan` for the tail's length.
+    Precomputed,
+}
+
+impl TailHeld {
+    fn name(self) -> &'static str {
+        match self {
+            TailHeld::Gathered => "tails",
+            TailHeld::Precomputed => "tails-pre",
+        }
+    }
+}
+
+/// The G1 queries' tails held apart from their ones: each query's split without its tail
+/// (its ones summed as the sparse stage does), the tail's scalars on the device and, when
+/// precomputed, the copies of its bases. The bases of a real partition's tails are the same in
+/// every sector (docs/filecoin.md), so a resident set could hold them gathered once; here the
+/// first `tail` of the tiled bases stand for a gathered tail.
+struct HeldTails {
+    ones: Vec<SparseScalars>,
+    scalars: Vec<proofline_gpu::testkit::DeviceData>,
+    copies: Option<Vec<(Precomputation, proofline_gpu::testkit::DeviceData)>>,
+}
+
+impl HeldTails {
+    fn new(
+        g: &TestGpu,
+        bases: &proofline_gpu::testkit::DeviceData,
+        queries: &[&SparseScalars],
+        held: TailHeld,
+    ) -> Result<Self, GpuError> {
+        let mut t = HeldTails {
+            ones: Vec::new(),
+            scalars: Vec::new(),
+            copies: (held == TailHeld::Precomputed).then(Vec::new),
+        };
+        for q in queries {
+            t.ones.push(SparseScalars {
+                tail_index: Vec::new(),
+                tail_scalars: Vec::new(),
+                ..(*q).clone()
+            });
+            t.scalars.push(g.scalars(&q.tail_scalars)?);
+            if let Some(c) = &mut t.copies {
+                let len = q.tail_index.len();
+                let budget = copies_budget(g, 20 << 30);
+                let Some(p) = Precomputation::plan(len, len, budget) else {
+                    return Err(GpuError::InvalidInput(format!(
+                        "no precomputation of a tail of {len} fits"
+                    )));
+                };
+                c.push((p, g.precompute(bases, len, &p)?));
+            }
+        }
+        Ok(t)
+    }
+
+    /// Query `k`'s MSM: its ones summed over `bases`, its tail through Pippenger over the held
+    /// tail.
+    fn msm(
+        &self,
+        g: &TestGpu,
+        bases: &proofline_gpu::testkit::DeviceData,
+        k: usize,
+        cfg: &MsmConfig,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        let (mut sum, mut st) = g.msm_sparse_resident(bases, &self.ones[k], cfg)?;
+        let s = &self.scalars[k];
+        let (tail, ts) = match &self.copies {
+            Some(c) => g.msm_resident_precomputed(&c[k].1, &c[k].0, s.len(), s, cfg)?,
+            None => g.msm_resident(bases, s, cfg)?,
+        };
+        sum += tail;
+        st.tail = s.len();
+        st.pippenger_ms += ts.pippenger_ms;
+        st.window = ts.window;
+        st.windows = ts.windows;
+        st.chunks += ts.chunks;
+        Ok((sum, st))
+    }
+
+    /// The runs' name: the copies' window and number when precomputed.
+    fn variant(&self, held: TailHeld) -> String {
+        match self.copies.as_ref().and_then(|c| c.first()) {
+            Some((p, _)) => format!("{} c={} x{}", held.name(), p.window, p.copies),
+            None => held.name().to_string(),
+        }
+    }
 }
 
 /// The data a [`Prepared`] group of runs holds while it runs.
@@ -635,6 +735,7 @@ enum Extra {
     None,
     Sums(SummedPoints, SummedPoints),
     Copies(Precomputation, proofline_gpu::testkit::DeviceData),
+    Tails(HeldTails),
 }
 
 fn partition(
@@ -685,6 +786,8 @@ fn partition(
         Prepared::OnesSums(OnesSums::Pairs),
         Prepared::OnesSums(OnesSums::Triples),
         Prepared::HCopies,
+        Prepared::Tails(TailHeld::Gathered),
+        Prepared::Tails(TailHeld::Precomputed),
     ];
     for group in groups {
         let (extra, runs) = match group {
@@ -711,12 +814,25 @@ fn partition(
                     vec![(name, MsmConfig::default(), NttConfig::default())],
                 )
             }
+            Prepared::Tails(held) if o.variants && o.named(held.name()) => {
+                let tails = HeldTails::new(g, bases, &[&plan.l, &plan.a, &plan.b], held)?;
+                let name = tails.variant(held);
+                (
+                    Extra::Tails(tails),
+                    vec![(name, MsmConfig::default(), NttConfig::default())],
+                )
+            }
             _ => continue,
         };
-        // a sparse query over the bases, or over their subset sums where the group has them
-        let sparse = |q: &SparseScalars, msm: &MsmConfig| match &extra {
-            Extra::Sums(p, _) => g.msm_sparse_summed(p, q, msm),
-            _ => g.msm_sparse_resident(bases, q, msm),
+        // sparse query k over the bases, over their subset sums where the group has them, or
+        // with its tail held apart
+        let sparse = |k: usize, msm: &MsmConfig| {
+            let q = queries[k].1;
+            match &extra {
+                Extra::Sums(p, _) => g.msm_sparse_summed(p, q, msm),
+                Extra::Tails(t) => t.msm(g, bases, k, msm),
+                _ => g.msm_sparse_resident(bases, q, msm),
+            }
         };
         // the three G1 queries as the sparse stage runs them (their tails together)
         let sparse_g1 = |msm: &MsmConfig| match &extra {
@@ -737,8 +853,8 @@ fn partition(
             h_msm(&a, &msm)?;
             match msm.sparse_tails {
                 SparseTails::Apart => {
-                    for (_, q) in queries {
-                        sparse(q, &msm)?;
+                    for k in 0..queries.len() {
+                        sparse(k, &msm)?;
                     }
                 }
                 SparseTails::Together => {
@@ -764,9 +880,9 @@ fn partition(
             ));
             match msm.sparse_tails {
                 SparseTails::Apart => {
-                    for (name, q) in queries {
+                    for (k, (name, _)) in queries.iter().enumerate() {
                         let t = Instant::now();
-                        let (_, st) = sparse(q, &msm)?;
+                        let (_, st) = sparse(k, &msm)?;
                         steps.push((
                             format!("{name} sparse ({} pts, tail {})", st.points, st.tail),
                             t.elapsed().as_secs_f64() * 1e3,
