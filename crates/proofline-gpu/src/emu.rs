@@ -845,6 +845,68 @@ mod tests {
         }
     }
 
+    /// A query's MSM split against a held tail (`msm::sparse_held`): equal to blstrs with the
+    /// held list an earlier split's tail (part of it this split's zeros and ones, the rest of
+    /// this tail outside it), this split's own tail, and none; the held points plain and with
+    /// precomputed copies.
+    #[test]
+    fn held_tail_msm_matches_blstrs() {
+        let e = EmuExec::new(SMS);
+        let n = 3000;
+        let mut points = random_points(n, 31);
+        points[7] = G1Affine::identity();
+        let b = e.upload(affines_as_u32(&points)).unwrap();
+        let scalars = mixed_scalars(n, ScalarMix::B_8MIB, 32);
+        let want = cpu_msm(&points, &scalars);
+        let split = SparseScalars::from_dense(&scalars);
+        let earlier = SparseScalars::from_dense(&mixed_scalars(n, ScalarMix::B_8MIB, 33));
+        let cfg = MsmConfig::default();
+        for held in [earlier.tail_index, split.tail_index.clone(), Vec::new()] {
+            let h = split.against_held(&held).unwrap();
+            for pre in [
+                None,
+                Some(Precomputation {
+                    window: 16,
+                    copies: 3,
+                }),
+            ] {
+                let tail = match pre {
+                    Some(p) => msm::hold_tail_precomputed(&e, b.ptr(), held.clone(), p),
+                    None => msm::hold_tail::<_, G1>(&e, b.ptr(), held.clone()),
+                }
+                .unwrap();
+                let mut stats = MsmStats::default();
+                let dev = msm::upload_held(&e, &h, &mut stats).unwrap();
+                let got = msm::sparse_held::<_, G1, _>(
+                    &e,
+                    Bases::Device(b.ptr()),
+                    &tail,
+                    &h,
+                    &dev,
+                    &cfg,
+                    &mut stats,
+                )
+                .unwrap();
+                assert_eq!(got, want, "held {}, {pre:?}", held.len());
+            }
+        }
+        // held scalars of another length than the held tail: an error, not a wrong sum
+        let tail = msm::hold_tail::<_, G1>(&e, b.ptr(), split.tail_index.clone()).unwrap();
+        let other = split.against_held(&split.tail_index[1..]).unwrap();
+        let dev = msm::upload_held(&e, &other, &mut MsmStats::default()).unwrap();
+        let bases = Bases::Device(b.ptr());
+        let r = msm::sparse_held::<_, G1, _>(
+            &e,
+            bases,
+            &tail,
+            &other,
+            &dev,
+            &cfg,
+            &mut MsmStats::default(),
+        );
+        assert!(matches!(r, Err(GpuError::InvalidInput(_))));
+    }
+
     /// Several MSMs through one Pippenger chunk (`msm::pippenger_batch`): each sum equal to
     /// blstrs when the MSMs span different numbers of radix tiles (2, 1 and 5 of 4096 points: the
     /// passes run the largest's tiles, the smaller sets' extra tiles hold nothing) and the

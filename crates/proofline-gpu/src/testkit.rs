@@ -14,7 +14,7 @@ use std::time::Instant;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use proofline_groth16::msm::{MsmPlan, SparseScalars};
+use proofline_groth16::msm::{HeldSplit, MsmPlan, SparseScalars};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -808,6 +808,66 @@ impl TestGpu {
         self.msm_sparse_over::<G1>(Bases::Device(bases.words.ptr()), split, cfg)
     }
 
+    /// The resident `bases` at the ascending indices `index` gathered side by side and held, with
+    /// the copies of `pre` after them where given: a query's held tail.
+    pub fn hold_tail(
+        &self,
+        bases: &DeviceData,
+        index: Vec<u32>,
+        pre: Option<Precomputation>,
+    ) -> Result<HeldData, GpuError> {
+        if index.last().is_some_and(|&i| i as usize >= bases.len) {
+            return Err(GpuError::InvalidInput(
+                "a held base beyond the bases".into(),
+            ));
+        }
+        let held = self.run(&unbounded(), |e| {
+            let held = match pre {
+                Some(p) => msm::hold_tail_precomputed(e, bases.words.ptr(), index, p)?,
+                None => msm::hold_tail::<_, G1>(e, bases.words.ptr(), index)?,
+            };
+            Ok(held.map_points(|b| b.into_resident()))
+        })?;
+        Ok(HeldData(held))
+    }
+
+    /// Sparse MSM over resident bases of a query split against `held`
+    /// (`SparseScalars::against_held` of `held`'s indices): the rest and the held scalars are
+    /// uploaded in the call (timed in `MsmStats::upload_ms`).
+    pub fn msm_sparse_held(
+        &self,
+        bases: &DeviceData,
+        held: &HeldData,
+        split: &HeldSplit,
+        cfg: &MsmConfig,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        let q: QueryShape = (&split.rest).into();
+        let n = split.held_scalars.len();
+        let sm = self.slot.sm_count();
+        let held_bytes = match held.0.precomputation() {
+            Some(p) => pippenger_bytes_precomputed(n, &p, cfg, sm),
+            None => pippenger_bytes_with(n, cfg, sm),
+        };
+        let arena = Arena::new(
+            sparse_stage_bytes_with(&[q, q, q], Residency::Resident, cfg, sm)
+                + held_bytes
+                + (n * FR_WORDS as usize * 4) as u64,
+            "held sparse msm",
+        );
+        let mut stats = MsmStats::default();
+        let r = self.run(&arena, |e| {
+            let dev = msm::upload_held(e, split, &mut stats)?;
+            let bases = Bases::Device(bases.words.ptr());
+            let r = msm::sparse_held::<_, G1, _>(e, bases, &held.0, split, &dev, cfg, &mut stats);
+            drop(dev);
+            let synced = e.sync();
+            let total = r?;
+            synced?;
+            Ok(total)
+        })?;
+        Ok((r, stats))
+    }
+
     /// [`TestGpu::msm_sparse_resident`] over bases with their ones' subset sums.
     pub fn msm_sparse_summed(
         &self,
@@ -993,6 +1053,21 @@ impl SummedPoints {
 
 /// NTT tables kept on the device by a benchmark.
 pub struct TestTables(NttTables<DeviceWords>);
+
+/// A query's tail held on the device ([`TestGpu::hold_tail`]).
+pub struct HeldData(msm::HeldTail<DeviceWords>);
+
+impl HeldData {
+    /// The held bases' indices.
+    pub fn index(&self) -> &[u32] {
+        self.0.index()
+    }
+
+    /// The copies the held points carry, if any.
+    pub fn precomputation(&self) -> Option<Precomputation> {
+        self.0.precomputation()
+    }
+}
 
 /// Device-resident data of a benchmark: scalars or points.
 pub struct DeviceData {

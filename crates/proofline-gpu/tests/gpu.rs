@@ -738,3 +738,38 @@ fn precomputed_msm_matches_blstrs() {
     assert_eq!(got, want, "n = {n}, planned {pre:?}");
     eprintln!("precomputed MSMs of {n} ok");
 }
+
+/// A query's MSM split against a held tail (gathered once, plain and over the planner's copies):
+/// equal to blstrs at the measured PoRep mixes with the held list another partition's tail
+/// (part of it this one's zeros and ones, part of this tail outside it) and this one's own.
+#[test]
+fn held_tail_msm_matches_blstrs() {
+    let Some(g) = gpu() else { return };
+    let sd = seed();
+    let n = 1usize << max_log().min(20);
+    let mut points = random_points(n, sd + 41);
+    points[n / 3] = G1Affine::identity();
+    let bases = g.tiled_points(&points, n).expect("upload");
+    for (k, m) in [ScalarMix::L_8MIB, ScalarMix::B_8MIB]
+        .into_iter()
+        .enumerate()
+    {
+        let scalars = mixed_scalars(n, m, sd + 42 + k as u64);
+        let want = cpu_msm(&points, &scalars);
+        let split = SparseScalars::from_dense(&scalars);
+        let other = SparseScalars::from_dense(&mixed_scalars(n, m, sd + 50 + k as u64));
+        for held in [other.tail_index, split.tail_index.clone()] {
+            let len = held.len();
+            let h = split.against_held(&held).expect("held split");
+            let planned = Precomputation::plan(len, len, u64::MAX);
+            for pre in [None, planned] {
+                let tail = g.hold_tail(&bases, held.clone(), pre).expect("hold");
+                let (got, _) = g
+                    .msm_sparse_held(&bases, &tail, &h, &MsmConfig::default())
+                    .expect("msm");
+                assert_eq!(got, want, "n = {n} mix {m:?}, held {len}, {pre:?}");
+            }
+        }
+    }
+    eprintln!("held-tail MSMs of {n} ok");
+}

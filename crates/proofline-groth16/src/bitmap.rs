@@ -30,6 +30,19 @@ impl IndexBitmap {
         }
     }
 
+    /// Removes `i`; whether it was in the set.
+    pub fn remove(&mut self, i: u32) -> bool {
+        let (w, b) = (i as usize / 32, i % 32);
+        match self.words.get_mut(w) {
+            Some(word) if *word & (1 << b) != 0 => {
+                *word &= !(1 << b);
+                self.len -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `i` is in the set.
     pub fn contains(&self, i: usize) -> bool {
         self.words
@@ -155,6 +168,20 @@ mod tests {
 
     fn random_set(rng: &mut impl Rng, n: usize, p: f64) -> Vec<u32> {
         (0..n as u32).filter(|_| rng.gen_bool(p)).collect()
+    }
+
+    #[test]
+    fn removes_what_it_holds_and_nothing_else() {
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let v = random_set(&mut rng, 500, 0.4);
+        let mut s: IndexBitmap = v.iter().copied().collect();
+        let (gone, kept): (Vec<u32>, Vec<u32>) = v.iter().partition(|&&i| i % 3 == 0);
+        for i in (0..600).step_by(3) {
+            assert_eq!(s.remove(i), gone.contains(&i), "{i}");
+            assert!(!s.remove(i), "{i} removed twice");
+        }
+        assert_eq!(s.len(), kept.len());
+        assert_eq!(s, kept.iter().copied().collect());
     }
 
     #[test]

@@ -94,6 +94,91 @@ impl SparseScalars {
     }
 }
 
+/// A query's split against a held tail: the bases of an earlier partition's tail, which a
+/// backend may keep gathered side by side (the tails of a parameter set's partitions are the
+/// same bases from one sector to the next). Every held base goes through Pippenger with its
+/// scalar, whatever it is (a zero or a one costs there what any scalar does); the other bases
+/// keep their split.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeldSplit {
+    /// The scalar of each held base, in the held list's order.
+    pub held_scalars: Vec<Scalar>,
+    /// The bases outside the held list: their ones, their tail and their zeros.
+    pub rest: SparseScalars,
+}
+
+/// Why a held list does not fit a split.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HeldTailError {
+    /// The held bases are not strictly ascending.
+    #[error("held base {index} at position {position} does not follow the one before it")]
+    NotAscending {
+        /// Position in the held list.
+        position: usize,
+        /// The base there.
+        index: u32,
+    },
+    /// A held base beyond the query's bases.
+    #[error("held base {index} is beyond the query's {num_bases} bases")]
+    OutOfRange {
+        /// The base.
+        index: u32,
+        /// Bases the query has.
+        num_bases: usize,
+    },
+}
+
+impl SparseScalars {
+    /// This split against the held bases `held` (ascending): each held base's scalar, and the
+    /// split of the other bases. `Σ held_scalars[k] · base[held[k]]` plus the rest's MSM is
+    /// this split's MSM.
+    pub fn against_held(&self, held: &[u32]) -> Result<HeldSplit, HeldTailError> {
+        for (position, w) in held.windows(2).enumerate() {
+            if w[1] <= w[0] {
+                return Err(HeldTailError::NotAscending {
+                    position: position + 1,
+                    index: w[1],
+                });
+            }
+        }
+        if let Some(&index) = held.last().filter(|&&i| i as usize >= self.num_bases) {
+            return Err(HeldTailError::OutOfRange {
+                index,
+                num_bases: self.num_bases,
+            });
+        }
+        let mut rest = SparseScalars {
+            num_bases: self.num_bases,
+            ones: self.ones.clone(),
+            tail_index: Vec::with_capacity(self.tail_index.len()),
+            tail_scalars: Vec::with_capacity(self.tail_scalars.len()),
+            zeros: self.zeros,
+        };
+        let mut held_scalars = Vec::with_capacity(held.len());
+        // one merge of the two ascending lists: a tail base is held or kept
+        let mut tail = self.tail_index.iter().zip(&self.tail_scalars).peekable();
+        for &h in held {
+            while let Some((&i, &s)) = tail.next_if(|(&i, _)| i < h) {
+                rest.tail_index.push(i);
+                rest.tail_scalars.push(s);
+            }
+            if let Some((_, &s)) = tail.next_if(|(&i, _)| i == h) {
+                held_scalars.push(s);
+            } else if rest.ones.remove(h) {
+                held_scalars.push(Scalar::ONE);
+            } else {
+                rest.zeros -= 1;
+                held_scalars.push(Scalar::ZERO);
+            }
+        }
+        for (&i, &s) in tail {
+            rest.tail_index.push(i);
+            rest.tail_scalars.push(s);
+        }
+        Ok(HeldSplit { held_scalars, rest })
+    }
+}
+
 /// Variables per parallel piece when splitting large assignments.
 const SPLIT_CHUNK: usize = 1 << 16;
 
@@ -394,6 +479,61 @@ mod tests {
                 "sparse n={n}"
             );
         }
+    }
+
+    #[test]
+    fn a_split_against_held_bases_keeps_its_msm() {
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let n = 600;
+        let bases: Vec<G1Affine> = (0..n)
+            .map(|_| G1Projective::random(&mut rng).to_affine())
+            .collect();
+        let scalars = mixed_scalars(n, &mut rng);
+        let split = SparseScalars::from_dense(&scalars);
+        let expect = naive::<G1>(&bases, &scalars);
+        // an earlier partition's tail (part of it this one's tail, part ones and zeros), none,
+        // every base, and this split's own tail
+        let earlier = SparseScalars::from_dense(&mixed_scalars(n, &mut rng)).tail_index;
+        let every: Vec<u32> = (0..n as u32).collect();
+        for held in [earlier, Vec::new(), every, split.tail_index.clone()] {
+            let h = split.against_held(&held).unwrap();
+            assert_eq!(h.held_scalars.len(), held.len());
+            assert_eq!(h.rest.len() + held.len(), n);
+            // the scalars of the held bases and of the rest make the query's
+            let mut dense = h.rest.to_dense();
+            for (&i, s) in held.iter().zip(&h.held_scalars) {
+                assert_eq!(dense[i as usize], Scalar::ZERO, "base {i} held and kept");
+                dense[i as usize] = *s;
+            }
+            assert_eq!(dense, scalars);
+            let held_bases: Vec<G1Affine> = held.iter().map(|&i| bases[i as usize]).collect();
+            let sum = naive::<G1>(&held_bases, &h.held_scalars)
+                + msm_sparse::<G1>(&bases, &h.rest, "t").unwrap();
+            assert_eq!(sum, expect, "held {}", held.len());
+        }
+        // held as the split's own tail: nothing of the tail is left, the ones stay
+        let own = split.against_held(&split.tail_index).unwrap();
+        assert!(own.rest.tail_index.is_empty());
+        assert_eq!(own.rest.ones, split.ones);
+    }
+
+    #[test]
+    fn held_bases_out_of_order_or_range_are_errors() {
+        let split = SparseScalars::from_dense(&[Scalar::ONE; 4]);
+        assert_eq!(
+            split.against_held(&[0, 2, 2]),
+            Err(HeldTailError::NotAscending {
+                position: 2,
+                index: 2
+            })
+        );
+        assert_eq!(
+            split.against_held(&[1, 4]),
+            Err(HeldTailError::OutOfRange {
+                index: 4,
+                num_bases: 4
+            })
+        );
     }
 
     #[test]

@@ -41,14 +41,14 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective};
 use proofline_gpu::testkit::{
-    mixed_scalars, random_g2_points, random_points, random_scalars, ScalarMix, SummedPoints,
-    TestGpu,
+    mixed_scalars, random_g2_points, random_points, random_scalars, HeldData, ScalarMix,
+    SummedPoints, TestGpu,
 };
 use proofline_gpu::{
     probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, OnesSums, Precomputation,
     SparseTails,
 };
-use proofline_groth16::msm::{MsmPlan, SparseScalars};
+use proofline_groth16::msm::{HeldSplit, MsmPlan, SparseScalars};
 use serde_json::json;
 
 const SECTIONS: [&str; 5] = ["ntt", "msm", "sparse", "g2", "partition"];
@@ -653,15 +653,14 @@ impl TailHeld {
     }
 }
 
-/// The G1 queries' tails held apart from their ones: each query's split without its tail
-/// (its ones summed as the sparse stage does), the tail's scalars on the device and, when
-/// precomputed, the copies of its bases. The bases of a real partition's tails are the same in
-/// every sector (docs/filecoin.md), so a resident set could hold them gathered once; here the
-/// first `tail` of the tiled bases stand for a gathered tail.
+/// The G1 queries' tails held on the device (`TestGpu::hold_tail`), gathered once, with
+/// precomputed copies when asked, and each query's split against its held tail
+/// (`SparseScalars::against_held`; made once, as the split itself is not timed). The bases of
+/// a real partition's tails are the same in every sector (docs/filecoin.md), so the held list
+/// is the query's own tail: nothing of it is left to gather in the timed MSM.
 struct HeldTails {
-    ones: Vec<SparseScalars>,
-    scalars: Vec<proofline_gpu::testkit::DeviceData>,
-    copies: Option<Vec<(Precomputation, proofline_gpu::testkit::DeviceData)>>,
+    held: Vec<HeldData>,
+    splits: Vec<HeldSplit>,
 }
 
 impl HeldTails {
@@ -669,36 +668,37 @@ impl HeldTails {
         g: &TestGpu,
         bases: &proofline_gpu::testkit::DeviceData,
         queries: &[&SparseScalars],
-        held: TailHeld,
+        kind: TailHeld,
     ) -> Result<Self, GpuError> {
         let mut t = HeldTails {
-            ones: Vec::new(),
-            scalars: Vec::new(),
-            copies: (held == TailHeld::Precomputed).then(Vec::new),
+            held: Vec::new(),
+            splits: Vec::new(),
         };
         for q in queries {
-            t.ones.push(SparseScalars {
-                tail_index: Vec::new(),
-                tail_scalars: Vec::new(),
-                ..(*q).clone()
-            });
-            t.scalars.push(g.scalars(&q.tail_scalars)?);
-            if let Some(c) = &mut t.copies {
-                let len = q.tail_index.len();
-                let budget = copies_budget(g, 20 << 30);
-                let Some(p) = Precomputation::plan(len, len, budget) else {
-                    return Err(GpuError::InvalidInput(format!(
-                        "no precomputation of a tail of {len} fits"
-                    )));
-                };
-                c.push((p, g.precompute(bases, len, &p)?));
-            }
+            let len = q.tail_index.len();
+            let pre = match kind {
+                TailHeld::Gathered => None,
+                TailHeld::Precomputed => {
+                    let budget = copies_budget(g, 20 << 30);
+                    let Some(p) = Precomputation::plan(len, len, budget) else {
+                        return Err(GpuError::InvalidInput(format!(
+                            "no precomputation of a tail of {len} fits"
+                        )));
+                    };
+                    Some(p)
+                }
+            };
+            let held = g.hold_tail(bases, q.tail_index.clone(), pre)?;
+            let split = q
+                .against_held(held.index())
+                .map_err(|e| GpuError::InvalidInput(e.to_string()))?;
+            t.held.push(held);
+            t.splits.push(split);
         }
         Ok(t)
     }
 
-    /// Query `k`'s MSM: its ones summed over `bases`, its tail through Pippenger over the held
-    /// tail.
+    /// Query `k`'s MSM over its held tail.
     fn msm(
         &self,
         g: &TestGpu,
@@ -706,26 +706,14 @@ impl HeldTails {
         k: usize,
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
-        let (mut sum, mut st) = g.msm_sparse_resident(bases, &self.ones[k], cfg)?;
-        let s = &self.scalars[k];
-        let (tail, ts) = match &self.copies {
-            Some(c) => g.msm_resident_precomputed(&c[k].1, &c[k].0, s.len(), s, cfg)?,
-            None => g.msm_resident(bases, s, cfg)?,
-        };
-        sum += tail;
-        st.tail = s.len();
-        st.pippenger_ms += ts.pippenger_ms;
-        st.window = ts.window;
-        st.windows = ts.windows;
-        st.chunks += ts.chunks;
-        Ok((sum, st))
+        g.msm_sparse_held(bases, &self.held[k], &self.splits[k], cfg)
     }
 
     /// The runs' name: the copies' window and number when precomputed.
-    fn variant(&self, held: TailHeld) -> String {
-        match self.copies.as_ref().and_then(|c| c.first()) {
-            Some((p, _)) => format!("{} c={} x{}", held.name(), p.window, p.copies),
-            None => held.name().to_string(),
+    fn variant(&self, kind: TailHeld) -> String {
+        match self.held.first().and_then(|h| h.precomputation()) {
+            Some(p) => format!("{} c={} x{}", kind.name(), p.window, p.copies),
+            None => kind.name().to_string(),
         }
     }
 }

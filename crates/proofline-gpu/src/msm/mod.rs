@@ -12,6 +12,8 @@
 //! * [`ones`]: the sum of the bases of a sparse query's ones, listed from its bitmap;
 //! * [`sparse`]: a sparse query's split on the device, its ones summed and its tail through
 //!   Pippenger (several queries' tails through one, `pippenger::pippenger_batch`);
+//! * [`held`]: a sparse query's tail held gathered on the device (with precomputed copies in
+//!   G1), and a query's MSM split against it;
 //! * [`fixed`]: what a resident set derives once from its fixed bases (the ones' subset sums,
 //!   precomputed copies);
 //! * [`scan`]: the exclusive scan the others share.
@@ -38,6 +40,8 @@ use crate::plan::Precomputation;
 mod accumulate;
 pub(crate) mod affine;
 mod fixed;
+#[cfg(any(test, feature = "testkit"))]
+mod held;
 pub(crate) mod ones;
 mod pippenger;
 mod scan;
@@ -46,6 +50,8 @@ mod sparse;
 
 pub(crate) use accumulate::acc_target;
 pub(crate) use fixed::{ones_sums, precompute};
+#[cfg(any(test, feature = "testkit"))]
+pub(crate) use held::{hold_tail, hold_tail_precomputed, sparse_held, upload_held, HeldTail};
 pub(crate) use ones::ones_blocks;
 pub(crate) use pippenger::dense;
 #[cfg(test)]

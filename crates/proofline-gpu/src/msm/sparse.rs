@@ -23,7 +23,7 @@ use crate::stager::stream_chunks;
 
 /// Copies the points at the `n` indices at `idx` (on the device, relative to `bases`) side by
 /// side to `out`.
-fn gather<E: Exec, C: MsmCurve>(
+pub(super) fn gather<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     idx: u64,
