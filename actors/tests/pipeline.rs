@@ -487,12 +487,16 @@ fn the_status_page_shows_where_each_partition_is() {
         Arc::new(ParamsStore::new(false)),
     ))
     .unwrap();
-    let mut gated = request("sha256-1", 1, 0);
-    gated.kind = "gated".into();
-    // The gated job holds the only synthesis thread; the second job's partition waits in the
-    // synthesis mailbox; the third is not admitted (two partitions in flight at most).
-    let a = block_on(p.submit(gated)).unwrap();
-    let b = block_on(p.submit(request("sha256-1", 2, 0))).unwrap();
+    let gated = |seed| {
+        let mut r = request("sha256-1", seed, 0);
+        r.kind = "gated".into();
+        r
+    };
+    // Both admitted jobs wait at the gate: whichever partition reaches the only synthesis
+    // thread first holds it, the other waits for it (their parameters load in parallel, so
+    // either may be first); the third job is not admitted (two partitions in flight at most).
+    let a = block_on(p.submit(gated(1))).unwrap();
+    let b = block_on(p.submit(gated(2))).unwrap();
     let c = block_on(p.submit(request("sha256-1", 3, 0))).unwrap();
     let page = page_until(&p, "both admitted partitions in synthesis", |page| {
         page.jobs_in_flight.len() == 3
