@@ -167,7 +167,8 @@ impl SparseScalars {
             } else if rest.ones.remove(h) {
                 held_scalars.push(Scalar::ONE);
             } else {
-                rest.zeros -= 1;
+                // a held base neither one nor in the tail is one of the split's zeros
+                rest.zeros = rest.zeros.saturating_sub(1);
                 held_scalars.push(Scalar::ZERO);
             }
         }
