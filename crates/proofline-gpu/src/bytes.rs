@@ -453,7 +453,17 @@ pub fn chunk_windows_bytes(
     cfg: &MsmConfig,
     sm_count: u32,
 ) -> u64 {
-    Sizer::new(sm_count, cfg).windows_bytes::<G1>(n, windows)
+    chunk_windows_bytes_of::<G1>(n, windows, cfg, sm_count)
+}
+
+/// [`chunk_windows_bytes`] in the group `C`.
+pub(crate) fn chunk_windows_bytes_of<C: MsmCurve>(
+    n: usize,
+    windows: &ChunkWindows,
+    cfg: &MsmConfig,
+    sm_count: u32,
+) -> u64 {
+    Sizer::new(sm_count, cfg).windows_bytes::<C>(n, windows)
 }
 
 /// [`pippenger_bytes_with`] over bases with the precomputed copies of `pre`.

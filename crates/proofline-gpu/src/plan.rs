@@ -23,6 +23,8 @@ pub const SCALAR_BITS: u32 = 256;
 pub const MAX_WINDOW: u32 = 20;
 /// Smallest window.
 pub const MIN_WINDOW: u32 = 8;
+/// log2 of the points from which a plain chunk takes [`MAX_WINDOW`]-bit windows.
+pub const WIDE_WINDOW_LOG: u32 = 24;
 
 /// Window plan of a Pippenger chunk of `n` points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,15 +38,17 @@ pub struct WindowPlan {
 }
 
 impl WindowPlan {
-    /// Window choice: about log2(n) - 4 bits in [MIN_WINDOW, 16], and
-    /// MAX_WINDOW (13 windows) from 2^22 points. On the H200, the sparse
-    /// queries' tails (2.7-3.8 M points) were slower at 17 and 18 bits (16 and
-    /// 15 windows) than at 16, dense 2^25 and 2^26 slower at 18 and 19 bits
-    /// than at 20 (level at 2^24). Chunks of `WIDE_CHUNK_POINTS` take the
-    /// layout of `MsmWindows` instead (`ChunkWindows::plain`).
+    /// Window choice: about log2(n) - 4 bits in [MIN_WINDOW, 16] below 2^24 points, and
+    /// MAX_WINDOW (13 windows) from there. Measured side by side (`proofline-gpu-bench
+    /// --windows`, H100, one process): dense G1 at 2^22 and 2^23 is fastest at 16 bits (28.1 /
+    /// 52.2 ms against 36.3 / 58.3 at 20), at 2^24 level from 16 to 20 bits (100.1-101.9 ms)
+    /// and slower at 21 and 22; dense G2 at 2^22 80.9 ms at 16 bits against 117.8 at 20. On
+    /// the H200 the sparse queries' tails (2.7-3.8 M points) were slower at 17 and 18 bits
+    /// than at 16, dense 2^25 and 2^26 slower at 18 and 19 bits than at 20. Chunks of
+    /// `WIDE_CHUNK_POINTS` take the layout of `MsmWindows` instead (`ChunkWindows::plain`).
     pub fn for_points(n: usize) -> Self {
         let lg = usize::BITS - n.max(1).leading_zeros() - 1;
-        let c = if lg >= 22 {
+        let c = if lg >= WIDE_WINDOW_LOG {
             MAX_WINDOW
         } else {
             lg.saturating_sub(4).clamp(MIN_WINDOW, 16)
@@ -1172,7 +1176,8 @@ mod tests {
         assert_eq!(WindowPlan::for_points(1).c, MIN_WINDOW);
         assert_eq!(WindowPlan::for_points(1 << 16).c, 12);
         assert_eq!(WindowPlan::for_points(1 << 21).c, 16);
-        assert_eq!(WindowPlan::for_points(1 << 22).c, 20);
+        assert_eq!(WindowPlan::for_points(1 << 22).c, 16);
+        assert_eq!(WindowPlan::for_points((1 << 24) - 1).c, 16);
         assert_eq!(WindowPlan::for_points(1 << 24).c, 20);
         assert_eq!(WindowPlan::for_points(1 << 27).c, 20);
         for n in [1usize, 100, 1 << 10, 1 << 20, 1 << 26] {

@@ -25,7 +25,7 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    chunk_windows_bytes, pippenger_bytes_precomputed, pippenger_bytes_with,
+    chunk_windows_bytes, chunk_windows_bytes_of, pippenger_bytes_precomputed, pippenger_bytes_with,
     sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
 };
 use crate::config::{MsmConfig, NttConfig};
@@ -736,6 +736,55 @@ impl TestGpu {
             )
         })?;
         Ok((r, stats))
+    }
+
+    /// [`TestGpu::msm_resident`] as one chunk through `windows` whatever the planner would
+    /// take for its size (the benchmark's window sweep); the arena is
+    /// `bytes::chunk_windows_bytes`.
+    pub fn msm_resident_windows(
+        &self,
+        bases: &DeviceData,
+        scalars: &DeviceData,
+        windows: &ChunkWindows,
+        cfg: &MsmConfig,
+    ) -> Result<G1Projective, GpuError> {
+        self.resident_windows::<G1>(bases, scalars, windows, cfg)
+    }
+
+    /// [`TestGpu::msm_resident_windows`] over resident G2 bases.
+    pub fn msm_g2_resident_windows(
+        &self,
+        bases: &DeviceData,
+        scalars: &DeviceData,
+        windows: &ChunkWindows,
+        cfg: &MsmConfig,
+    ) -> Result<G2Projective, GpuError> {
+        self.resident_windows::<G2>(bases, scalars, windows, cfg)
+    }
+
+    fn resident_windows<C: MsmCurve>(
+        &self,
+        bases: &DeviceData,
+        scalars: &DeviceData,
+        windows: &ChunkWindows,
+        cfg: &MsmConfig,
+    ) -> Result<C::Projective, GpuError> {
+        if scalars.len > bases.len {
+            return Err(GpuError::InvalidInput("more scalars than bases".into()));
+        }
+        let bytes = chunk_windows_bytes_of::<C>(scalars.len, windows, cfg, self.slot.sm_count());
+        let arena = Arena::new(bytes, "msm windows");
+        self.run(&arena, |e| {
+            msm::pippenger_windows::<_, C>(
+                e,
+                bases.words.ptr(),
+                scalars.words.ptr(),
+                scalars.len,
+                windows,
+                0,
+                cfg,
+            )
+        })
     }
 
     /// The copies of `pre` of the first `n` resident `bases` (copy k at point k n): the

@@ -7,7 +7,7 @@
 //! Usage: proofline-gpu-bench [--sections ntt,msm,sparse,g2,partition] [--variants]
 //!        [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L] [--g2-log L]
 //!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib]
-//!        [--only NAME,...] [--cold-pool] [--reps R] [--json PATH]
+//!        [--only NAME,...] [--windows C,...] [--cold-pool] [--reps R] [--json PATH]
 //!
 //! `--variants` times every kernel variant (`MsmConfig::variants`, `NttConfig::variants`) side
 //! by side in the same process, each row naming its variant; without it, the production
@@ -25,6 +25,11 @@
 //! resident set could hold them (the tails' bases are the same in every sector): gathered once,
 //! and gathered with precomputed copies.
 //!
+//! `--windows` adds the dense MSMs of the `msm` section and the dense G2 MSM of the `g2`
+//! section through uniform windows of each of those widths (one chunk, whatever width the
+//! planner takes for the size: `plan::WindowPlan::for_points`), each checked equal to the
+//! planner's result: the measurement the planner's window steps come from.
+//!
 //! The device's memory pool keeps freed memory across synchronisations, as under the daemon's
 //! VRAM allocator; `--cold-pool` leaves the driver's default (every allocation cold after a
 //! synchronisation), which is how the figures up to commit 2b5a484 were taken.
@@ -40,6 +45,7 @@
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective};
+use proofline_gpu::plan::{BucketSets, ChunkWindows, WindowPlan, MIN_WINDOW};
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, HeldData, ScalarMix,
     SummedPoints, TestGpu,
@@ -53,6 +59,15 @@ use serde_json::json;
 
 const SECTIONS: [&str; 5] = ["ntt", "msm", "sparse", "g2", "partition"];
 
+/// The widest window `--windows` takes (the radix sort's digit histogram holds 11 windows of
+/// 25 bits; wider ones fall back to the atomic sort, which is not what the sweep measures).
+const MAX_SWEEP_WINDOW: u32 = 24;
+
+/// Uniform windows of `c` bits, one bucket set each.
+fn uniform_windows(c: u32) -> ChunkWindows {
+    ChunkWindows::Uniform(BucketSets::plain(WindowPlan::with_window(c)))
+}
+
 struct Opts {
     sections: Vec<&'static str>,
     variants: bool,
@@ -65,6 +80,7 @@ struct Opts {
     partition_points: usize,
     partition_mix: &'static str,
     only: Option<Vec<String>>,
+    windows: Vec<u32>,
     cold_pool: bool,
     reps: usize,
     json: Option<String>,
@@ -83,6 +99,7 @@ fn parse() -> Result<Opts, String> {
         partition_points: 130_278_541,
         partition_mix: "8mib",
         only: None,
+        windows: Vec::new(),
         cold_pool: false,
         reps: 5,
         json: None,
@@ -145,6 +162,20 @@ fn parse() -> Result<Opts, String> {
             }
             "--only" => {
                 o.only = Some(val(i)?.split(',').map(str::to_string).collect());
+            }
+            "--windows" => {
+                let mut v = Vec::new();
+                for c in val(i)?.split(',') {
+                    match c.trim().parse::<u32>() {
+                        Ok(c) if (MIN_WINDOW..=MAX_SWEEP_WINDOW).contains(&c) => v.push(c),
+                        _ => {
+                            return Err(format!(
+                                "--windows: {c} is not a window width in {MIN_WINDOW}..={MAX_SWEEP_WINDOW}"
+                            ))
+                        }
+                    }
+                }
+                o.windows = v;
             }
             "--cold-pool" => {
                 o.cold_pool = true;
@@ -379,6 +410,30 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
                     .push(json!({"bench": "msm_dense", "log_n": lg, "variant": name,
                     "config": cfg, "ms_median": m, "ms": v, "stats": stats}));
             }
+            if !o.windows.is_empty() {
+                let cfg = MsmConfig::default();
+                let planned = g.msm_resident(&bases, &s, &cfg)?.0;
+                for &c in &o.windows {
+                    let windows = uniform_windows(c);
+                    let mut sum = None;
+                    let v = time(reps, || {
+                        sum = Some(g.msm_resident_windows(&bases, &s, &windows, &cfg)?);
+                        Ok(())
+                    })?;
+                    check_windows("G1", lg, c, sum == Some(planned))?;
+                    let m = median(v.clone());
+                    r.row(
+                        "MSM G1 dense",
+                        format!("2^{lg}"),
+                        &format!("windows c={c}"),
+                        m,
+                        "uniform, one chunk".to_string(),
+                    );
+                    r.results
+                        .push(json!({"bench": "msm_dense_windows", "log_n": lg,
+                        "window": c, "ms_median": m, "ms": v}));
+                }
+            }
             if o.variants && o.named("pre") {
                 precomputed_msm(o, g, &bases, &s, lg, r)?;
             }
@@ -569,7 +624,43 @@ fn g2_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             );
         }
     }
+    if !o.windows.is_empty() {
+        let cfg = MsmConfig::default();
+        let planned = g.msm_g2_sparse_resident(&bases, &dense, &cfg)?.0;
+        let s = g.scalars(&dense.tail_scalars)?;
+        for &c in &o.windows {
+            let windows = uniform_windows(c);
+            let mut sum = None;
+            let v = time(3, || {
+                sum = Some(g.msm_g2_resident_windows(&bases, &s, &windows, &cfg)?);
+                Ok(())
+            })?;
+            check_windows("G2", o.g2_log, c, sum == Some(planned))?;
+            let m = median(v.clone());
+            r.row(
+                "MSM G2 dense",
+                format!("2^{}", o.g2_log),
+                &format!("windows c={c}"),
+                m,
+                "uniform, one chunk".to_string(),
+            );
+            r.results
+                .push(json!({"bench": "msm_g2_dense_windows", "log_n": o.g2_log,
+                "window": c, "ms_median": m, "ms": v}));
+        }
+    }
     Ok(())
+}
+
+/// An error unless the sweep's MSM through windows of `c` bits equalled the planner's.
+fn check_windows(group: &str, lg: u32, c: u32, equal: bool) -> Result<(), GpuError> {
+    if equal {
+        Ok(())
+    } else {
+        Err(GpuError::InvalidInput(format!(
+            "{group} MSM of 2^{lg} points through {c}-bit windows differs from the planner's"
+        )))
+    }
 }
 
 /// The variants the partition runs under: the defaults, and with `--variants` each other MSM
