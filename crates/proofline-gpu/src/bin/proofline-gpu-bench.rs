@@ -59,8 +59,9 @@ use serde_json::json;
 
 const SECTIONS: [&str; 5] = ["ntt", "msm", "sparse", "g2", "partition"];
 
-/// The widest window `--windows` takes (the radix sort's digit histogram holds 11 windows of
-/// 25 bits; wider ones fall back to the atomic sort, which is not what the sweep measures).
+/// The widest window `--windows` takes: 2^23 buckets a window, whose memory the bucket
+/// reduction's buffers grow by; at the sizes the benchmark runs 21 and 22 bits already lose to
+/// 20 (docs/gpu-kernels.md).
 const MAX_SWEEP_WINDOW: u32 = 24;
 
 /// Uniform windows of `c` bits, one bucket set each.
