@@ -414,26 +414,9 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             if !o.windows.is_empty() {
                 let cfg = MsmConfig::default();
                 let planned = g.msm_resident(&bases, &s, &cfg)?.0;
-                for &c in &o.windows {
-                    let windows = uniform_windows(c);
-                    let mut sum = None;
-                    let v = time(reps, || {
-                        sum = Some(g.msm_resident_windows(&bases, &s, &windows, &cfg)?);
-                        Ok(())
-                    })?;
-                    check_windows("G1", lg, c, sum == Some(planned))?;
-                    let m = median(v.clone());
-                    r.row(
-                        "MSM G1 dense",
-                        format!("2^{lg}"),
-                        &format!("windows c={c}"),
-                        m,
-                        "uniform, one chunk".to_string(),
-                    );
-                    r.results
-                        .push(json!({"bench": "msm_dense_windows", "log_n": lg,
-                        "window": c, "ms_median": m, "ms": v}));
-                }
+                window_sweep(o, r, "G1", lg, reps, planned, |w| {
+                    g.msm_resident_windows(&bases, &s, w, &cfg)
+                })?;
             }
             if o.variants && o.named("pre") {
                 precomputed_msm(o, g, &bases, &s, lg, r)?;
@@ -629,39 +612,50 @@ fn g2_section(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         let cfg = MsmConfig::default();
         let planned = g.msm_g2_sparse_resident(&bases, &dense, &cfg)?.0;
         let s = g.scalars(&dense.tail_scalars)?;
-        for &c in &o.windows {
-            let windows = uniform_windows(c);
-            let mut sum = None;
-            let v = time(3, || {
-                sum = Some(g.msm_g2_resident_windows(&bases, &s, &windows, &cfg)?);
-                Ok(())
-            })?;
-            check_windows("G2", o.g2_log, c, sum == Some(planned))?;
-            let m = median(v.clone());
-            r.row(
-                "MSM G2 dense",
-                format!("2^{}", o.g2_log),
-                &format!("windows c={c}"),
-                m,
-                "uniform, one chunk".to_string(),
-            );
-            r.results
-                .push(json!({"bench": "msm_g2_dense_windows", "log_n": o.g2_log,
-                "window": c, "ms_median": m, "ms": v}));
-        }
+        window_sweep(o, r, "G2", o.g2_log, 3, planned, |w| {
+            g.msm_g2_resident_windows(&bases, &s, w, &cfg)
+        })?;
     }
     Ok(())
 }
 
-/// An error unless the sweep's MSM through windows of `c` bits equalled the planner's.
-fn check_windows(group: &str, lg: u32, c: u32, equal: bool) -> Result<(), GpuError> {
-    if equal {
-        Ok(())
-    } else {
-        Err(GpuError::InvalidInput(format!(
-            "{group} MSM of 2^{lg} points through {c}-bit windows differs from the planner's"
-        )))
+/// Times `msm` through uniform windows of each `--windows` width (`reps` runs), one row each,
+/// and fails unless each result equals `planned` (the planner's).
+fn window_sweep<P: PartialEq>(
+    o: &Opts,
+    r: &mut Report,
+    group: &str,
+    lg: u32,
+    reps: usize,
+    planned: P,
+    mut msm: impl FnMut(&ChunkWindows) -> Result<P, GpuError>,
+) -> Result<(), GpuError> {
+    for &c in &o.windows {
+        let windows = uniform_windows(c);
+        let mut equal = true;
+        let v = time(reps, || {
+            equal &= msm(&windows)? == planned;
+            Ok(())
+        })?;
+        if !equal {
+            return Err(GpuError::InvalidInput(format!(
+                "{group} MSM of 2^{lg} points through {c}-bit windows differs from the planner's"
+            )));
+        }
+        let m = median(v.clone());
+        r.row(
+            &format!("MSM {group} dense"),
+            format!("2^{lg}"),
+            &format!("windows c={c}"),
+            m,
+            "uniform, one chunk".to_string(),
+        );
+        r.results.push(
+            json!({"bench": "msm_dense_windows", "group": group, "log_n": lg,
+            "window": c, "ms_median": m, "ms": v}),
+        );
     }
+    Ok(())
 }
 
 /// The variants the partition runs under: the defaults, and with `--variants` each other MSM
