@@ -11,12 +11,13 @@ use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS, WINDOW_G
 use crate::arena::{charge_in, GRANULE};
 use crate::config::{MsmAcc, MsmConfig, SparseTails};
 use crate::curve::{MsmCurve, G1, G2};
-use crate::msm::{acc_target, ones_blocks, STREAM_CHUNK};
+use crate::msm::{acc_target, held_words, ones_blocks, STREAM_CHUNK};
 use crate::plan::{
     affine_threads, pow_table_lens, AccSplit, AffineGroup, BucketSets, ChunkSort, ChunkWindows,
     MsmBatch, Precomputation, SetsShape, SortPlan, ACC_WAVES, BIG_BUCKET_MIN, BIG_PER_BLOCK,
 };
 use crate::resident::{OnesSums, QueryLens, Residency};
+use crate::tails::{HeldShape, TailLayout};
 
 /// The shape of one sparse query: bases, ones, tail.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -379,6 +380,60 @@ impl Sizer {
         (splits + msms).max(1)
     }
 
+    /// The sparse stage over held tails (`stages::sparse_stage_held_device`): each G1 query's
+    /// split on the device (its own where the held list is its tail, else the rest's split and
+    /// the held scalars), B's whole split beside them for G2 where B's is not that; then each
+    /// G1 query's ones (and rest) and its held points through Pippenger, one after the other,
+    /// then B in G2 (B's whole shape `b`).
+    fn sparse_stage_held(&self, held: &[HeldShape; 3], b: &QueryShape) -> u64 {
+        let scalars = |n: usize| {
+            if n > 0 {
+                self.r(FR_WORDS as usize * n)
+            } else {
+                0
+            }
+        };
+        let split = |q: &HeldShape| {
+            if q.own_tail {
+                self.split_bytes(&QueryShape {
+                    tail: q.held,
+                    ..q.rest
+                })
+            } else {
+                self.split_bytes(&q.rest) + scalars(q.held)
+            }
+        };
+        let b_g2 = if held[2].own_tail {
+            0
+        } else {
+            self.split_bytes(b)
+        };
+        let splits: u64 = held.iter().map(split).sum::<u64>() + b_g2;
+        let g1 = held
+            .iter()
+            .map(|q| {
+                let rest = self.sparse_query::<G1>(&q.rest, Residency::Resident, STREAM_CHUNK);
+                rest.max(self.pippenger_sets::<G1>(q.held, q.pre.as_ref()))
+            })
+            .max()
+            .unwrap_or(0);
+        let g2 = self.sparse_query::<G2>(b, Residency::Resident, STREAM_CHUNK);
+        (splits + g1.max(g2)).max(1)
+    }
+
+    /// Holding tails of `lens` points with the copies of `pres` (`tails::hold_tails_device`):
+    /// the tails held before each, then its points (and copies) beside its index list.
+    fn held_tails(&self, lens: &[usize; 3], pres: &[Option<Precomputation>; 3]) -> u64 {
+        let mut kept = 0;
+        let mut peak = 0;
+        for (&len, pre) in lens.iter().zip(pres).filter(|(&n, _)| n > 0) {
+            let points = self.r(held_words::<G1>(len, pre.as_ref()));
+            peak = peak.max(kept + points + self.r(len));
+            kept += points;
+        }
+        peak.max(kept)
+    }
+
     fn h_stage(&self, log_n: u32, residency: Residency, chunk: usize) -> u64 {
         let r = |w| self.r(w);
         let n = 1usize << log_n;
@@ -532,6 +587,34 @@ pub(crate) fn sparse_stage_bytes_with_chunk(
     sm_count: u32,
 ) -> u64 {
     Sizer::new(sm_count, cfg).sparse_stage(queries, residency, chunk)
+}
+
+/// Device bytes of the sparse stage over held tails (`GpuSlot::sparse_stage_held`): the
+/// shapes of L, A and B split against them ([`HeldTails::shapes`](crate::HeldTails::shapes)) and
+/// B's whole shape (its split serves B in G2); the bases resident.
+pub fn sparse_stage_bytes_held(held: &[HeldShape; 3], b: &QueryShape, sm_count: u32) -> u64 {
+    Sizer::new(sm_count, &MsmConfig::default()).sparse_stage_held(held, b)
+}
+
+/// Device bytes of G1 tails of `lens` points held in `layout` (`GpuSlot::hold_tails`): the
+/// long-lived lease of the holding.
+pub fn held_tails_bytes(lens: &[usize; 3], layout: TailLayout) -> u64 {
+    Sizer::new(1, &MsmConfig::default()).held_tails(lens, &layout.precomputations(lens))
+}
+
+/// The largest layout a holding of tails of `lens` points may take under a lease of `lease`
+/// bytes (gathered where no tail would carry copies); `None` where not even the gathered points
+/// fit (or there is nothing to hold).
+pub fn held_tails_granted(lens: &[usize; 3], lease: u64) -> Option<TailLayout> {
+    if lens.iter().all(|&n| n == 0) {
+        return None;
+    }
+    TailLayout::LARGEST_FIRST
+        .into_iter()
+        .filter(|l| {
+            *l == TailLayout::Gathered || l.precomputations(lens).iter().any(Option::is_some)
+        })
+        .find(|&l| held_tails_bytes(lens, l) <= lease)
 }
 
 /// Device bytes of the H stage of domain 2^`log_n`: a, b, c, then a and the H MSM.
@@ -986,6 +1069,61 @@ mod tests {
         }
     }
 
+    /// Holding tails and the sparse stage over them: held from an earlier split (part of
+    /// them this split's zeros and ones, part of this tail outside them) and from this split,
+    /// gathered and over copies; an empty tail among them.
+    #[test]
+    fn held_tails_formulas_match_the_code() {
+        use crate::stages::sparse_stage_held_device;
+        use crate::tails::{hold_tails_device, HeldShape};
+        let this = MsmPlan {
+            l: split(40_000, 18_000, 3_000),
+            a: split(30_000, 14_000, 2_500),
+            b: split(9_000, 4_000, 0),
+        };
+        let earlier = MsmPlan {
+            l: split(40_000, 17_000, 3_300),
+            a: split(30_000, 14_500, 2_000),
+            b: split(9_000, 4_200, 700),
+        };
+        let copies = Some(Precomputation {
+            window: 16,
+            copies: 3,
+        });
+        let sb = StageBases {
+            h: Bases::Device(0),
+            l: Bases::Device(0),
+            a: Bases::Device(0),
+            b_g1: Bases::Device(0),
+            b_g2: Bases::Device(0),
+        };
+        for z in sizers() {
+            for from in [&earlier, &this] {
+                let lens = [&from.l, &from.a, &from.b].map(|q| q.tail_index.len());
+                for pres in [[None; 3], [copies, None, copies]] {
+                    let e = dry(&z);
+                    let held = hold_tails_device(&e, [0; 3], from, pres).unwrap();
+                    check("held tails", &z, e.peak(), z.held_tails(&lens, &pres));
+                    let shapes = [&this.l, &this.a, &this.b]
+                        .iter()
+                        .zip(&held)
+                        .map(|(s, h)| HeldShape::of(s, h))
+                        .collect::<Vec<_>>();
+                    let shapes: [HeldShape; 3] = shapes.try_into().unwrap();
+                    let e = dry(&z);
+                    sparse_stage_held_device(&e, &this, &held, &sb, SparseGroups::G1AndG2, &z.cfg)
+                        .unwrap();
+                    check(
+                        &format!("sparse stage over held tails {pres:?}"),
+                        &z,
+                        e.peak(),
+                        z.sparse_stage_held(&shapes, &(&this.b).into()),
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn resident_formula_matches_the_code() {
         let pts = vec![G1Affine::default(); 3000];
@@ -1073,6 +1211,35 @@ mod tests {
         // (the batch-affine rounds' scratch included)
         assert!(tables + streamed < 22_800_000_000, "{tables} + {streamed}");
         assert_eq!(streamed, 3 * (1u64 << 27) * 32);
+    }
+
+    /// The tails of a 32 GiB partition (docs/filecoin.md: L 3.8 M, A and B 2.7 M points) held
+    /// over copies fit an H200 beside a resident set with the ones' pair sums and two slots'
+    /// H stages, and not beside the triple sums.
+    #[test]
+    fn a_32gib_partitions_held_tails_fit_an_h200_beside_the_pair_sums_and_two_slots() {
+        let lens = lens_32gib();
+        let budget = 133_000_000_000u64;
+        let tails = [3_800_000, 2_700_000, 2_700_000];
+        let copies = held_tails_bytes(&tails, TailLayout::Precomputed);
+        let gathered = held_tails_bytes(&tails, TailLayout::Gathered);
+        // the points, 96 bytes each, and the last tail's index list while it is gathered
+        assert!(
+            (9_200_000 * 96..9_200_000 * 100).contains(&gathered),
+            "{gathered}"
+        );
+        assert!(copies >= 10 * gathered, "{copies}");
+        let room = |sums| {
+            let set = resident_bytes_summed(27, &lens, sums);
+            let h = h_stage_lease(27, Residency::Resident, set, 2, budget, SMS);
+            budget.saturating_sub(set + 2 * h)
+        };
+        assert!(
+            copies <= room(OnesSums::Pairs),
+            "{copies} > {}",
+            room(OnesSums::Pairs)
+        );
+        assert!(gathered > room(OnesSums::Triples));
     }
 
     #[test]

@@ -907,6 +907,84 @@ mod tests {
         assert!(matches!(r, Err(GpuError::InvalidInput(_))));
     }
 
+    /// The sparse stage over held tails (`tails::hold_tails_device`, then
+    /// `stages::sparse_stage_held_device`): L, A and B in G1 and B in G2 equal to blstrs with the
+    /// tails held from an earlier partition's split (its tails partly this one's zeros and
+    /// ones, this one's tail partly outside them) and from this split itself, gathered and
+    /// over copies.
+    #[test]
+    fn sparse_stage_over_held_tails_matches_blstrs() {
+        use crate::resident::StageBases;
+        use crate::stages::{sparse_stage_held_device, SparseGroups};
+        use crate::tails::hold_tails_device;
+        use proofline_groth16::msm::MsmPlan;
+        let e = EmuExec::new(SMS);
+        let lens = [2100usize, 1700, 1300];
+        let points: Vec<Vec<G1Affine>> = lens
+            .iter()
+            .zip(61u64..)
+            .map(|(&n, seed)| random_points(n, seed))
+            .collect();
+        let g2_points = random_g2_points(lens[2], 64);
+        let dev: Vec<_> = points
+            .iter()
+            .map(|p| e.upload(affines_as_u32(p)).unwrap())
+            .collect();
+        let dev_g2 = e.upload(G2::affines_as_u32(&g2_points)).unwrap();
+        let bases = StageBases {
+            h: Bases::Device(0),
+            l: Bases::Device(dev[0].ptr()),
+            a: Bases::Device(dev[1].ptr()),
+            b_g1: Bases::Device(dev[2].ptr()),
+            b_g2: Bases::Device(dev_g2.ptr()),
+        };
+        let mixes = [ScalarMix::L_8MIB, ScalarMix::B_8MIB, ScalarMix::B_8MIB];
+        let plan_of = |seed: u64| {
+            let s: Vec<Vec<Scalar>> = lens
+                .iter()
+                .zip(&mixes)
+                .zip(seed..)
+                .map(|((&n, &mix), seed)| mixed_scalars(n, mix, seed))
+                .collect();
+            let split = |k: usize| SparseScalars::from_dense(&s[k]);
+            let plan = MsmPlan {
+                l: split(0),
+                a: split(1),
+                b: split(2),
+            };
+            (s, plan)
+        };
+        let (scalars, plan) = plan_of(71);
+        let (_, earlier) = plan_of(81);
+        let want: Vec<G1Projective> = points
+            .iter()
+            .zip(&scalars)
+            .map(|(p, s)| cpu_msm(p, s))
+            .collect();
+        let want_g2 = cpu_msm_g2(&g2_points, &scalars[2]);
+        let ptrs = [dev[0].ptr(), dev[1].ptr(), dev[2].ptr()];
+        let cfg = MsmConfig::default();
+        let copies = Some(Precomputation {
+            window: 16,
+            copies: 3,
+        });
+        for (from, name) in [(&earlier, "an earlier split"), (&plan, "this split")] {
+            for pres in [[None; 3], [copies, None, copies]] {
+                let held = hold_tails_device(&e, ptrs, from, pres).unwrap();
+                let what = format!("tails of {name}, copies {pres:?}");
+                let got =
+                    sparse_stage_held_device(&e, &plan, &held, &bases, SparseGroups::G1AndG2, &cfg)
+                        .unwrap();
+                assert_eq!([got.l, got.a, got.b_g1], want[..], "{what}");
+                assert_eq!(got.b_g2, Some(want_g2), "{what}");
+                let g1 =
+                    sparse_stage_held_device(&e, &plan, &held, &bases, SparseGroups::G1Only, &cfg)
+                        .unwrap();
+                assert_eq!(g1.b_g2, None, "{what}");
+            }
+        }
+    }
+
     /// Several MSMs through one Pippenger chunk (`msm::pippenger_batch`): each sum equal to
     /// blstrs when the MSMs span different numbers of radix tiles (2, 1 and 5 of 4096 points: the
     /// passes run the largest's tiles, the smaller sets' extra tiles hold nothing) and the

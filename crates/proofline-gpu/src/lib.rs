@@ -49,6 +49,7 @@ mod resident;
 mod slot;
 mod stager;
 mod stages;
+mod tails;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 mod turn;
@@ -71,6 +72,7 @@ pub use plan::Precomputation;
 pub use resident::{HostQueries, OnesSums, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
 pub use stages::{HStageTimes, SparseGroups, SparseMsms, SparseStageTimes};
+pub use tails::{HeldShape, HeldTails, TailLayout};
 pub use turn::SlotKernels;
 
 #[cfg(test)]

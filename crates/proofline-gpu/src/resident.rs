@@ -216,23 +216,7 @@ impl ResidentSet {
             )));
         }
         Ok(match &self.bases {
-            Some(d) => {
-                let sums = self.sums;
-                StageBases {
-                    h: match self.h_pre {
-                        Some(pre) => Bases::Precomputed {
-                            ptr: d.h.ptr(),
-                            stride: self.lens.h,
-                            pre,
-                        },
-                        None => Bases::Device(d.h.ptr()),
-                    },
-                    l: sparse_bases(&d.l, self.lens.l, sums),
-                    a: sparse_bases(&d.a, self.lens.a, sums),
-                    b_g1: sparse_bases(&d.b_g1, self.lens.b_g1, sums),
-                    b_g2: sparse_bases(&d.b_g2, self.lens.b_g2, sums),
-                }
-            }
+            Some(d) => self.device_bases(d),
             None => {
                 let host = |points| Bases::Host {
                     points,
@@ -250,6 +234,36 @@ impl ResidentSet {
                 }
             }
         })
+    }
+}
+
+impl ResidentSet {
+    /// The resident bases each MSM reads; an error where the set streams them.
+    pub(crate) fn resident_bases(&self) -> Result<StageBases<'_>, GpuError> {
+        match &self.bases {
+            Some(d) => Ok(self.device_bases(d)),
+            None => Err(GpuError::InvalidInput(
+                "the parameters' bases are streamed, not resident".into(),
+            )),
+        }
+    }
+
+    fn device_bases<'a>(&self, d: &'a DeviceQueries) -> StageBases<'a> {
+        let sums = self.sums;
+        StageBases {
+            h: match self.h_pre {
+                Some(pre) => Bases::Precomputed {
+                    ptr: d.h.ptr(),
+                    stride: self.lens.h,
+                    pre,
+                },
+                None => Bases::Device(d.h.ptr()),
+            },
+            l: sparse_bases(&d.l, self.lens.l, sums),
+            a: sparse_bases(&d.a, self.lens.a, sums),
+            b_g1: sparse_bases(&d.b_g1, self.lens.b_g1, sums),
+            b_g2: sparse_bases(&d.b_g2, self.lens.b_g2, sums),
+        }
     }
 }
 

@@ -9,7 +9,11 @@
 //!   device buffer (no host round trip);
 //! * [`GpuSlot::sparse_stage`]: the splits of L, A and B up (the CPU's 0/1/tail split: bitmaps
 //!   of the ones, tail indices and scalars; B's once, for both groups), then the L, A and B MSMs
-//!   in G1 and the B MSM in G2 from those device copies.
+//!   in G1 and the B MSM in G2 from those device copies;
+//! * [`GpuSlot::hold_tails`]: a partition's G1 tails held for the parameter set's later
+//!   partitions (`tails.rs`);
+//! * [`GpuSlot::sparse_stage_held`]: the sparse stage with the G1 queries split against held
+//!   tails: their held bases through Pippenger over the held points, the rest as above.
 //!
 //! The inner functions are generic over [`Exec`] so that `bytes.rs` can run them dry.
 
@@ -20,19 +24,21 @@ use proofline_groth16::msm::{MsmPlan, SparseScalars};
 
 use crate::abi::FR_WORDS;
 use crate::arena::Arena;
-use crate::bytes::{h_stage_msm_config, ones_sums_granted};
+use crate::bytes::{h_stage_msm_config, held_tails_granted, ones_sums_granted};
 use crate::config::{MsmConfig, NttConfig, SparseTails};
 use crate::curve::{G1, G2};
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
 use crate::layout::scalars_as_u32;
-use crate::msm::{self, Bases, MsmStats, SplitOnDevice};
+use crate::msm::{self, Bases, HeldOnDevice, HeldTail, MsmStats, SplitOnDevice};
 use crate::ntt::{h_poly, CInput, TablePtrs};
 use crate::plan::Precomputation;
 use crate::resident::{
-    upload_resident, DeviceQueries, HostQueries, OnesSums, Residency, ResidentSet, StageBases,
+    upload_resident, DeviceQueries, HostQueries, OnesSums, QueryLens, Residency, ResidentSet,
+    StageBases,
 };
 use crate::slot::{GpuSlot, Lane};
+use crate::tails::{hold_tails_device, AgainstHeld, HeldTails};
 
 /// Where the H stage's time went.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -232,23 +238,7 @@ impl GpuSlot {
         host: &HostQueries<'_>,
         groups: SparseGroups,
     ) -> Result<(SparseMsms, SparseStageTimes), GpuError> {
-        let lens = resident.lens();
-        let b_g2 = match groups {
-            SparseGroups::G1AndG2 => plan.b.num_bases,
-            SparseGroups::G1Only => 0,
-        };
-        for (q, needed, have) in [
-            ("L", plan.l.num_bases, lens.l),
-            ("A", plan.a.num_bases, lens.a),
-            ("B_G1", plan.b.num_bases, lens.b_g1),
-            ("B_G2", b_g2, lens.b_g2),
-        ] {
-            if needed > have {
-                return Err(GpuError::InvalidInput(format!(
-                    "the {q} query needs {needed} bases, the parameters hold {have}"
-                )));
-            }
-        }
+        check_bases(plan, &resident.lens(), groups)?;
         let bases = resident.stage_bases(host)?;
         let arena = Arena::new(lease_bytes, "sparse stage");
         self.run(Lane::Compute, &arena, |e| {
@@ -265,6 +255,120 @@ impl GpuSlot {
             Ok((msms, SparseStageTimes { turn_wait_s, msm }))
         })
     }
+
+    /// Holds the G1 tails of `plan` (L, A, B) for later partitions of `resident`'s parameter
+    /// set: their bases gathered from the resident bases on the device's resident stream, with
+    /// their precomputed copies where `lease_bytes` covers them (`bytes::held_tails_granted`).
+    /// A one-time cost per parameter set and device.
+    pub fn hold_tails(
+        &self,
+        lease_bytes: u64,
+        resident: &ResidentSet,
+        plan: &MsmPlan,
+    ) -> Result<HeldTails, GpuError> {
+        let Some(q) = &resident.bases else {
+            return Err(GpuError::InvalidInput(
+                "tails are held from resident bases, and this set streams them".into(),
+            ));
+        };
+        check_bases(plan, &resident.lens(), SparseGroups::G1Only)?;
+        let tails = [
+            plan.l.tail_index.len(),
+            plan.a.tail_index.len(),
+            plan.b.tail_index.len(),
+        ];
+        let layout = held_tails_granted(&tails, lease_bytes).ok_or_else(|| {
+            GpuError::InvalidInput(format!(
+                "a lease of {lease_bytes} bytes holds no tails of {tails:?} points"
+            ))
+        })?;
+        let arena = Arena::new(lease_bytes, "held tails");
+        let held = self.run(Lane::Resident, &arena, |e| {
+            let pres = layout.precomputations(&tails);
+            hold_tails_device(e, [q.l.ptr(), q.a.ptr(), q.b_g1.ptr()], plan, pres)
+        })?;
+        Ok(HeldTails {
+            device: self.device_index(),
+            queries: held.map(|h| h.map_points(|b| b.into_resident())),
+            layout,
+            bytes: lease_bytes,
+        })
+    }
+
+    /// [`GpuSlot::sparse_stage`] over the tails `held` (made by [`GpuSlot::hold_tails`] on this
+    /// device from `resident`): each G1 query is split against its held list on the host, its
+    /// held bases go through Pippenger over the held points, the rest as in the sparse stage;
+    /// B in G2 as there (`lease_bytes`: `bytes::sparse_stage_bytes_held`).
+    pub fn sparse_stage_held(
+        &self,
+        lease_bytes: u64,
+        plan: &MsmPlan,
+        resident: &ResidentSet,
+        held: &HeldTails,
+        groups: SparseGroups,
+    ) -> Result<(SparseMsms, SparseStageTimes), GpuError> {
+        if held.device != self.device_index() || resident.device != self.device_index() {
+            return Err(GpuError::InvalidInput(format!(
+                "held tails of device {} and a resident set of device {} on device {}",
+                held.device,
+                resident.device,
+                self.device_index()
+            )));
+        }
+        if resident.residency() != Residency::Resident {
+            return Err(GpuError::InvalidInput(
+                "held tails over streamed bases".into(),
+            ));
+        }
+        check_bases(plan, &resident.lens(), groups)?;
+        let against = held.split(plan)?;
+        let bases = resident.resident_bases()?;
+        let arena = Arena::new(lease_bytes, "sparse stage (held tails)");
+        self.run(Lane::Compute, &arena, |e| {
+            let mut msm = MsmStats::default();
+            let inputs = upload_held_inputs(e, plan, &against, groups, &mut msm)?;
+            let cfg = MsmConfig::default();
+            let (msms, waited) = self.in_kernel_turn(e, || {
+                let r = sparse_stage_held_uploaded(
+                    e,
+                    plan,
+                    &held.queries,
+                    &against,
+                    &inputs,
+                    &bases,
+                    groups,
+                    &cfg,
+                    &mut msm,
+                );
+                drop(inputs);
+                r
+            })?;
+            let turn_wait_s = waited.as_secs_f64();
+            Ok((msms, SparseStageTimes { turn_wait_s, msm }))
+        })
+    }
+}
+
+/// Whether a parameter set of query lengths `lens` has the bases `plan`'s queries of `groups`
+/// need.
+fn check_bases(plan: &MsmPlan, lens: &QueryLens, groups: SparseGroups) -> Result<(), GpuError> {
+    let b_g2 = match groups {
+        SparseGroups::G1AndG2 => plan.b.num_bases,
+        SparseGroups::G1Only => 0,
+    };
+    for (q, needed, have) in [
+        ("L", plan.l.num_bases, lens.l),
+        ("A", plan.a.num_bases, lens.a),
+        ("B_G1", plan.b.num_bases, lens.b_g1),
+        ("B_G2", b_g2, lens.b_g2),
+    ] {
+        if needed > have {
+            return Err(GpuError::InvalidInput(format!(
+                "the {q} query needs {needed} bases, the parameters hold {have}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `x` in a new device buffer of `words` words, zero beyond it: evaluations padded to the domain.
@@ -368,6 +472,129 @@ pub(crate) fn sparse_stage_uploaded<E: Exec>(
         SparseGroups::G1Only => None,
     };
     Ok(SparseMsms { l, a, b_g1, b_g2 })
+}
+
+/// A G1 query's split against its held tail on the device: its own split where the held list
+/// is its tail, else the rest's split and the held scalars.
+#[derive(Debug)]
+pub(crate) enum HeldInput<B> {
+    OwnTail(SplitOnDevice<B>),
+    Built(HeldOnDevice<B>),
+}
+
+/// The splits of a plan's sparse queries against held tails on the device: L's, A's and B's for
+/// G1, and B's whole split for G2 where B's G1 input is not already that.
+#[derive(Debug)]
+pub(crate) struct HeldInputs<B> {
+    g1: [HeldInput<B>; 3],
+    b_g2: Option<SplitOnDevice<B>>,
+}
+
+/// Copies the splits against held tails `against` (L, A, B) to the device, and with
+/// [`SparseGroups::G1AndG2`] B's whole split where B's G1 input is not that (each synchronised;
+/// their time in `stats.upload_ms`).
+pub(crate) fn upload_held_inputs<E: Exec>(
+    e: &E,
+    plan: &MsmPlan,
+    against: &[AgainstHeld<'_>; 3],
+    groups: SparseGroups,
+    stats: &mut MsmStats,
+) -> Result<HeldInputs<E::Buf>, GpuError> {
+    let mut up = |a: &AgainstHeld<'_>| -> Result<HeldInput<E::Buf>, GpuError> {
+        Ok(match a {
+            AgainstHeld::OwnTail(s) => HeldInput::OwnTail(msm::upload_split(e, s, stats)?),
+            AgainstHeld::Built(h) => HeldInput::Built(msm::upload_held(e, h, stats)?),
+        })
+    };
+    let g1 = [up(&against[0])?, up(&against[1])?, up(&against[2])?];
+    let b_g2 = match (groups, &against[2]) {
+        (SparseGroups::G1AndG2, AgainstHeld::Built(_)) => {
+            Some(msm::upload_split(e, &plan.b, stats)?)
+        }
+        _ => None,
+    };
+    Ok(HeldInputs { g1, b_g2 })
+}
+
+/// The sparse MSMs of `groups` over the tails `held` from the splits `inputs` on the device
+/// ([`upload_held_inputs`] of `against`, `plan`'s split against `held`): L, A and B in G1, each
+/// its ones summed and its held points through Pippenger (and the rest of a built split as a
+/// sparse query), then B in G2 from B's whole split; uploads nothing.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sparse_stage_held_uploaded<E: Exec, H: DevBuf>(
+    e: &E,
+    plan: &MsmPlan,
+    held: &[HeldTail<H>; 3],
+    against: &[AgainstHeld<'_>; 3],
+    inputs: &HeldInputs<E::Buf>,
+    bases: &StageBases<'_>,
+    groups: SparseGroups,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<SparseMsms, GpuError> {
+    let g1 = [bases.l, bases.a, bases.b_g1];
+    let mismatch = || GpuError::InvalidInput("a held split and its device copy differ".into());
+    let mut one = |k: usize| match (&against[k], &inputs.g1[k]) {
+        (AgainstHeld::OwnTail(s), HeldInput::OwnTail(d)) => {
+            let points = match held[k].points() {
+                Some(p) => p.ptr(),
+                None if s.tail_index.is_empty() => 0,
+                None => return Err(mismatch()),
+            };
+            let pre = held[k].precomputation();
+            msm::sparse_over_own_tail::<E, G1>(e, g1[k], (points, pre), s, d, cfg, stats)
+        }
+        (AgainstHeld::Built(h), HeldInput::Built(d)) => {
+            msm::sparse_held::<E, G1, H>(e, g1[k], &held[k], h, d, cfg, stats)
+        }
+        _ => Err(mismatch()),
+    };
+    let [l, a, b_g1] = [one(0)?, one(1)?, one(2)?];
+    let b_g2 = match groups {
+        SparseGroups::G1AndG2 => {
+            let b = match (&inputs.b_g2, &inputs.g1[2]) {
+                (Some(b), _) | (None, HeldInput::OwnTail(b)) => b,
+                (None, HeldInput::Built(_)) => {
+                    return Err(GpuError::InvalidInput(
+                        "B in G2 asked for without B's split on the device".into(),
+                    ))
+                }
+            };
+            Some(msm::sparse_uploaded::<E, G2>(
+                e, bases.b_g2, &plan.b, b, cfg, stats,
+            )?)
+        }
+        SparseGroups::G1Only => None,
+    };
+    Ok(SparseMsms { l, a, b_g1, b_g2 })
+}
+
+/// [`upload_held_inputs`] then [`sparse_stage_held_uploaded`]; the splits are freed (and the
+/// lane synchronised) before it returns.
+#[cfg(test)]
+pub(crate) fn sparse_stage_held_device<E: Exec, H: DevBuf>(
+    e: &E,
+    plan: &MsmPlan,
+    held: &[HeldTail<H>; 3],
+    bases: &StageBases<'_>,
+    groups: SparseGroups,
+    cfg: &MsmConfig,
+) -> Result<SparseMsms, GpuError> {
+    let against = [
+        AgainstHeld::new(&plan.l, held[0].index())?,
+        AgainstHeld::new(&plan.a, held[1].index())?,
+        AgainstHeld::new(&plan.b, held[2].index())?,
+    ];
+    let mut stats = MsmStats::default();
+    let inputs = upload_held_inputs(e, plan, &against, groups, &mut stats)?;
+    let r = sparse_stage_held_uploaded(
+        e, plan, held, &against, &inputs, bases, groups, cfg, &mut stats,
+    );
+    drop(inputs);
+    let synced = e.sync();
+    let msms = r?;
+    synced?;
+    Ok(msms)
 }
 
 /// The splits up ([`upload_sparse_inputs`]), then the sparse MSMs of `groups`

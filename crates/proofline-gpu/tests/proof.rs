@@ -1,7 +1,8 @@
 //! Whole Groth16 proofs through a GPU slot's stages, the way the pipeline's compute actors run
 //! them: the parameter set made resident (bases in VRAM, with or without precomputed copies of
 //! the H bases, or tables only with the bases streamed from host memory), the H stage (evaluations up, H on the device, H MSM straight from the
-//! device buffer), the sparse stage (L, A, B in G1 and B in G2) over the CPU's 0/1/tail split.
+//! device buffer), the sparse stage (L, A, B in G1 and B in G2) over the CPU's 0/1/tail split,
+//! and over tails held from an earlier split.
 //! Each stage runs under the bytes `bytes.rs` computes, every result equals the CPU backend's,
 //! the proof verifies (and a tampered input does not), and the pool's high-water mark stays
 //! within the leases.
@@ -11,10 +12,11 @@ use bellperson::groth16;
 use blstrs::Bls12;
 use proofline_circuits::Sha256Preimage;
 use proofline_gpu::bytes::{
-    resident_bytes, resident_bytes_precomputed, resident_bytes_summed, sparse_stage_bytes,
+    held_tails_bytes, resident_bytes, resident_bytes_precomputed, resident_bytes_summed,
+    sparse_stage_bytes, sparse_stage_bytes_held,
 };
 use proofline_gpu::testkit::TestGpu;
-use proofline_gpu::{HostQueries, OnesSums, Precomputation, Residency, SparseGroups};
+use proofline_gpu::{HostQueries, OnesSums, Precomputation, Residency, SparseGroups, TailLayout};
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::synthesis::synthesize;
 use proofline_groth16::{prover, CpuBackend, MsmResults, ProvingKey};
@@ -42,6 +44,12 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
         let synth = synthesize(Sha256Preimage::new(blocks, pre.clone()).unwrap()).unwrap();
         prover::check_shape(&pk, &synth).unwrap();
         let plan = MsmPlan::build(&synth.assignment);
+        let other = Sha256Preimage::demo_preimage(blocks, 4);
+        let other_plan = MsmPlan::build(
+            &synthesize(Sha256Preimage::new(blocks, other).unwrap())
+                .unwrap()
+                .assignment,
+        );
         let p = pk.params();
         let host = HostQueries {
             h: &p.h,
@@ -117,6 +125,30 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             );
             let s_b_g2 = s.b_g2.expect("the stage computes B in G2");
             assert_eq!(s_b_g2, b_g2, "B in G2, {blocks} block(s), {residency:?}");
+            if residency == Residency::Resident && h_pre.is_none() {
+                // the tails held from another preimage's split and from this one, gathered and
+                // over copies: the same sums
+                for (from, name) in [(&other_plan, "another split"), (&plan, "this split")] {
+                    let lens = [&from.l, &from.a, &from.b].map(|q| q.tail_index.len());
+                    for layout in TailLayout::LARGEST_FIRST {
+                        let t_bytes = held_tails_bytes(&lens, layout);
+                        let tails = slot.hold_tails(t_bytes, &set, from).unwrap();
+                        let copies = layout.precomputations(&lens).iter().any(Option::is_some);
+                        let expect = if copies { layout } else { TailLayout::Gathered };
+                        assert_eq!(tails.layout(), expect);
+                        let hb =
+                            sparse_stage_bytes_held(&tails.shapes(&plan), &(&plan.b).into(), sm);
+                        let (t, _) = slot
+                            .sparse_stage_held(hb, &plan, &set, &tails, SparseGroups::G1AndG2)
+                            .unwrap();
+                        assert_eq!(
+                            (t.l, t.a, t.b_g1, t.b_g2),
+                            (l, a, b_g1, Some(b_g2)),
+                            "over the tails of {name}, {layout:?}, {blocks} block(s), {pairs:?}"
+                        );
+                    }
+                }
+            }
             // never more device memory than the leases: the set's and one stage's at a time
             let after = device.pool_usage().unwrap();
             let leases = set_bytes + h_bytes.max(s_bytes);

@@ -30,7 +30,17 @@ pub(crate) struct HeldTail<B> {
     pre: Option<Precomputation>,
 }
 
-impl<B: DevBuf> HeldTail<B> {
+impl<B> HeldTail<B> {
+    /// A held list without points (tests of what is counted against it).
+    #[cfg(test)]
+    pub(crate) fn listed(index: Vec<u32>) -> Self {
+        HeldTail {
+            index,
+            points: None,
+            pre: None,
+        }
+    }
+
     /// The held bases' indices.
     pub(crate) fn index(&self) -> &[u32] {
         &self.index
@@ -39,6 +49,11 @@ impl<B: DevBuf> HeldTail<B> {
     /// The copies the held points carry, if any.
     pub(crate) fn precomputation(&self) -> Option<Precomputation> {
         self.pre
+    }
+
+    /// Where the held points lie (none where nothing is held).
+    pub(crate) fn points(&self) -> Option<&B> {
+        self.points.as_ref()
     }
 
     /// The same tail over its points' buffer as `f` makes it (kept beyond its stage).

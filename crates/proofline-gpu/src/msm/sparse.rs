@@ -10,7 +10,7 @@ use group::Group;
 use proofline_groth16::msm::SparseScalars;
 
 use super::ones::{sum_ones, OnesBits, OnesList};
-use super::pippenger::{pippenger, pippenger_batch};
+use super::pippenger::{pippenger, pippenger_batch, pippenger_sets};
 use super::{ms_since, point_at, Bases, MsmStats};
 use crate::abi::{DevPtr, DevPtrMut, GatherArgs, ELEMENT_THREADS};
 use crate::config::MsmConfig;
@@ -18,7 +18,7 @@ use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
-use crate::plan::MsmBatch;
+use crate::plan::{MsmBatch, Precomputation};
 use crate::stager::stream_chunks;
 
 /// Copies the points at the `n` indices at `idx` (on the device, relative to `bases`) side by
@@ -166,6 +166,30 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
     if let (Some(g), Some(scalars)) = (gathered, &dev.tail_scalars) {
         total += pippenger::<E, C>(e, g.ptr(), scalars.ptr(), tail, cfg, stats)?;
         drop(g);
+        e.sync()?;
+    }
+    Ok(total)
+}
+
+/// Sparse MSM of a split query whose tail's bases are held side by side at `held.0` (`held.1`:
+/// their copies, with the tail's length as their stride), from its split `dev` on the device
+/// (`upload_split` of `split`): the ones summed, the tail's scalars through Pippenger over the
+/// held points. Nothing is gathered. The held points must be the tail's bases, in its order.
+pub(crate) fn sparse_over_own_tail<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: Bases<'_, C::Affine>,
+    (held, pre): (u64, Option<Precomputation>),
+    split: &SparseScalars,
+    dev: &SplitOnDevice<E::Buf>,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<C::Projective, GpuError> {
+    check_split::<E, C>(bases, split, dev)?;
+    let tail = split.tail_index.len();
+    let mut total = ones_and_gather::<E, C>(e, bases, split, dev, None, cfg, stats)?;
+    if let Some(scalars) = &dev.tail_scalars {
+        let pre = pre.map(|p| (p, tail));
+        total += pippenger_sets::<E, C>(e, held, pre, scalars.ptr(), tail, cfg, stats)?;
         e.sync()?;
     }
     Ok(total)
