@@ -41,7 +41,9 @@
 #            HARNESS_PARTITIONS, HARNESS_G2; HARNESS_SLOT_KERNELS, default in-turn: the slots'
 #            kernels in turn, concurrent, or both side by side as "in-turn,concurrent";
 #            HARNESS_PAIR_SUMS, default off: the resident sets' ones' pair sums (where-room) or
-#            triple sums (triples-where-room), or several side by side as "off,where-room")
+#            triple sums (triples-where-room), or several side by side as "off,where-room";
+#            HARNESS_HELD_TAILS, default where-room: the G1 tails held on the device, or off, or
+#            both side by side as "off,where-room")
 #   porep    2 KiB porep-c2 jobs over HTTP, parameters preloaded (resident) at start, three
 #            in a row per synthesis mode (POREP_MODES, default "plain precompiled", one daemon
 #            each); the last job's latency is the figure (in "precompiled" the first job
@@ -243,7 +245,7 @@ phase_harness() {
         --shape "${HARNESS_SHAPE:-32gib}" --slots "${HARNESS_SLOTS:-1,2,4}" \
         --partitions "${HARNESS_PARTITIONS:-24}" --g2 "${HARNESS_G2:-run}" --backend gpu \
         --slot-kernels "${HARNESS_SLOT_KERNELS:-in-turn}" \
-        --ones-pair-sums "${HARNESS_PAIR_SUMS:-off}" \
+        --ones-pair-sums "${HARNESS_PAIR_SUMS:-off}" --held-tails "${HARNESS_HELD_TAILS:-where-room}" \
         --timeout-s "${HARNESS_RUN_TIMEOUT:-150}" --json "$json" > "$OUT/harness.log" 2> "$OUT/harness.err"
     local rc=$?
     note "harness rc=$rc"

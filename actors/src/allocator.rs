@@ -33,9 +33,10 @@ use metrics::{counter, gauge, histogram};
 use tokio::sync::oneshot;
 
 use crate::messages::{
-    AcquireResident, AllocatorSnapshot, DeviceLoad, DeviceLoadInfo, LeaseError, PoolUsage,
-    RegisterResident, ReleaseLease, RequestLease, ResetHighWater, Residency, ResidentAbandoned,
-    ResidentGrant, ResidentInfo, ResidentSizes, ResidentUnpinned, Snapshot, Trim,
+    AcquireResident, AllocatorSnapshot, DeviceLoad, DeviceLoadInfo, LeaseError, PinResident,
+    PoolUsage, RegisterResident, ReleaseLease, RequestLease, ResetHighWater, Residency,
+    ResidentAbandoned, ResidentGrant, ResidentInfo, ResidentSizes, ResidentUnpinned, Snapshot,
+    Trim,
 };
 use crate::resident::{ResidentLoad, ResidentRef, ResidentSet};
 use crate::telemetry::{actor, Mailbox, Named};
@@ -633,6 +634,31 @@ impl Handler<AcquireResident> for VramAllocator {
         let (tx, rx) = oneshot::channel();
         self.acquire(msg, tx, ctx);
         Box::pin(async move { rx.await.map_err(|_| LeaseError::AllocatorGone)? })
+    }
+}
+
+impl Handler<PinResident> for VramAllocator {
+    type Result = MessageResult<PinResident>;
+
+    /// The set pinned where it is resident and pinning it leaves every pinned set's stage
+    /// leases room; never loads nor waits.
+    fn handle(&mut self, msg: PinResident, ctx: &mut Context<Self>) -> Self::Result {
+        self.tick += 1;
+        let tick = self.tick;
+        let (pinned, reserve) = self.pinned();
+        let budget = self.budget;
+        let Some(e) = self.resident.get_mut(&msg.key) else {
+            return MessageResult(None);
+        };
+        let extra = if e.pinned() { 0 } else { e.bytes };
+        if pinned + extra + reserve.max(e.reserve) > budget {
+            return MessageResult(None);
+        }
+        e.last_used = tick;
+        MessageResult(Some(ResidentRef {
+            set: e.set.clone(),
+            allocator: Mailbox::again(ctx.address()),
+        }))
     }
 }
 

@@ -2,9 +2,9 @@
 //! device's code.
 //!
 //! * [`ComputeEngine`]: one compute slot (on a GPU: one `GpuSlot`, its own stream): makes a
-//!   parameter set resident, runs the H stage and the sparse stage (L, A, B in G1, and B in G2
-//!   where the engine runs it: [`G2Placement`]), each under the bytes of the lease the partition
-//!   driver obtained;
+//!   parameter set resident, holds its G1 tails once a partition has split its scalars, runs
+//!   the H stage and the sparse stage (L, A, B in G1, and B in G2 where the engine runs it:
+//!   [`G2Placement`]), each under the bytes of the lease the partition driver obtained;
 //! * [`DeviceSizing`]: the bytes each of those needs on the device, from the shapes (the driver
 //!   asks the device's allocator for exactly these);
 //! * [`CpuEngine`] and [`CpuSizing`]: the CPU backend (host memory; nothing kept resident beyond
@@ -89,14 +89,25 @@ pub trait ComputeEngine: Send + 'static {
     /// or sends it to a CPU-MSM actor).
     fn g2_placement(&self) -> G2Placement;
 
+    /// Holds the G1 tails of `plan` on the device for later partitions of the parameter set
+    /// `resident` holds ([`DeviceSizing::held_tails`] said how much `bytes` may be). Asked
+    /// only of engines whose sizing holds tails.
+    fn hold_tails(
+        &mut self,
+        plan: &MsmPlan,
+        resident: &ResidentData,
+        bytes: u64,
+    ) -> Result<ResidentData, StageError>;
+
     /// The L, A and B MSMs in G1 of the split scalars, and with [`G2Stage::Run`] the B MSM in
-    /// G2 as well.
+    /// G2 as well; over the held tails `tails` where given.
     fn sparse(
         &mut self,
         pk: &ProvingKey,
         plan: &MsmPlan,
         g2: G2Stage,
         resident: Option<&ResidentData>,
+        tails: Option<&ResidentData>,
         bytes: u64,
     ) -> Result<SparseMsms, StageError>;
 }
@@ -108,8 +119,19 @@ pub trait DeviceSizing: Send + Sync + 'static {
     fn resident(&self, pk: &ProvingKey) -> Option<ResidentSizes>;
     /// Bytes of the H stage.
     fn h_stage(&self, pk: &ProvingKey, residency: Option<Residency>) -> u64;
-    /// Bytes of the sparse stage (covering B in G2 where the engine computes it).
-    fn sparse_stage(&self, plan: &MsmPlan, residency: Option<Residency>) -> u64;
+    /// Bytes of holding `plan`'s G1 tails beside `pk`'s resident set, in the layouts of
+    /// [`ResidentSizes`]: `full` with what speeds the MSMs over them (on a GPU, precomputed
+    /// copies), `bases` the tails' bases alone, `tables` nothing held. `None` where the device
+    /// holds no tails.
+    fn held_tails(&self, pk: &ProvingKey, plan: &MsmPlan) -> Option<ResidentSizes>;
+    /// Bytes of the sparse stage (covering B in G2 where the engine computes it), over the
+    /// held tails `tails` where given.
+    fn sparse_stage(
+        &self,
+        plan: &MsmPlan,
+        residency: Option<Residency>,
+        tails: Option<&ResidentData>,
+    ) -> u64;
 }
 
 /// Domain size of `pk`'s circuit (the H query has one point fewer).
@@ -185,11 +207,24 @@ impl ComputeEngine for CpuEngine {
         G2Placement::CpuMsmActor
     }
 
+    /// Never asked: [`CpuSizing`] holds no tails (the parameters stay in the host's store).
+    fn hold_tails(
+        &mut self,
+        _: &MsmPlan,
+        _: &ResidentData,
+        _: u64,
+    ) -> Result<ResidentData, StageError> {
+        Err(StageError::Prover(ProverError::Backend(
+            proofline_groth16::BackendError::Device("the CPU backend holds no tails".into()),
+        )))
+    }
+
     fn sparse(
         &mut self,
         pk: &ProvingKey,
         plan: &MsmPlan,
         g2: G2Stage,
+        _: Option<&ResidentData>,
         _: Option<&ResidentData>,
         _: u64,
     ) -> Result<SparseMsms, StageError> {
@@ -224,8 +259,12 @@ impl DeviceSizing for CpuSizing {
         3 * domain_size(pk) as u64 * std::mem::size_of::<Scalar>() as u64
     }
 
+    fn held_tails(&self, _: &ProvingKey, _: &MsmPlan) -> Option<ResidentSizes> {
+        None
+    }
+
     /// The tail bases and scalars the CPU gathers for Pippenger.
-    fn sparse_stage(&self, plan: &MsmPlan, _: Option<Residency>) -> u64 {
+    fn sparse_stage(&self, plan: &MsmPlan, _: Option<Residency>, _: Option<&ResidentData>) -> u64 {
         let tail =
             (plan.a.tail_index.len() + plan.b.tail_index.len() + plan.l.tail_index.len()) as u64;
         let point = std::mem::size_of::<blstrs::G1Affine>() as u64;
@@ -270,11 +309,20 @@ impl ComputeEngine for NoEngine {
     fn g2_placement(&self) -> G2Placement {
         G2Placement::CpuMsmActor
     }
+    fn hold_tails(
+        &mut self,
+        _: &MsmPlan,
+        _: &ResidentData,
+        _: u64,
+    ) -> Result<ResidentData, StageError> {
+        self.fail()
+    }
     fn sparse(
         &mut self,
         _: &ProvingKey,
         _: &MsmPlan,
         _: G2Stage,
+        _: Option<&ResidentData>,
         _: Option<&ResidentData>,
         _: u64,
     ) -> Result<SparseMsms, StageError> {

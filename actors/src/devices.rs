@@ -1,20 +1,21 @@
 //! The compute devices of a pipeline: per device one [`VramAllocator`] (its memory budget and
 //! device-global calls) and one pool of [`ComputeActor`]s (its slots, each with its own engine),
-//! and how the partition driver picks a device and gets a parameter set resident on it.
+//! and how the partition driver picks a device, gets a parameter set resident on it and has
+//! the device hold the set's tails.
 
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
-use proofline_groth16::SharedProvingKey;
+use proofline_groth16::{MsmPlan, SharedProvingKey};
 
 use crate::allocator::{MemoryDevice, VramAllocator};
 use crate::compute::{ComputeEngine, DeviceSizing, G2Placement, NoEngine};
 use crate::job::StageTimings;
 use crate::messages::{
-    AcquireResident, DeviceLoad, MakeResident, RegisterResident, Residency, ResidentGrant,
-    StageError,
+    AcquireResident, DeviceLoad, HoldTails, MakeResident, PinResident, RegisterResident, Residency,
+    ResidentGrant, StageError,
 };
-use crate::resident::ResidentRef;
+use crate::resident::{ResidentData, ResidentRef};
 use crate::telemetry::{Mailbox, Secs};
 use crate::workers::ComputeActor;
 
@@ -170,6 +171,102 @@ pub async fn ensure_resident(
             Ok(Some(r))
         }
     }
+}
+
+/// The allocator's key of the tails a device holds for the parameter set `key`: they are a
+/// resident set of their own (leased, pinned and evicted as one), made from a partition's split.
+pub fn tails_key(key: &str) -> String {
+    format!("{key}#tails")
+}
+
+/// The tails `dev` holds for the parameter set `key` (or its record that none fit), pinned,
+/// where it has them already: a partition pins them when it starts, beside the set, so that
+/// they stay while the device's partitions run (an unpinned set is evicted when a lease needs
+/// its bytes). `None` where the device has none yet: [`ensure_tails`] then holds them.
+pub async fn pin_tails(dev: &DeviceStages, key: &str) -> Result<Option<ResidentRef>, StageError> {
+    Ok(dev
+        .allocator
+        .send(PinResident {
+            key: tails_key(key),
+        })
+        .await?)
+}
+
+/// The G1 tails `dev` holds for the parameter set `key`, pinned (None where it holds none):
+/// ready, or held now from `plan` over the pinned resident set `resident` on one of the device's
+/// slots, under the lease the allocator granted for the largest layout that fits beside the
+/// sets in use ([`DeviceSizing::held_tails`](crate::compute::DeviceSizing::held_tails)). Where
+/// none fits, an empty holding is registered, so that later partitions do not ask again while
+/// it stays. The time goes into the partition's parameter time, the wait into its lease wait.
+pub async fn ensure_tails(
+    dev: &DeviceStages,
+    key: &str,
+    owner: &str,
+    pk: &SharedProvingKey,
+    plan: &Arc<MsmPlan>,
+    resident: &ResidentRef,
+    t: &mut StageTimings,
+) -> Result<Option<ResidentRef>, StageError> {
+    if resident.residency() != Residency::Resident {
+        return Ok(None);
+    }
+    let Some(sizes) = dev.sizing.held_tails(pk, plan) else {
+        return Ok(None);
+    };
+    let reserve = dev
+        .sizing
+        .h_stage(pk, Some(Residency::Resident))
+        .max(
+            dev.sizing
+                .sparse_stage(plan, Some(Residency::Resident), None),
+        );
+    let s = std::time::Instant::now();
+    let grant = dev
+        .allocator
+        .send(AcquireResident {
+            key: tails_key(key),
+            sizes,
+            reserve,
+            owner: owner.to_string(),
+        })
+        .await??;
+    t.lease_wait_s += s.secs();
+    let held = match grant {
+        ResidentGrant::Ready(r) => r,
+        ResidentGrant::Load(load) => {
+            let s = std::time::Instant::now();
+            let data: ResidentData = match load.residency() {
+                Residency::Resident => {
+                    let held = dev
+                        .compute
+                        .send(HoldTails {
+                            plan: plan.clone(),
+                            resident: resident.clone(),
+                            bytes: load.bytes(),
+                        })
+                        .await?;
+                    match held {
+                        Ok(data) => data,
+                        Err(e) => {
+                            // the partition runs without them; dropping the load gives its
+                            // lease back, and a later partition tries again
+                            tracing::warn!(device = %dev.label, params = %key, error = %e, "holding the tails failed");
+                            return Ok(None);
+                        }
+                    }
+                }
+                // nothing held: registered empty
+                Residency::Streamed => Arc::new(()),
+            };
+            let r = dev
+                .allocator
+                .send(RegisterResident { load, data })
+                .await??;
+            t.params_s += s.secs();
+            r
+        }
+    };
+    Ok((held.residency() == Residency::Resident).then_some(held))
 }
 
 #[cfg(test)]

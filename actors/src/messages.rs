@@ -12,10 +12,12 @@
 //! | `DeviceLoad`       | driver → VramAllocator      | set key; leased bytes, whether it is there  |
 //! | `AcquireResident`  | driver → VramAllocator      | set key, bytes; the set (pinned) or a load  |
 //! | `RegisterResident` | driver → VramAllocator      | the filled load (moved); the pinned set     |
+//! | `PinResident`      | driver → VramAllocator      | set key; the set pinned, if resident        |
 //! | `ResidentAbandoned`, `ResidentUnpinned` | `ResidentLoad` / `ResidentRef` drop → allocator | key |
 //! | `Trim`, `ResetHighWater`, `Snapshot` | anyone → allocator | run when the device is idle; state |
 //! | `PlanMsm`          | driver → CpuMsmActor        | `Arc<Assignment>`; returns `MsmPlan`        |
 //! | `MakeResident`     | driver → ComputeActor       | `Arc<ProvingKey>`; the device's set data    |
+//! | `HoldTails`        | driver → ComputeActor       | `Arc<MsmPlan>`, pin; the device's held tails |
 //! | `ComputeH`         | driver → ComputeActor       | `Arc<Evaluations>` (moved), lease, pin; H   |
 //! | `ComputeSparseG1`  | driver → ComputeActor       | `Arc<MsmPlan>`, lease, pin; L, A, B in G1 (+ G2 on a GPU) |
 //! | `MsmG2`            | driver → CpuMsmActor        | `Arc<MsmPlan>`; B in G2 (CPU backend)       |
@@ -291,6 +293,17 @@ pub enum ResidentGrant {
     Load(ResidentLoad),
 }
 
+/// Pin a parameter set's resident data where the device holds it already (a partition pins
+/// its set's held tails this way when it starts, so that they are not evicted between the
+/// device's partitions); `None` where it is not resident (or pinning it now would leave the
+/// pinned sets' stages short). Never loads nor waits.
+#[derive(Message, Debug)]
+#[rtype(result = "Option<ResidentRef>")]
+pub struct PinResident {
+    /// The set's key.
+    pub key: String,
+}
+
 /// A filled load: the set becomes resident; returns it pinned.
 #[derive(Message)]
 #[rtype(result = "Result<ResidentRef, LeaseError>")]
@@ -396,6 +409,18 @@ pub struct MakeResident {
     pub bytes: u64,
 }
 
+/// Hold a parameter set's G1 tails on the compute actor's device (under the load's lease).
+#[derive(Message)]
+#[rtype(result = "Result<ResidentData, StageError>")]
+pub struct HoldTails {
+    /// The split whose tails are held.
+    pub plan: Arc<MsmPlan>,
+    /// The device's resident data of the parameter set, pinned while the tails are gathered.
+    pub resident: ResidentRef,
+    /// Bytes the load's lease covers.
+    pub bytes: u64,
+}
+
 /// H polynomial then the H MSM, on the compute actor.
 #[derive(Message)]
 #[rtype(result = "Result<HStage, StageError>")]
@@ -424,6 +449,8 @@ pub struct ComputeSparseG1 {
     pub g2: G2Stage,
     /// The device's resident data of `pk`, pinned for the stage (none on the host).
     pub resident: Option<ResidentRef>,
+    /// The device's held tails of `pk`, pinned for the stage (none where it holds none).
+    pub tails: Option<ResidentRef>,
     /// Memory lease covering the stage's buffers.
     pub lease: Lease,
     /// Cancellation.

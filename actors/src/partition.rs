@@ -42,7 +42,7 @@ use proofline_wire::PartitionStage;
 
 use crate::allocator::Lease;
 use crate::compute::{G2Placement, SparseMsms};
-use crate::devices::{choose_device, ensure_resident, DeviceStages};
+use crate::devices::{choose_device, ensure_resident, ensure_tails, pin_tails, DeviceStages};
 use crate::job::{now_ms, StageTimings};
 use crate::messages::*;
 use crate::scheduler::{Rank, StageClass, StagePermit, StageScheduler};
@@ -245,8 +245,9 @@ async fn timed<F: std::future::Future>(f: F) -> (F::Output, f64) {
 }
 
 /// From the evaluations and the split to the five MSM results: picks a device, gets the
-/// parameters resident there, runs the H stage (with the split built alongside) and the sparse
-/// G1 stage (with the G2 MSM alongside), each under a lease of the bytes the device's sizing
+/// parameters resident there, runs the H stage (with the split built alongside), has the
+/// device hold the set's tails if it holds none yet (from this split), and runs the sparse G1
+/// stage (with the G2 MSM alongside), each under a lease of the bytes the device's sizing
 /// gives, recording each stage and the device in `progress`. Returns the results and the
 /// label of the device.
 pub async fn compute_partition(
@@ -276,6 +277,11 @@ pub async fn compute_partition(
     progress.enter(PartitionStage::Params);
     let resident = ensure_resident(dev, &params_key, &owner, &pk, t).await?;
     let residency = resident.as_ref().map(|r| r.residency());
+    // the set's held tails, pinned with it where the device has them already
+    let held = match &resident {
+        Some(_) => pin_tails(dev, &params_key).await?,
+        None => None,
+    };
     cancel.check()?;
 
     // H on a compute slot while a CPU-MSM actor splits the sparse scalars.
@@ -316,13 +322,27 @@ pub async fn compute_partition(
         (G2Stage::Run, G2Placement::CpuMsmActor) => (G2Stage::Skip, G2Stage::Run),
         (G2Stage::Skip, _) => (G2Stage::Skip, G2Stage::Skip),
     };
-    let bytes = dev.sizing.sparse_stage(&plan, residency);
+    // the device's held tails of the set: held now from this split where it has none yet
+    let tails = match (held, &resident) {
+        (Some(held), _) => (held.residency() == Residency::Resident).then_some(held),
+        (None, Some(r)) => {
+            progress.enter(PartitionStage::Params);
+            let tails = ensure_tails(dev, &params_key, &owner, &pk, &plan, r, t).await?;
+            progress.enter(PartitionStage::Msm);
+            tails
+        }
+        (None, None) => None,
+    };
+    let bytes = dev
+        .sizing
+        .sparse_stage(&plan, residency, tails.as_ref().map(|r| r.data()));
     let lease = request_lease(dev, bytes, format!("{owner}/msm"), t, progress).await?;
     let g1_fut = dev.compute.send(ComputeSparseG1 {
         pk: pk.clone(),
         plan: plan.clone(),
         g2: in_stage,
         resident,
+        tails,
         lease,
         cancel: cancel.clone(),
     });

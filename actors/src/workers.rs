@@ -291,6 +291,21 @@ impl Handler<MakeResident> for ComputeActor {
         Ok(r)
     }
 }
+impl Handler<HoldTails> for ComputeActor {
+    type Result = Result<ResidentData, StageError>;
+
+    fn handle(&mut self, msg: HoldTails, _: &mut SyncContext<Self>) -> Self::Result {
+        let _span = info_span!("hold_tails", slot = %self.engine.label()).entered();
+        let t = Instant::now();
+        let engine = &mut self.engine;
+        let r = guarded("hold_tails", || {
+            engine.hold_tails(&msg.plan, msg.resident.data(), msg.bytes)
+        })?;
+        telemetry::stage("hold_tails", t.secs());
+        Ok(r)
+    }
+}
+
 crate::counted_handlers!(ComputeActor);
 
 impl Handler<ComputeH> for ComputeActor {
@@ -336,15 +351,24 @@ impl Handler<ComputeSparseG1> for ComputeActor {
             plan,
             g2,
             resident,
+            tails,
             lease,
             ..
         } = msg;
         let bytes = lease.bytes();
         let engine = &mut self.engine;
         let r = guarded("msm_g1_sparse", || {
-            engine.sparse(&pk, &plan, g2, resident.as_ref().map(|r| r.data()), bytes)
+            engine.sparse(
+                &pk,
+                &plan,
+                g2,
+                resident.as_ref().map(|r| r.data()),
+                tails.as_ref().map(|r| r.data()),
+                bytes,
+            )
         });
         drop(resident);
+        drop(tails);
         drop(lease);
         let r = r?;
         let waited = r.turn_wait_s.unwrap_or(0.0);

@@ -1,8 +1,9 @@
 //! Several compute devices in one pipeline (CPU engines standing in for GPU slots): every
 //! device gets a parameter set resident once, uploaded by one of its slots, whether by preload
 //! or by the first partition it runs; every stage reads the resident data of the device it runs
-//! on; the devices compute B in G2 in their sparse stage (as a GPU does) and the proofs from
-//! those results verify; the snapshots list the sets per device.
+//! on; a device holds a set's tails once, from its first partition's split, and its sparse
+//! stages run over them; the devices compute B in G2 in their sparse stage (as a GPU does) and
+//! the proofs from those results verify; the snapshots list the sets per device.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -70,21 +71,42 @@ impl ComputeEngine for Tracking {
     fn g2_placement(&self) -> G2Placement {
         G2Placement::SparseStage
     }
+    fn hold_tails(
+        &mut self,
+        _: &MsmPlan,
+        resident: &ResidentData,
+        bytes: u64,
+    ) -> Result<ResidentData, StageError> {
+        assert_eq!(
+            bytes, TAILS_FULL,
+            "the tails' largest layout fits the budget"
+        );
+        self.check(Some(resident), "tails");
+        Ok(Arc::new(self.device))
+    }
     fn sparse(
         &mut self,
         pk: &ProvingKey,
         plan: &MsmPlan,
         g2: G2Stage,
         resident: Option<&ResidentData>,
+        tails: Option<&ResidentData>,
         bytes: u64,
     ) -> Result<SparseMsms, StageError> {
         self.check(resident, "g1");
+        if tails.is_some() {
+            self.check(tails, "g1 over held tails");
+        }
         if g2 == G2Stage::Run {
             self.log.lock().unwrap().push((self.device, "g2"));
         }
-        CpuEngine::default().sparse(pk, plan, g2, None, bytes)
+        CpuEngine::default().sparse(pk, plan, g2, None, None, bytes)
     }
 }
+
+/// Bytes of the held tails with what speeds them, and alone.
+const TAILS_FULL: u64 = 4 << 10;
+const TAILS_ALONE: u64 = 1 << 10;
 
 /// Host bytes for the stages, and a resident set of 1 MB (100 kB streamed).
 struct Sizing;
@@ -100,8 +122,15 @@ impl DeviceSizing for Sizing {
     fn h_stage(&self, pk: &ProvingKey, r: Option<Residency>) -> u64 {
         CpuSizing.h_stage(pk, r)
     }
-    fn sparse_stage(&self, plan: &MsmPlan, r: Option<Residency>) -> u64 {
-        CpuSizing.sparse_stage(plan, r)
+    fn held_tails(&self, _: &ProvingKey, _: &MsmPlan) -> Option<ResidentSizes> {
+        Some(ResidentSizes {
+            full: TAILS_FULL,
+            bases: TAILS_ALONE,
+            tables: 0,
+        })
+    }
+    fn sparse_stage(&self, plan: &MsmPlan, r: Option<Residency>, _: Option<&ResidentData>) -> u64 {
+        CpuSizing.sparse_stage(plan, r, None)
     }
 }
 
@@ -180,17 +209,46 @@ fn each_device_makes_the_set_resident_once_and_its_stages_use_it() {
         }
         let mem = p.memory().await;
         assert_eq!(mem.len(), 2);
-        for m in &mem {
-            assert_eq!(m.resident.len(), 1, "{m:?}");
-            assert_eq!(m.resident[0].residency, Residency::Resident);
-            assert_eq!(m.resident_bytes, 1 << 20);
-            assert_eq!(m.resident[0].users, 0, "no partition pins it any more");
+        let log = log.lock().unwrap();
+        for (d, m) in mem.iter().enumerate() {
+            // the set, and its tails where the device ran a partition
+            let ran = log.contains(&(d, "g1"));
+            let mut sets: Vec<_> = m.resident.iter().map(|r| r.params.clone()).collect();
+            sets.sort();
+            assert_eq!(sets.len(), 1 + usize::from(ran), "{m:?}");
+            assert!(!sets[0].ends_with("#tails"), "{m:?}");
+            if ran {
+                assert_eq!(sets[1], format!("{}#tails", sets[0]), "{m:?}");
+            }
+            for r in &m.resident {
+                assert_eq!(r.residency, Residency::Resident);
+                assert_eq!(r.users, 0, "no partition pins it any more");
+            }
+            let tails = if ran { TAILS_FULL } else { 0 };
+            assert_eq!(m.resident_bytes, (1 << 20) + tails);
         }
     });
     let log = log.lock().unwrap();
     for d in 0..2 {
         let uploads = log.iter().filter(|e| **e == (d, "resident")).count();
         assert_eq!(uploads, 1, "device {d} uploaded {uploads} times");
+        // held once, by the device's first partition, before its sparse stage: every sparse
+        // stage of the device runs over them
+        let held = log.iter().filter(|e| **e == (d, "tails")).count();
+        let stages = log.iter().filter(|e| **e == (d, "g1")).count();
+        let over = log
+            .iter()
+            .filter(|e| **e == (d, "g1 over held tails"))
+            .count();
+        assert_eq!(
+            held,
+            usize::from(stages > 0),
+            "device {d} held its tails {held} times"
+        );
+        assert_eq!(
+            over, stages,
+            "device {d}: {over} of {stages} sparse stages over held tails"
+        );
     }
     assert_eq!(log.iter().filter(|e| e.1 == "h").count(), 6);
     assert_eq!(log.iter().filter(|e| e.1 == "g1").count(), 6);

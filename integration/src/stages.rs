@@ -25,7 +25,7 @@ use proofline_actors::compute::domain_size;
 use proofline_actors::messages::{CancelToken, Evaluations};
 use proofline_actors::pipeline::{cpu_cores, host_budget, host_device};
 use proofline_actors::{ComputeInput, DeviceSetup, G2Stage, PlanSource, StagePool};
-use proofline_config::{BackendKind, Config, Count, OnesPairSums, SlotKernels};
+use proofline_config::{BackendKind, Config, Count, HeldTails, OnesPairSums, SlotKernels};
 use proofline_gpu::layout::scalar_from_raw_montgomery;
 use proofline_gpu::oplog::busy_fraction;
 use proofline_gpu::testkit::{random_points, random_scalars};
@@ -324,6 +324,8 @@ pub struct StageRun {
     pub slot_kernels: SlotKernels,
     /// Whether a GPU's resident set takes the ones' pair sums where there is room.
     pub ones_pair_sums: OnesPairSums,
+    /// Whether a GPU holds the parameter set's G1 tails where there is room.
+    pub held_tails: HeldTails,
     /// Partitions timed (after the warm-up).
     pub partitions: usize,
     /// Partitions run before timing (resident uploads, pools warm); `None`: one per slot.
@@ -399,6 +401,8 @@ pub struct StageReport {
     pub slot_kernels: SlotKernels,
     /// Whether a GPU's resident set could take the ones' pair sums.
     pub ones_pair_sums: OnesPairSums,
+    /// Whether a GPU could hold the G1 tails.
+    pub held_tails: HeldTails,
     /// In flight at once.
     pub in_flight: usize,
     /// Whether the G2 MSM ran.
@@ -438,13 +442,14 @@ type Opened = (Vec<DeviceSetup>, Vec<Option<Arc<DeviceLog>>>);
 
 /// Opens the devices of `run.backend` with `run.slots` slots each, running their kernels as
 /// `run.slot_kernels` says, their resident sets with the pair sums `run.ones_pair_sums` allows
-/// (GPU logs recording); their logs.
+/// and their tails held as `run.held_tails` says (GPU logs recording); their logs.
 fn open_devices(run: &StageRun) -> anyhow::Result<Opened> {
     let (backend, slots) = (run.backend, run.slots);
     let mut cfg = Config::embedded_default()?;
     cfg.pipeline.compute_slots = Count::Fixed(slots);
     cfg.pipeline.slot_kernels = run.slot_kernels;
     cfg.pipeline.ones_pair_sums = run.ones_pair_sums;
+    cfg.pipeline.held_tails = run.held_tails;
     let cpu = |cfg: &Config| {
         (
             vec![host_device(slots, host_budget(&cfg.pipeline))],
@@ -631,6 +636,7 @@ pub fn run_stages(run: &StageRun, inputs: &Inputs) -> anyhow::Result<StageReport
         slots: run.slots,
         slot_kernels: run.slot_kernels,
         ones_pair_sums: run.ones_pair_sums,
+        held_tails: run.held_tails,
         in_flight,
         g2: run.g2 == G2Stage::Run,
         partitions: results.len(),
@@ -667,6 +673,14 @@ pub fn ones_pair_sums_name(p: OnesPairSums) -> &'static str {
     }
 }
 
+/// The configuration's name of `t`.
+pub fn held_tails_name(t: HeldTails) -> &'static str {
+    match t {
+        HeldTails::Off => "off",
+        HeldTails::WhereRoom => "where_room",
+    }
+}
+
 fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{:.1} %", v * 100.0))
 }
@@ -678,11 +692,12 @@ fn gb(x: Option<u64>) -> String {
 /// The reports as a table.
 pub fn table(reports: &[StageReport]) -> String {
     let mut out = format!(
-        "{:<6} {:>5} {:>10} {:>10} {:>6} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>5}\n",
+        "{:<6} {:>5} {:>10} {:>10} {:>10} {:>6} {:>9} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6} {:>5}\n",
         "shape",
         "slots",
         "kernels",
         "pair sums",
+        "tails",
         "done",
         "part/min",
         "device",
@@ -698,11 +713,12 @@ pub fn table(reports: &[StageReport]) -> String {
     for r in reports {
         for d in &r.devices {
             out.push_str(&format!(
-                "{:<6} {:>5} {:>10} {:>10} {:>6} {:>9.1} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8.3} {:>6} {:>5}\n",
+                "{:<6} {:>5} {:>10} {:>10} {:>10} {:>6} {:>9.1} {:>8} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8.3} {:>6} {:>5}\n",
                 r.shape.name(),
                 r.slots,
                 slot_kernels_name(r.slot_kernels),
                 ones_pair_sums_name(r.ones_pair_sums),
+                held_tails_name(r.held_tails),
                 format!("{}/{}", r.succeeded, r.partitions),
                 r.partitions_per_min,
                 d.device,

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use proofline_actors::G2Stage;
-use proofline_config::{OnesPairSums, SlotKernels};
+use proofline_config::{HeldTails, OnesPairSums, SlotKernels};
 use proofline_integration::stages::{build_inputs, run_stages, table, Backend, Shape, StageRun};
 
 fn run(
@@ -28,6 +28,7 @@ fn run(
         slots,
         slot_kernels: SlotKernels::InTurn,
         ones_pair_sums: OnesPairSums::Off,
+        held_tails: HeldTails::WhereRoom,
         partitions,
         warmup,
         in_flight: 0,
@@ -66,17 +67,27 @@ fn no_device_global_call_overlaps_a_slots_work() {
         return;
     }
     let inputs = build_inputs(Shape::Kib2, G2Stage::Run, 4);
-    // the slots in turn and side by side; in turn also over a resident set with the ones'
-    // pair sums (a 2 KiB set has room for them)
-    for (slot_kernels, ones_pair_sums) in [
-        (SlotKernels::InTurn, OnesPairSums::Off),
-        (SlotKernels::Concurrent, OnesPairSums::Off),
-        (SlotKernels::InTurn, OnesPairSums::WhereRoom),
+    // the slots in turn and side by side, over held tails (a 2 KiB set has room for them);
+    // in turn also over a resident set with the ones' pair sums, and without held tails
+    for (slot_kernels, ones_pair_sums, held_tails) in [
+        (SlotKernels::InTurn, OnesPairSums::Off, HeldTails::WhereRoom),
+        (
+            SlotKernels::Concurrent,
+            OnesPairSums::Off,
+            HeldTails::WhereRoom,
+        ),
+        (
+            SlotKernels::InTurn,
+            OnesPairSums::WhereRoom,
+            HeldTails::WhereRoom,
+        ),
+        (SlotKernels::InTurn, OnesPairSums::Off, HeldTails::Off),
     ] {
         let r = run_stages(
             &StageRun {
                 slot_kernels,
                 ones_pair_sums,
+                held_tails,
                 ..run(Backend::Gpu, 2, 16, None, Some(Duration::from_millis(40)))
             },
             &inputs,

@@ -333,3 +333,40 @@ async fn bases_that_do_not_fit_next_to_the_sets_in_use_are_streamed() {
     ));
     drop((a, b));
 }
+
+/// A set is pinned by key only where it is resident, never loaded: a set pinned that way stays
+/// when a lease needs room, and goes once nobody pins it.
+#[actix::test]
+async fn pinning_a_set_by_key_keeps_it_and_loads_nothing() {
+    let alloc = start(FakeDevice::default(), 1000);
+    let pin = |key: &str| {
+        alloc.send(PinResident {
+            key: key.to_string(),
+        })
+    };
+    assert!(
+        pin("tails").await.unwrap().is_none(),
+        "not resident: nothing"
+    );
+    let set = load(&alloc, "tails", 300, 0, 100).await;
+    drop(set);
+    settle().await;
+    let pinned = pin("tails").await.unwrap().expect("resident: pinned");
+    assert_eq!(pinned.key(), "tails");
+    // 800 fits only without the set: the request waits while it is pinned
+    let want = alloc.send(req(800));
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    actix::spawn(async move {
+        let _ = tx.send(want.await.unwrap().unwrap());
+    });
+    settle().await;
+    assert!(rx.try_recv().is_err(), "a pinned set is not evicted");
+    drop(pinned);
+    settle().await;
+    let lease = rx.await.unwrap();
+    assert_eq!(lease.bytes(), 800);
+    assert!(
+        pin("tails").await.unwrap().is_none(),
+        "evicted for the lease"
+    );
+}

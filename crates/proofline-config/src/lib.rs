@@ -150,6 +150,19 @@ pub enum OnesPairSums {
     TriplesWhereRoom,
 }
 
+/// Whether a GPU holds the sparse G1 queries' tails of a parameter set once a partition has
+/// split its scalars.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum HeldTails {
+    /// Every partition gathers its tails' bases.
+    Off,
+    /// The first partition's L, A and B (G1) tails are held on the device, with precomputed
+    /// copies where the budget holds them beside the resident set and every compute slot's
+    /// stages, else gathered alone where those fit; later partitions run their tails over them.
+    WhereRoom,
+}
+
 /// `[pipeline]`.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -173,6 +186,8 @@ pub struct PipelineConfig {
     pub slot_kernels: SlotKernels,
     /// Which ones' subset sums resident sets take for their sparse queries.
     pub ones_pair_sums: OnesPairSums,
+    /// Whether GPUs hold the sparse G1 queries' tails.
+    pub held_tails: HeldTails,
     /// Partitions admitted at once.
     pub max_partitions_in_flight: Count,
     /// Extra partitions admitted for a job that outranks every partition in flight.

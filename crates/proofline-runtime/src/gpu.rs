@@ -1,7 +1,7 @@
 //! The GPU as the pipeline's compute devices: per GPU, the device handle (owned by the
 //! allocator, through [`GpuMemory`]), one [`GpuEngine`] per compute slot (each owns a
-//! `GpuSlot`: its own stream) and the stage sizes of proofline-gpu's byte formulas
-//! ([`GpuSizing`]).
+//! `GpuSlot`: its own stream; it makes resident sets, holds their tails and runs the stages)
+//! and the stage sizes of proofline-gpu's byte formulas ([`GpuSizing`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,10 +10,14 @@ use proofline_actors::compute::{domain_size, G2Placement, HStage, SparseMsms};
 use proofline_actors::messages::{Evaluations, PoolUsage, Residency, ResidentSizes, StageError};
 use proofline_actors::resident::ResidentData;
 use proofline_actors::{ComputeEngine, DeviceSetup, DeviceSizing, G2Stage, MemoryDevice};
-use proofline_config::OnesPairSums;
-use proofline_gpu::bytes::{h_stage_lease, resident_bytes, resident_lease, sparse_stage_bytes};
+use proofline_config::{HeldTails as HeldTailsMode, OnesPairSums};
+use proofline_gpu::bytes::{
+    h_stage_lease, held_tails_bytes, resident_bytes, resident_lease, sparse_stage_bytes,
+    sparse_stage_bytes_held,
+};
 use proofline_gpu::{
-    DeviceOptions, GpuDevice, GpuError, GpuSlot, HostQueries, QueryLens, ResidentSet, SparseGroups,
+    DeviceOptions, GpuDevice, GpuError, GpuSlot, HeldTails, HostQueries, QueryLens, ResidentSet,
+    SparseGroups, TailLayout,
 };
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::{BackendError, ProverError, ProvingKey};
@@ -116,6 +120,12 @@ fn resident_set(data: Option<&ResidentData>) -> Result<&ResidentSet, StageError>
         })
 }
 
+/// The tails a device holds, where `data` holds any (an empty holding is registered where none
+/// fit).
+fn held_tails(data: Option<&ResidentData>) -> Option<&HeldTails> {
+    data.and_then(|d| d.downcast_ref::<HeldTails>())
+}
+
 /// One compute slot on a GPU.
 pub struct GpuEngine {
     slot: GpuSlot,
@@ -191,12 +201,34 @@ impl ComputeEngine for GpuEngine {
         G2Placement::SparseStage
     }
 
+    fn hold_tails(
+        &mut self,
+        plan: &MsmPlan,
+        resident: &ResidentData,
+        bytes: u64,
+    ) -> Result<ResidentData, StageError> {
+        let set = resident_set(Some(resident))?;
+        let tails = self
+            .slot
+            .hold_tails(bytes, set, plan)
+            .map_err(stage_error)?;
+        tracing::info!(
+            device = %self.slot.label(),
+            layout = ?tails.layout(),
+            points = ?tails.lens(),
+            bytes,
+            "tails held"
+        );
+        Ok(Arc::new(tails))
+    }
+
     fn sparse(
         &mut self,
         pk: &ProvingKey,
         plan: &MsmPlan,
         g2: G2Stage,
         resident: Option<&ResidentData>,
+        tails: Option<&ResidentData>,
         bytes: u64,
     ) -> Result<SparseMsms, StageError> {
         let set = resident_set(resident)?;
@@ -204,10 +236,13 @@ impl ComputeEngine for GpuEngine {
             G2Stage::Run => SparseGroups::G1AndG2,
             G2Stage::Skip => SparseGroups::G1Only,
         };
-        let (s, times) = self
-            .slot
-            .sparse_stage(bytes, plan, set, &host_queries(pk), groups)
-            .map_err(stage_error)?;
+        let (s, times) = match held_tails(tails) {
+            Some(held) => self.slot.sparse_stage_held(bytes, plan, set, held, groups),
+            None => self
+                .slot
+                .sparse_stage(bytes, plan, set, &host_queries(pk), groups),
+        }
+        .map_err(stage_error)?;
         Ok(SparseMsms {
             l: s.l,
             a: s.a,
@@ -225,6 +260,7 @@ pub struct GpuSizing {
     budget: u64,
     slots: usize,
     pair_sums: OnesPairSums,
+    held_tails: HeldTailsMode,
 }
 
 impl DeviceSizing for GpuSizing {
@@ -269,7 +305,38 @@ impl DeviceSizing for GpuSizing {
         )
     }
 
-    fn sparse_stage(&self, plan: &MsmPlan, r: Option<Residency>) -> u64 {
+    /// With `pipeline.held_tails = "where_room"`, the bases resident and a tail to hold: the
+    /// tails' copies where they fit beside the set and every slot's largest stage, else their
+    /// bases alone where those fit, else nothing held.
+    fn held_tails(&self, pk: &ProvingKey, plan: &MsmPlan) -> Option<ResidentSizes> {
+        let lens = [&plan.l, &plan.a, &plan.b].map(|q| q.tail_index.len());
+        if self.held_tails == HeldTailsMode::Off || lens.iter().all(|&n| n == 0) {
+            return None;
+        }
+        let set = self.resident(pk)?.full;
+        let stage = self
+            .h_stage(pk, Some(Residency::Resident))
+            .max(self.sparse_stage(plan, Some(Residency::Resident), None));
+        let stages = (self.slots as u64).saturating_mul(stage);
+        let room = self.budget.saturating_sub(set.saturating_add(stages));
+        let fits = |layout| Some(held_tails_bytes(&lens, layout)).filter(|&b| b <= room);
+        let bases = fits(TailLayout::Gathered)?;
+        Some(ResidentSizes {
+            full: fits(TailLayout::Precomputed).unwrap_or(bases),
+            bases,
+            tables: 0,
+        })
+    }
+
+    fn sparse_stage(
+        &self,
+        plan: &MsmPlan,
+        r: Option<Residency>,
+        tails: Option<&ResidentData>,
+    ) -> u64 {
+        if let Some(held) = held_tails(tails) {
+            return sparse_stage_bytes_held(&held.shapes(plan), &(&plan.b).into(), self.sm_count);
+        }
         let shapes = [(&plan.l).into(), (&plan.a).into(), (&plan.b).into()];
         sparse_stage_bytes(
             &shapes,
@@ -288,13 +355,13 @@ pub struct OpenedGpu {
 }
 
 /// Opens GPU `index` with `slots` compute slots, its resident sets with the ones' pair sums as
-/// `pair_sums` says; `budget` picks the allocator's budget from the device's (free, total)
-/// memory.
+/// `pair_sums` says and the sets' tails held as `held_tails` says; `budget` picks the
+/// allocator's budget from the device's (free, total) memory.
 pub fn gpu_device(
     index: usize,
     slots: usize,
     options: DeviceOptions,
-    pair_sums: OnesPairSums,
+    (pair_sums, held_tails): (OnesPairSums, HeldTailsMode),
     budget: impl Fn(u64, u64) -> u64,
 ) -> Result<OpenedGpu, GpuError> {
     let mut device = GpuDevice::open(index, options)?;
@@ -330,6 +397,7 @@ pub fn gpu_device(
                 budget,
                 slots: slots.max(1),
                 pair_sums,
+                held_tails,
             }),
         },
         log,

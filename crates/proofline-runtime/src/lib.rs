@@ -169,7 +169,8 @@ pub fn gpu_devices(cfg: &Config, recording: Recording) -> Result<SelectedGpus, S
     let mut devices = Vec::new();
     for i in indices {
         let slots = sizes.compute_slots;
-        let d = gpu::gpu_device(i, slots, options, p.ones_pair_sums, |free, _total| {
+        let extras = (p.ones_pair_sums, p.held_tails);
+        let d = gpu::gpu_device(i, slots, options, extras, |free, _total| {
             p.device_memory_budget.or_else(|| free / 100 * 95)
         })
         .map_err(|e| format!("GPU {i}: {e}"))?;

@@ -54,6 +54,12 @@ enum OnesPairSumsArg {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum HeldTailsArg {
+    Off,
+    WhereRoom,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum BackendArg {
     Auto,
     Gpu,
@@ -95,6 +101,11 @@ struct Args {
     /// off,where-room).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "off")]
     ones_pair_sums: Vec<OnesPairSumsArg>,
+    /// stages: whether a GPU holds the parameter set's G1 tails where there is room
+    /// (`pipeline.held_tails`), one run per value and per value of the options above (e.g.
+    /// off,where-room).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "where-room")]
+    held_tails: Vec<HeldTailsArg>,
     /// stages: timed partitions per run.
     #[arg(long, default_value_t = 16)]
     partitions: usize,
@@ -118,10 +129,10 @@ struct Args {
 
 /// `--mode stages`.
 fn stages(args: &Args) -> anyhow::Result<()> {
-    use proofline_config::{OnesPairSums, SlotKernels};
+    use proofline_config::{HeldTails, OnesPairSums, SlotKernels};
     use proofline_integration::stages::{
-        build_inputs, ones_pair_sums_name, run_stages, slot_kernels_name, table, Backend, Shape,
-        StageRun,
+        build_inputs, held_tails_name, ones_pair_sums_name, run_stages, slot_kernels_name, table,
+        Backend, Shape, StageRun,
     };
     let shape = Shape::parse(&args.shape)?;
     let g2 = match args.g2 {
@@ -139,12 +150,14 @@ fn stages(args: &Args) -> anyhow::Result<()> {
     let mut reports = Vec::new();
     let runs = args.slots.iter().flat_map(|&slots| {
         args.slot_kernels.iter().flat_map(move |&kernels| {
-            args.ones_pair_sums
-                .iter()
-                .map(move |&pairs| (slots, kernels, pairs))
+            args.ones_pair_sums.iter().flat_map(move |&pairs| {
+                args.held_tails
+                    .iter()
+                    .map(move |&tails| (slots, kernels, pairs, tails))
+            })
         })
     });
-    for (slots, kernels, pairs) in runs {
+    for (slots, kernels, pairs, tails) in runs {
         let slot_kernels = match kernels {
             SlotKernelsArg::InTurn => SlotKernels::InTurn,
             SlotKernelsArg::Concurrent => SlotKernels::Concurrent,
@@ -154,11 +167,16 @@ fn stages(args: &Args) -> anyhow::Result<()> {
             OnesPairSumsArg::WhereRoom => OnesPairSums::WhereRoom,
             OnesPairSumsArg::TriplesWhereRoom => OnesPairSums::TriplesWhereRoom,
         };
+        let held_tails = match tails {
+            HeldTailsArg::Off => HeldTails::Off,
+            HeldTailsArg::WhereRoom => HeldTails::WhereRoom,
+        };
         let run = StageRun {
             backend,
             slots,
             slot_kernels,
             ones_pair_sums,
+            held_tails,
             partitions: args.partitions,
             warmup: args.warmup,
             in_flight: args.in_flight,
@@ -169,10 +187,11 @@ fn stages(args: &Args) -> anyhow::Result<()> {
         };
         let r = run_stages(&run, &inputs)?;
         eprintln!(
-            "{} slot(s), kernels {}, pair sums {}: {}/{} partitions, {:.1} per minute",
+            "{} slot(s), kernels {}, pair sums {}, tails {}: {}/{} partitions, {:.1} per minute",
             slots,
             slot_kernels_name(slot_kernels),
             ones_pair_sums_name(ones_pair_sums),
+            held_tails_name(held_tails),
             r.succeeded,
             r.partitions,
             r.partitions_per_min
