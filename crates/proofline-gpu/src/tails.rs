@@ -2,10 +2,10 @@
 //! partition's L, A and B tails gathered side by side once from the resident set, with
 //! precomputed copies where the lease covers them ([`TailLayout`]). A parameter set's partitions
 //! have the same tails from one sector to the next (docs/filecoin.md), so each later sparse stage
-//! splits its G1 queries against the held lists on the host (`SparseScalars::against_held`) and
-//! runs the held bases through Pippenger over the held points: no gather of the tails' bases per
-//! partition and, over copies, fewer windows. A held list that does not match a partition costs
-//! speed, never the result. Made on the device's resident stream (`GpuSlot::hold_tails`), then
+//! runs its G1 tails' scalars through Pippenger over the held points ([`AgainstHeld`]): no gather
+//! of the tails' bases per partition and, over copies, fewer windows. A query whose tail is not
+//! the held list is first split against it on the host (`SparseScalars::against_held`): that
+//! costs speed, never the result. Made on the device's resident stream (`GpuSlot::hold_tails`), then
 //! shared read-only by the device's slots, like the resident set.
 
 use proofline_groth16::msm::{HeldSplit, HeldTailError, MsmPlan, SparseScalars};
