@@ -536,13 +536,7 @@ pub(crate) fn sparse_stage_held_uploaded<E: Exec, H: DevBuf>(
     let mismatch = || GpuError::InvalidInput("a held split and its device copy differ".into());
     let mut one = |k: usize| match (&against[k], &inputs.g1[k]) {
         (AgainstHeld::OwnTail(s), HeldInput::OwnTail(d)) => {
-            let points = match held[k].points() {
-                Some(p) => p.ptr(),
-                None if s.tail_index.is_empty() => 0,
-                None => return Err(mismatch()),
-            };
-            let pre = held[k].precomputation();
-            msm::sparse_over_own_tail::<E, G1>(e, g1[k], (points, pre), s, d, cfg, stats)
+            msm::sparse_over_own_tail::<E, G1, H>(e, g1[k], &held[k], s, d, cfg, stats)
         }
         (AgainstHeld::Built(h), HeldInput::Built(d)) => {
             msm::sparse_held::<E, G1, H>(e, g1[k], &held[k], h, d, cfg, stats)

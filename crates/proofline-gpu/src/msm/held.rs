@@ -7,9 +7,11 @@
 //! held list) as any sparse query ([`sparse_held`]). No gather of the tail's bases per MSM, and
 //! over copies fewer windows at the bucket count of the tail's plain windows.
 
-use proofline_groth16::msm::HeldSplit;
+use proofline_groth16::msm::{HeldSplit, SparseScalars};
 
-use super::sparse::{gather, sparse_uploaded, upload_split, SplitOnDevice};
+use super::sparse::{
+    check_split, gather, ones_and_gather, sparse_uploaded, upload_split, SplitOnDevice,
+};
 use super::{ms_since, precompute, Bases, MsmStats};
 use crate::abi::FR_WORDS;
 use crate::config::MsmConfig;
@@ -49,11 +51,6 @@ impl<B> HeldTail<B> {
     /// The copies the held points carry, if any.
     pub(crate) fn precomputation(&self) -> Option<Precomputation> {
         self.pre
-    }
-
-    /// Where the held points lie (none where nothing is held).
-    pub(crate) fn points(&self) -> Option<&B> {
-        self.points.as_ref()
     }
 
     /// The same tail over its points' buffer as `f` makes it (kept beyond its stage).
@@ -192,6 +189,36 @@ pub(crate) fn sparse_held<E: Exec, C: MsmCurve, H: DevBuf>(
     }
     let mut total = sparse_uploaded::<E, C>(e, bases, &split.rest, &dev.rest, cfg, stats)?;
     if let (Some(points), Some(scalars)) = (&held.points, &dev.scalars) {
+        let pre = held.pre.map(|p| (p, n));
+        total += pippenger_sets::<E, C>(e, points.ptr(), pre, scalars.ptr(), n, cfg, stats)?;
+        e.sync()?;
+    }
+    Ok(total)
+}
+
+/// The MSM of a query whose tail is the held list (`held.index()` equal to its tail's indices),
+/// from its whole split `dev` on the device (`upload_split` of `split`): its ones summed, its
+/// tail's scalars through Pippenger over the held points (and their copies). Nothing is
+/// gathered. Uploads nothing.
+pub(crate) fn sparse_over_own_tail<E: Exec, C: MsmCurve, H: DevBuf>(
+    e: &E,
+    bases: Bases<'_, C::Affine>,
+    held: &HeldTail<H>,
+    split: &SparseScalars,
+    dev: &SplitOnDevice<E::Buf>,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<C::Projective, GpuError> {
+    check_split::<E, C>(bases, split, dev)?;
+    let n = split.tail_index.len();
+    if held.index.len() != n || held.points.is_none() != (n == 0) {
+        return Err(GpuError::InvalidInput(format!(
+            "a held tail of {} points for a tail of {n}",
+            held.index.len()
+        )));
+    }
+    let mut total = ones_and_gather::<E, C>(e, bases, split, dev, None, cfg, stats)?;
+    if let (Some(points), Some(scalars)) = (&held.points, &dev.tail_scalars) {
         let pre = held.pre.map(|p| (p, n));
         total += pippenger_sets::<E, C>(e, points.ptr(), pre, scalars.ptr(), n, cfg, stats)?;
         e.sync()?;

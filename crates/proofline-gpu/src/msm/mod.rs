@@ -50,7 +50,8 @@ mod sparse;
 pub(crate) use accumulate::acc_target;
 pub(crate) use fixed::{ones_sums, precompute};
 pub(crate) use held::{
-    held_words, hold_tail, hold_tail_precomputed, sparse_held, upload_held, HeldOnDevice, HeldTail,
+    held_words, hold_tail, hold_tail_precomputed, sparse_held, sparse_over_own_tail, upload_held,
+    HeldOnDevice, HeldTail,
 };
 pub(crate) use ones::ones_blocks;
 pub(crate) use pippenger::dense;
@@ -60,9 +61,7 @@ pub(crate) use pippenger::pippenger_batch;
 pub(crate) use pippenger::{pippenger, pippenger_sets, pippenger_windows};
 #[cfg(any(test, feature = "testkit"))]
 pub(crate) use sparse::sparse;
-pub(crate) use sparse::{
-    sparse_over_own_tail, sparse_together, sparse_uploaded, upload_split, SplitOnDevice,
-};
+pub(crate) use sparse::{sparse_together, sparse_uploaded, upload_split, SplitOnDevice};
 
 /// Points per chunk when bases are streamed from host memory (384 MiB of G1 points, 768 MiB of
 /// G2 points; two pinned host buffers of a chunk per streaming slot).

@@ -10,7 +10,7 @@ use group::Group;
 use proofline_groth16::msm::SparseScalars;
 
 use super::ones::{sum_ones, OnesBits, OnesList};
-use super::pippenger::{pippenger, pippenger_batch, pippenger_sets};
+use super::pippenger::{pippenger, pippenger_batch};
 use super::{ms_since, point_at, Bases, MsmStats};
 use crate::abi::{DevPtr, DevPtrMut, GatherArgs, ELEMENT_THREADS};
 use crate::config::MsmConfig;
@@ -18,7 +18,7 @@ use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, DevBuf, Exec};
 use crate::layout::scalars_as_u32;
-use crate::plan::{MsmBatch, Precomputation};
+use crate::plan::MsmBatch;
 use crate::stager::stream_chunks;
 
 /// Copies the points at the `n` indices at `idx` (on the device, relative to `bases`) side by
@@ -65,7 +65,7 @@ pub(crate) struct SplitOnDevice<B> {
     /// The tail's indices, ascending, one word each (none without a tail).
     tail_index: Option<B>,
     /// The tail's scalars, [`FR_WORDS`](crate::abi::FR_WORDS) words each (none without a tail).
-    tail_scalars: Option<B>,
+    pub(super) tail_scalars: Option<B>,
 }
 
 impl<B: DevBuf> SplitOnDevice<B> {
@@ -171,30 +171,6 @@ pub(crate) fn sparse_uploaded<E: Exec, C: MsmCurve>(
     Ok(total)
 }
 
-/// Sparse MSM of a split query whose tail's bases are held side by side at `held.0` (`held.1`:
-/// their copies, with the tail's length as their stride), from its split `dev` on the device
-/// (`upload_split` of `split`): the ones summed, the tail's scalars through Pippenger over the
-/// held points. Nothing is gathered. The held points must be the tail's bases, in its order.
-pub(crate) fn sparse_over_own_tail<E: Exec, C: MsmCurve>(
-    e: &E,
-    bases: Bases<'_, C::Affine>,
-    (held, pre): (u64, Option<Precomputation>),
-    split: &SparseScalars,
-    dev: &SplitOnDevice<E::Buf>,
-    cfg: &MsmConfig,
-    stats: &mut MsmStats,
-) -> Result<C::Projective, GpuError> {
-    check_split::<E, C>(bases, split, dev)?;
-    let tail = split.tail_index.len();
-    let mut total = ones_and_gather::<E, C>(e, bases, split, dev, None, cfg, stats)?;
-    if let Some(scalars) = &dev.tail_scalars {
-        let pre = pre.map(|p| (p, tail));
-        total += pippenger_sets::<E, C>(e, held, pre, scalars.ptr(), tail, cfg, stats)?;
-        e.sync()?;
-    }
-    Ok(total)
-}
-
 /// A query of [`sparse_together`]: its bases, its split on the host and its split on the device.
 pub(crate) type TogetherQuery<'a, 'b, P, B> =
     (Bases<'a, P>, &'b SparseScalars, &'b SplitOnDevice<B>);
@@ -245,7 +221,7 @@ pub(crate) fn sparse_together<E: Exec, C: MsmCurve, const N: usize>(
 }
 
 /// The split on the device matches the host's, and host bases cover the query.
-fn check_split<E: Exec, C: MsmCurve>(
+pub(super) fn check_split<E: Exec, C: MsmCurve>(
     bases: Bases<'_, C::Affine>,
     split: &SparseScalars,
     dev: &SplitOnDevice<E::Buf>,
@@ -274,7 +250,7 @@ fn check_split<E: Exec, C: MsmCurve>(
 /// A checked query's ones summed and its tail's bases gathered side by side at `out` (room for
 /// its whole tail; `None` when it has none): over resident bases in one go, over streamed
 /// bases chunk by chunk. Returns the ones' sum.
-fn ones_and_gather<E: Exec, C: MsmCurve>(
+pub(super) fn ones_and_gather<E: Exec, C: MsmCurve>(
     e: &E,
     bases: Bases<'_, C::Affine>,
     split: &SparseScalars,
