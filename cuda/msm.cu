@@ -736,22 +736,6 @@ extern "C" __global__ void msm_find_big(const find_big_args a) {
     }
 }
 
-// ---- fixed-base precomputation -------------------------------------------------------
-// out[i] = 2^c in[i]: c doublings in XYZZ, then back to affine with one inversion per point
-// (1/ZZ = u ZZZ and 1/ZZZ = u ZZ for u = 1/(ZZ ZZZ)); c = 0 copies. Run once per parameter set
-// and copy (about 700 multiplications per point at c = 22), so the inversion is not batched.
-extern "C" __global__ void msm_precompute(const precompute_args a) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= a.n) return;
-    affine_t p = affine_t::load(a.input + 24 * (size_t)i);
-    if (a.c != 0 && !p.is_inf()) {
-        xyzz_t x = xyzz_t::from_affine(p);
-        for (u32 k = 0; k < a.c; k++) x.dbl();
-        p = x.to_affine();
-    }
-    p.store(a.output + 24 * (size_t)i);
-}
-
 // ---- the G1 instances of the curve kernels (msm_curve.cuh) -----------------------
 
 struct G1 {
@@ -791,6 +775,7 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS) msm_sum_ones(const sum
 }
 extern "C" __global__ void g1_gather(const gather_args a) { gather<G1>(a); }
 extern "C" __global__ void msm_ones_sums(const ones_sums_args a) { ones_sums<G1>(a); }
+extern "C" __global__ void msm_precompute(const precompute_args a) { precompute<G1>(a); }
 
 // batch-affine rounds and their batched inversion (msm_affine.cuh)
 extern "C" __global__ void msm_affine_halve(const affine_halve_args a) { affine_halve(a); }

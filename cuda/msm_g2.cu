@@ -55,6 +55,7 @@ extern "C" __global__ void __launch_bounds__(RED_THREADS_G2) msm_g2_sum_ones(con
 }
 extern "C" __global__ void g2_gather(const gather_args a) { gather<G2>(a); }
 extern "C" __global__ void msm_g2_ones_sums(const ones_sums_args a) { ones_sums<G2>(a); }
+extern "C" __global__ void msm_g2_precompute(const precompute_args a) { precompute<G2>(a); }
 extern "C" __global__ void __launch_bounds__(ACC_THREADS, ACC_BLOCKS_PER_SM_G2)
     msm_g2_bucket_acc_inline(const bucket_acc_args a) {
     bucket_acc<G2Inline>(a);

@@ -439,8 +439,8 @@ kernel_args! {
         counts: DevPtr,
         m: u32,
     }
-    /// Fixed-base precomputation: out[i] = 2^c in[i] (affine G1), i < n; with c = 0 a copy.
-    "msm"::"msm_precompute" => PrecomputeArgs("precompute_args") {
+    /// Fixed-base precomputation: out[i] = 2^c in[i] (affine), i < n; with c = 0 a copy.
+    "msm"::"msm_precompute" | "msm_g2"::"msm_g2_precompute" => PrecomputeArgs("precompute_args") {
         input: DevPtr,
         output: DevPtrMut,
         n: u32,

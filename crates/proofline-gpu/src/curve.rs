@@ -31,6 +31,8 @@ pub(crate) struct CurveKernels {
     pub(crate) gather: &'static str,
     /// The ones' subset sums of a query's bases (`msm::ones_sums`).
     pub(crate) ones_sums: &'static str,
+    /// The fixed-base precomputation's copies (`msm::precompute`).
+    pub(crate) precompute: &'static str,
     /// The batch-affine rounds (`MsmAcc::BatchAffine`), where the group has them.
     pub(crate) affine: Option<AffineKernels>,
 }
@@ -114,6 +116,7 @@ impl MsmCurve for G1 {
         sum_ones: "msm_sum_ones",
         gather: "g1_gather",
         ones_sums: "msm_ones_sums",
+        precompute: "msm_precompute",
         affine: Some(AffineKernels {
             fwd: "msm_affine_fwd",
             bwd: "msm_affine_bwd",
@@ -170,6 +173,7 @@ impl MsmCurve for G2 {
         sum_ones: "msm_g2_sum_ones",
         gather: "g2_gather",
         ones_sums: "msm_g2_ones_sums",
+        precompute: "msm_g2_precompute",
         affine: Some(AffineKernels {
             fwd: "msm_g2_affine_fwd",
             bwd: "msm_g2_affine_bwd",

@@ -782,7 +782,7 @@ mod tests {
         for (window, copies) in [(16u32, 2u32), (16, 3), (16, 16), (18, 15)] {
             let pre = Precomputation { window, copies };
             let all = e.alloc(n * 24 * copies as usize).unwrap();
-            msm::precompute(&e, b.ptr(), n, &pre, all.ptr()).unwrap();
+            msm::precompute::<_, G1>(&e, b.ptr(), n, &pre, all.ptr()).unwrap();
             let words = e.words(&all);
             let k = copies as usize - 1;
             let shift = Scalar::from(2u64).pow_vartime([u64::from(window * (copies - 1))]);
@@ -871,7 +871,7 @@ mod tests {
                 }),
             ] {
                 let tail = match pre {
-                    Some(p) => msm::hold_tail_precomputed(&e, b.ptr(), held.clone(), p),
+                    Some(p) => msm::hold_tail_precomputed::<_, G1>(&e, b.ptr(), held.clone(), p),
                     None => msm::hold_tail::<_, G1>(&e, b.ptr(), held.clone()),
                 }
                 .unwrap();
@@ -911,12 +911,12 @@ mod tests {
     /// `stages::sparse_stage_held_device`): L, A and B in G1 and B in G2 equal to blstrs with the
     /// tails held from an earlier partition's split (its tails partly this one's zeros and
     /// ones, this one's tail partly outside them) and from this split itself, gathered and
-    /// over copies.
+    /// over copies, B's tail in G2 held or not.
     #[test]
     fn sparse_stage_over_held_tails_matches_blstrs() {
         use crate::resident::StageBases;
         use crate::stages::{sparse_stage_held_device, SparseGroups};
-        use crate::tails::hold_tails_device;
+        use crate::tails::{hold_tails_device, Tails};
         use proofline_groth16::msm::MsmPlan;
         let e = EmuExec::new(SMS);
         let lens = [1400usize, 1100, 900];
@@ -962,25 +962,45 @@ mod tests {
             .map(|(p, s)| cpu_msm(p, s))
             .collect();
         let want_g2 = cpu_msm_g2(&g2_points, &scalars[2]);
-        let ptrs = [dev[0].ptr(), dev[1].ptr(), dev[2].ptr()];
+        let ptrs = Tails {
+            g1: [dev[0].ptr(), dev[1].ptr(), dev[2].ptr()],
+            b_g2: Some(dev_g2.ptr()),
+        };
         let cfg = MsmConfig::default();
         let copies = Some(Precomputation {
             window: 16,
             copies: 3,
         });
-        for (from, name) in [(&earlier, "an earlier split"), (&plan, "this split")] {
-            for pres in [[None; 3], [copies, None, copies]] {
-                let held = hold_tails_device(&e, ptrs, from, pres).unwrap();
-                let what = format!("tails of {name}, copies {pres:?}");
-                let got =
-                    sparse_stage_held_device(&e, &plan, &held, &bases, SparseGroups::G1AndG2, &cfg)
-                        .unwrap();
-                assert_eq!([got.l, got.a, got.b_g1], want[..], "{what}");
-                assert_eq!(got.b_g2, Some(want_g2), "{what}");
-            }
+        let plain = Tails {
+            g1: [None; 3],
+            b_g2: None,
+        };
+        let g2_gathered = Tails {
+            b_g2: Some(None),
+            ..plain
+        };
+        let all_copies = Tails {
+            g1: [copies, None, copies],
+            b_g2: Some(copies),
+        };
+        // B in G2 not held (B's whole split for it), held gathered and over copies, from a split
+        // against an earlier partition's tails and from this partition's own
+        for (from, name, pres) in [
+            (&earlier, "an earlier split", plain),
+            (&earlier, "an earlier split", all_copies),
+            (&plan, "this split", g2_gathered),
+            (&plan, "this split", all_copies),
+        ] {
+            let held = hold_tails_device(&e, ptrs, from, pres).unwrap();
+            let what = format!("tails of {name}, copies {pres:?}");
+            let got =
+                sparse_stage_held_device(&e, &plan, &held, &bases, SparseGroups::G1AndG2, &cfg)
+                    .unwrap();
+            assert_eq!([got.l, got.a, got.b_g1], want[..], "{what}");
+            assert_eq!(got.b_g2, Some(want_g2), "{what}");
         }
         // the G1 side alone: no B in G2
-        let held = hold_tails_device(&e, ptrs, &plan, [None; 3]).unwrap();
+        let held = hold_tails_device(&e, ptrs, &plan, plain).unwrap();
         let g1 =
             sparse_stage_held_device(&e, &plan, &held, &bases, SparseGroups::G1Only, &cfg).unwrap();
         assert_eq!([g1.l, g1.a, g1.b_g1], want[..]);

@@ -72,7 +72,7 @@ pub use plan::Precomputation;
 pub use resident::{HostQueries, OnesSums, QueryLens, Residency, ResidentSet};
 pub use slot::GpuSlot;
 pub use stages::{HStageTimes, SparseGroups, SparseMsms, SparseStageTimes};
-pub use tails::{HeldShape, HeldTails, TailLayout};
+pub use tails::{G2Tail, HeldShape, HeldTails, TailLayout, TailQuery, Tails};
 pub use turn::SlotKernels;
 
 #[cfg(test)]

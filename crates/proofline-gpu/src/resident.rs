@@ -290,7 +290,7 @@ pub(crate) fn upload_resident<E: Exec>(
             Some(p) => {
                 let mut all = e.alloc(words.len() * p.copies as usize)?;
                 e.upload_at(&mut all, 0, words)?;
-                precompute(e, all.ptr(), q.h.len(), p, all.ptr())?;
+                precompute::<_, G1>(e, all.ptr(), q.h.len(), p, all.ptr())?;
                 Ok(all)
             }
         }

@@ -38,7 +38,7 @@ use crate::resident::{
     StageBases,
 };
 use crate::slot::{GpuSlot, Lane};
-use crate::tails::{hold_tails_device, AgainstHeld, HeldTails};
+use crate::tails::{hold_tails_device, AgainstHeld, G2Tail, HeldTails, Tails};
 
 /// Where the H stage's time went.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -256,27 +256,25 @@ impl GpuSlot {
         })
     }
 
-    /// Holds the G1 tails of `plan` (L, A, B) for later partitions of `resident`'s parameter
-    /// set: their bases gathered from the resident bases on the device's resident stream, with
-    /// their precomputed copies where `lease_bytes` covers them (`bytes::held_tails_granted`).
-    /// A one-time cost per parameter set and device.
+    /// Holds the tails of `plan` for later partitions of `resident`'s parameter set: L's, A's and
+    /// B's in G1, and with [`SparseGroups::G1AndG2`] B's in G2, their bases gathered from the
+    /// resident bases on the device's resident stream, with their precomputed copies where
+    /// `lease_bytes` covers them (`bytes::held_tails_granted`). A one-time cost per parameter set
+    /// and device.
     pub fn hold_tails(
         &self,
         lease_bytes: u64,
         resident: &ResidentSet,
         plan: &MsmPlan,
+        groups: SparseGroups,
     ) -> Result<HeldTails, GpuError> {
         let Some(q) = &resident.bases else {
             return Err(GpuError::InvalidInput(
                 "tails are held from resident bases, and this set streams them".into(),
             ));
         };
-        check_bases(plan, &resident.lens(), SparseGroups::G1Only)?;
-        let tails = [
-            plan.l.tail_index.len(),
-            plan.a.tail_index.len(),
-            plan.b.tail_index.len(),
-        ];
+        check_bases(plan, &resident.lens(), groups)?;
+        let tails = Tails::of(plan, groups);
         let layout = held_tails_granted(&tails, lease_bytes).ok_or_else(|| {
             GpuError::InvalidInput(format!(
                 "a lease of {lease_bytes} bytes holds no tails of {tails:?} points"
@@ -284,8 +282,11 @@ impl GpuSlot {
         })?;
         let arena = Arena::new(lease_bytes, "held tails");
         let held = self.run(Lane::Resident, &arena, |e| {
-            let pres = layout.precomputations(&tails);
-            hold_tails_device(e, [q.l.ptr(), q.a.ptr(), q.b_g1.ptr()], plan, pres)
+            let bases = Tails {
+                g1: [q.l.ptr(), q.a.ptr(), q.b_g1.ptr()],
+                b_g2: Some(q.b_g2.ptr()),
+            };
+            hold_tails_device(e, bases, plan, layout.precomputations(&tails))
         })?;
         Ok(HeldTails {
             device: self.device_index(),
@@ -296,9 +297,10 @@ impl GpuSlot {
     }
 
     /// [`GpuSlot::sparse_stage`] over the tails `held` (made by [`GpuSlot::hold_tails`] on this
-    /// device from `resident`): each G1 query is split against its held list on the host, its
-    /// held bases go through Pippenger over the held points, the rest as in the sparse stage;
-    /// B in G2 as there (`lease_bytes`: `bytes::sparse_stage_bytes_held`).
+    /// device from `resident`): each query is split against its held list (on the host, unless
+    /// the list is its own tail), its held bases go through Pippenger over the held points, the
+    /// rest as in the sparse stage; B in G2 likewise where its tail is held, else as there
+    /// (`lease_bytes`: `bytes::sparse_stage_bytes_held`).
     pub fn sparse_stage_held(
         &self,
         lease_bytes: u64,
@@ -326,7 +328,8 @@ impl GpuSlot {
         let arena = Arena::new(lease_bytes, "sparse stage (held tails)");
         self.run(Lane::Compute, &arena, |e| {
             let mut msm = MsmStats::default();
-            let inputs = upload_held_inputs(e, plan, &against, groups, &mut msm)?;
+            let g2 = G2Tail::of(&held.queries);
+            let inputs = upload_held_inputs(e, plan, &against, groups, g2, &mut msm)?;
             let cfg = MsmConfig::default();
             let (msms, waited) = self.in_kernel_turn(e, || {
                 let r = sparse_stage_held_uploaded(
@@ -474,16 +477,17 @@ pub(crate) fn sparse_stage_uploaded<E: Exec>(
     Ok(SparseMsms { l, a, b_g1, b_g2 })
 }
 
-/// A G1 query's split against its held tail on the device: its own split where the held list
-/// is its tail, else the rest's split and the held scalars.
+/// A query's split against its held tail on the device: its own split where the held list is
+/// its tail, else the rest's split and the held scalars.
 #[derive(Debug)]
 pub(crate) enum HeldInput<B> {
     OwnTail(SplitOnDevice<B>),
     Built(HeldOnDevice<B>),
 }
 
-/// The splits of a plan's sparse queries against held tails on the device: L's, A's and B's for
-/// G1, and B's whole split for G2 where B's G1 input is not already that.
+/// The splits of a plan's sparse queries against held tails on the device: L's, A's and B's
+/// (B's serving G2 too), and B's whole split for G2 where B's tail in G2 is not held and B's
+/// input is not already that.
 #[derive(Debug)]
 pub(crate) struct HeldInputs<B> {
     g1: [HeldInput<B>; 3],
@@ -491,13 +495,14 @@ pub(crate) struct HeldInputs<B> {
 }
 
 /// Copies the splits against held tails `against` (L, A, B) to the device, and with
-/// [`SparseGroups::G1AndG2`] B's whole split where B's G1 input is not that (each synchronised;
-/// their time in `stats.upload_ms`).
+/// [`SparseGroups::G1AndG2`] B's whole split where `g2_held` is [`G2Tail::NotHeld`] and B's
+/// input is not that (each synchronised; their time in `stats.upload_ms`).
 pub(crate) fn upload_held_inputs<E: Exec>(
     e: &E,
     plan: &MsmPlan,
     against: &[AgainstHeld<'_>; 3],
     groups: SparseGroups,
+    g2_held: G2Tail,
     stats: &mut MsmStats,
 ) -> Result<HeldInputs<E::Buf>, GpuError> {
     let mut up = |a: &AgainstHeld<'_>| -> Result<HeldInput<E::Buf>, GpuError> {
@@ -507,8 +512,8 @@ pub(crate) fn upload_held_inputs<E: Exec>(
         })
     };
     let g1 = [up(&against[0])?, up(&against[1])?, up(&against[2])?];
-    let b_g2 = match (groups, &against[2]) {
-        (SparseGroups::G1AndG2, AgainstHeld::Built(_)) => {
+    let b_g2 = match (groups, g2_held, &against[2]) {
+        (SparseGroups::G1AndG2, G2Tail::NotHeld, AgainstHeld::Built(_)) => {
             Some(msm::upload_split(e, &plan.b, stats)?)
         }
         _ => None,
@@ -519,12 +524,13 @@ pub(crate) fn upload_held_inputs<E: Exec>(
 /// The sparse MSMs of `groups` over the tails `held` from the splits `inputs` on the device
 /// ([`upload_held_inputs`] of `against`, `plan`'s split against `held`): L, A and B in G1, each
 /// its ones summed and its held points through Pippenger (and the rest of a built split as a
-/// sparse query), then B in G2 from B's whole split; uploads nothing.
+/// sparse query), then B in G2 the same way over its held tail, or from B's whole split where
+/// that is not held; uploads nothing.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sparse_stage_held_uploaded<E: Exec, H: DevBuf>(
     e: &E,
     plan: &MsmPlan,
-    held: &[HeldTail<H>; 3],
+    held: &Tails<HeldTail<H>>,
     against: &[AgainstHeld<'_>; 3],
     inputs: &HeldInputs<E::Buf>,
     bases: &StageBases<'_>,
@@ -536,28 +542,35 @@ pub(crate) fn sparse_stage_held_uploaded<E: Exec, H: DevBuf>(
     let mismatch = || GpuError::InvalidInput("a held split and its device copy differ".into());
     let mut one = |k: usize| match (&against[k], &inputs.g1[k]) {
         (AgainstHeld::OwnTail(s), HeldInput::OwnTail(d)) => {
-            msm::sparse_over_own_tail::<E, G1, H>(e, g1[k], &held[k], s, d, cfg, stats)
+            msm::sparse_over_own_tail::<E, G1, H>(e, g1[k], &held.g1[k], s, d, cfg, stats)
         }
         (AgainstHeld::Built(h), HeldInput::Built(d)) => {
-            msm::sparse_held::<E, G1, H>(e, g1[k], &held[k], h, d, cfg, stats)
+            msm::sparse_held::<E, G1, H>(e, g1[k], &held.g1[k], h, d, cfg, stats)
         }
         _ => Err(mismatch()),
     };
     let [l, a, b_g1] = [one(0)?, one(1)?, one(2)?];
     let b_g2 = match groups {
-        SparseGroups::G1AndG2 => {
-            let b = match (&inputs.b_g2, &inputs.g1[2]) {
-                (Some(b), _) | (None, HeldInput::OwnTail(b)) => b,
-                (None, HeldInput::Built(_)) => {
-                    return Err(GpuError::InvalidInput(
-                        "B in G2 asked for without B's split on the device".into(),
-                    ))
-                }
-            };
-            Some(msm::sparse_uploaded::<E, G2>(
-                e, bases.b_g2, &plan.b, b, cfg, stats,
-            )?)
-        }
+        SparseGroups::G1AndG2 => Some(match (&held.b_g2, &against[2], &inputs.g1[2]) {
+            (Some(t), AgainstHeld::OwnTail(s), HeldInput::OwnTail(d)) => {
+                msm::sparse_over_own_tail::<E, G2, H>(e, bases.b_g2, t, s, d, cfg, stats)?
+            }
+            (Some(t), AgainstHeld::Built(h), HeldInput::Built(d)) => {
+                msm::sparse_held::<E, G2, H>(e, bases.b_g2, t, h, d, cfg, stats)?
+            }
+            (Some(_), _, _) => return Err(mismatch()),
+            (None, _, input) => {
+                let b = match (&inputs.b_g2, input) {
+                    (Some(b), _) | (None, HeldInput::OwnTail(b)) => b,
+                    (None, HeldInput::Built(_)) => {
+                        return Err(GpuError::InvalidInput(
+                            "B in G2 asked for without B's split on the device".into(),
+                        ))
+                    }
+                };
+                msm::sparse_uploaded::<E, G2>(e, bases.b_g2, &plan.b, b, cfg, stats)?
+            }
+        }),
         SparseGroups::G1Only => None,
     };
     Ok(SparseMsms { l, a, b_g1, b_g2 })
@@ -569,18 +582,14 @@ pub(crate) fn sparse_stage_held_uploaded<E: Exec, H: DevBuf>(
 pub(crate) fn sparse_stage_held_device<E: Exec, H: DevBuf>(
     e: &E,
     plan: &MsmPlan,
-    held: &[HeldTail<H>; 3],
+    held: &Tails<HeldTail<H>>,
     bases: &StageBases<'_>,
     groups: SparseGroups,
     cfg: &MsmConfig,
 ) -> Result<SparseMsms, GpuError> {
-    let against = [
-        AgainstHeld::new(&plan.l, held[0].index())?,
-        AgainstHeld::new(&plan.a, held[1].index())?,
-        AgainstHeld::new(&plan.b, held[2].index())?,
-    ];
+    let against = crate::tails::split_against(plan, held)?;
     let mut stats = MsmStats::default();
-    let inputs = upload_held_inputs(e, plan, &against, groups, &mut stats)?;
+    let inputs = upload_held_inputs(e, plan, &against, groups, G2Tail::of(held), &mut stats)?;
     let r = sparse_stage_held_uploaded(
         e, plan, held, &against, &inputs, bases, groups, cfg, &mut stats,
     );

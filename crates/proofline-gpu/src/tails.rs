@@ -1,56 +1,188 @@
-//! The G1 tails a device holds for a parameter set ([`HeldTails`]): the bases of one
-//! partition's L, A and B tails gathered side by side once from the resident set, with
-//! precomputed copies where the lease covers them ([`TailLayout`]). A parameter set's partitions
-//! have the same tails from one sector to the next (docs/filecoin.md), so each later sparse stage
-//! runs its G1 tails' scalars through Pippenger over the held points ([`AgainstHeld`]): no gather
-//! of the tails' bases per partition and, over copies, fewer windows. A query whose tail is not
-//! the held list is first split against it on the host (`SparseScalars::against_held`): that
-//! costs speed, never the result. Made on the device's resident stream (`GpuSlot::hold_tails`), then
-//! shared read-only by the device's slots, like the resident set.
+//! The tails a device holds for a parameter set ([`HeldTails`]): the bases of one partition's L,
+//! A and B tails in G1, and B's in G2 where the sparse stage runs it, gathered side by side once
+//! from the resident set, with precomputed copies where the lease covers them ([`TailLayout`]).
+//! A parameter set's partitions have the same tails from one sector to the next
+//! (docs/filecoin.md), so each later sparse stage runs its tails' scalars through Pippenger over
+//! the held points ([`AgainstHeld`]): no gather of the tails' bases per partition and, over
+//! copies, fewer windows. A query whose tail is not the held list is first split against it on
+//! the host (`SparseScalars::against_held`; B's split serves both groups): that costs speed,
+//! never the result. Made on the device's resident stream (`GpuSlot::hold_tails`), then shared
+//! read-only by the device's slots, like the resident set.
 
 use proofline_groth16::msm::{HeldSplit, HeldTailError, MsmPlan, SparseScalars};
 
 use crate::bytes::QueryShape;
-use crate::curve::G1;
+use crate::curve::{MsmCurve, G1, G2};
 use crate::error::GpuError;
 use crate::exec::Exec;
 use crate::msm::{hold_tail, hold_tail_precomputed, HeldTail};
 use crate::plan::Precomputation;
 use crate::slot::DeviceWords;
+use crate::stages::SparseGroups;
 
-/// How the held tails' bases lie on the device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum TailLayout {
-    /// Each tail's bases side by side.
-    Gathered,
-    /// Each tail's bases side by side, followed by the precomputed copies `Precomputation::plan`
-    /// chooses for an MSM of all of them (none where no copies pay).
-    Precomputed,
+/// One value per held tail: L's, A's and B's in G1, and B's in G2 where it is held (B in G2
+/// runs in the sparse stage). B's two tails are the same bases in two groups, split once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tails<T> {
+    /// L, A and B in G1, in that order.
+    pub g1: [T; 3],
+    /// B in G2, where held.
+    pub b_g2: Option<T>,
 }
 
-impl TailLayout {
-    /// The layouts a holding may take, largest first.
-    pub const LARGEST_FIRST: [TailLayout; 2] = [TailLayout::Precomputed, TailLayout::Gathered];
-
-    /// The copies a held tail of `len` points carries in this layout.
-    pub fn precomputation(self, len: usize) -> Option<Precomputation> {
-        match self {
-            TailLayout::Gathered => None,
-            TailLayout::Precomputed => Precomputation::plan(len, len, u64::MAX),
+impl<T> Tails<T> {
+    /// Each value through `f`.
+    pub fn map<U>(self, mut f: impl FnMut(T) -> U) -> Tails<U> {
+        Tails {
+            g1: self.g1.map(&mut f),
+            b_g2: self.b_g2.map(f),
         }
     }
 
-    /// The copies of held tails of `lens` points.
-    pub fn precomputations(self, lens: &[usize; 3]) -> [Option<Precomputation>; 3] {
-        lens.map(|n| self.precomputation(n))
+    /// The values by reference.
+    pub fn each_ref(&self) -> Tails<&T> {
+        Tails {
+            g1: self.g1.each_ref(),
+            b_g2: self.b_g2.as_ref(),
+        }
     }
 }
 
-/// The three G1 tails a device holds for a parameter set. See the module documentation.
+impl Tails<usize> {
+    /// The tails' lengths of `plan` for a sparse stage of `groups`: B's in G2 with
+    /// [`SparseGroups::G1AndG2`].
+    pub fn of(plan: &MsmPlan, groups: SparseGroups) -> Self {
+        Tails {
+            g1: [&plan.l, &plan.a, &plan.b].map(|q| q.tail_index.len()),
+            b_g2: (groups == SparseGroups::G1AndG2).then_some(plan.b.tail_index.len()),
+        }
+    }
+
+    /// Whether there are no points to hold.
+    pub fn is_empty(&self) -> bool {
+        self.g1.iter().chain(&self.b_g2).all(|&n| n == 0)
+    }
+}
+
+/// How the held tails' bases lie on the device: each tail's bases side by side, the first
+/// [`TailLayout::with_copies`] G1 tails in [`TailLayout::COPIES_FIRST`] order followed by the
+/// precomputed copies `Precomputation::plan` chooses for an MSM of all of them (none where no
+/// copies pay), and B's tail in G2 held or not ([`TailLayout::b_g2`]). Copies are
+/// all-or-nothing per tail, so that a lease between none and all of them still buys some; below
+/// every tail gathered, the G1 tails alone. B's tail in G2 is held without copies: over 13
+/// copies of 20 bits its Pippenger measured level with 16 windows of 16 bits over the gathered
+/// tail (docs/gpu-kernels.md), for 6.7 GB at the 32 GiB shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TailLayout {
+    with_copies: usize,
+    b_g2: G2Tail,
+}
+
+/// Whether B's tail in G2 is held beside the G1 tails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum G2Tail {
+    /// Held: B in G2 runs over it from B's split against the held list, as B in G1.
+    Held,
+    /// Not held: B in G2 runs from B's whole split, its tail gathered.
+    NotHeld,
+}
+
+impl G2Tail {
+    /// Whether `held` holds B's tail in G2.
+    pub(crate) fn of<H>(held: &Tails<HeldTail<H>>) -> Self {
+        match held.b_g2 {
+            Some(_) => G2Tail::Held,
+            None => G2Tail::NotHeld,
+        }
+    }
+}
+
+/// Which G1 tail, for the order in which they get copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TailQuery {
+    /// L's tail.
+    L,
+    /// A's tail.
+    A,
+    /// B's tail in G1.
+    B,
+}
+
+impl TailLayout {
+    /// The order in which the G1 tails get copies: the longest (L) first.
+    pub const COPIES_FIRST: [TailQuery; 3] = [TailQuery::L, TailQuery::A, TailQuery::B];
+
+    /// Every tail's bases alone.
+    pub const GATHERED: TailLayout = TailLayout {
+        with_copies: 0,
+        b_g2: G2Tail::Held,
+    };
+
+    /// Every G1 tail with its copies, B's in G2 gathered.
+    pub const ALL_COPIES: TailLayout = TailLayout {
+        with_copies: 3,
+        b_g2: G2Tail::Held,
+    };
+
+    /// The G1 tails' bases alone, B's tail in G2 not held: the smallest layout.
+    pub const G1_GATHERED: TailLayout = TailLayout {
+        with_copies: 0,
+        b_g2: G2Tail::NotHeld,
+    };
+
+    /// The layouts a holding may take, largest first.
+    pub fn largest_first() -> impl Iterator<Item = TailLayout> {
+        (0..=Self::COPIES_FIRST.len())
+            .rev()
+            .map(|with_copies| TailLayout {
+                with_copies,
+                b_g2: G2Tail::Held,
+            })
+            .chain([Self::G1_GATHERED])
+    }
+
+    /// Whether B's tail in G2 is held (where the sparse stage runs B in G2 at all).
+    pub fn b_g2(self) -> G2Tail {
+        self.b_g2
+    }
+
+    /// How many G1 tails, in [`TailLayout::COPIES_FIRST`] order, carry copies.
+    pub fn with_copies(self) -> usize {
+        self.with_copies
+    }
+
+    /// The copies a held tail of `len` points carries where it carries copies.
+    pub fn precomputation(len: usize) -> Option<Precomputation> {
+        Precomputation::plan(len, len, u64::MAX)
+    }
+
+    /// The copies of held tails of `lens` points in this layout.
+    pub fn precomputations(self, lens: &Tails<usize>) -> Tails<Option<Precomputation>> {
+        let copies = &Self::COPIES_FIRST[..self.with_copies];
+        let pre = |q: TailQuery, len: usize| {
+            copies
+                .contains(&q)
+                .then(|| Self::precomputation(len))
+                .flatten()
+        };
+        Tails {
+            g1: [
+                pre(TailQuery::L, lens.g1[0]),
+                pre(TailQuery::A, lens.g1[1]),
+                pre(TailQuery::B, lens.g1[2]),
+            ],
+            b_g2: match self.b_g2 {
+                G2Tail::Held => lens.b_g2.map(|_| None),
+                G2Tail::NotHeld => None,
+            },
+        }
+    }
+}
+
+/// The tails a device holds for a parameter set. See the module documentation.
 pub struct HeldTails {
     pub(crate) device: usize,
-    /// L, A and B (G1), in that order.
-    pub(crate) queries: [HeldTail<DeviceWords>; 3],
+    pub(crate) queries: Tails<HeldTail<DeviceWords>>,
     pub(crate) layout: TailLayout,
     pub(crate) bytes: u64,
 }
@@ -82,32 +214,54 @@ impl HeldTails {
         self.layout
     }
 
-    /// Points held of L, A and B.
-    pub fn lens(&self) -> [usize; 3] {
+    /// Points held of each tail.
+    pub fn lens(&self) -> Tails<usize> {
         self.queries.each_ref().map(|q| q.index().len())
     }
 
     /// The copies each held tail carries.
-    pub fn precomputations(&self) -> [Option<Precomputation>; 3] {
+    pub fn precomputations(&self) -> Tails<Option<Precomputation>> {
         self.queries.each_ref().map(|q| q.precomputation())
     }
 
-    /// The shapes of `plan`'s L, A and B split against the held lists: the bases outside them
-    /// (their ones and tail), and the held points. What the sparse stage's lease is sized by
-    /// (`bytes::sparse_stage_bytes_held`).
-    pub fn shapes(&self, plan: &MsmPlan) -> [HeldShape; 3] {
+    /// The shapes of `plan`'s queries split against the held lists: the bases outside them
+    /// (their ones and tail), and the held points (B in G2 split as B in G1). What the sparse
+    /// stage's lease is sized by (`bytes::sparse_stage_bytes_held`).
+    pub fn shapes(&self, plan: &MsmPlan) -> Tails<HeldShape> {
         let queries = [&plan.l, &plan.a, &plan.b];
-        std::array::from_fn(|k| HeldShape::of(queries[k], &self.queries[k]))
+        Tails {
+            g1: std::array::from_fn(|k| HeldShape::of(queries[k], &self.queries.g1[k])),
+            b_g2: self
+                .queries
+                .b_g2
+                .as_ref()
+                .map(|h| HeldShape::of(&plan.b, h)),
+        }
     }
 
-    /// `plan`'s L, A and B split against the held lists.
+    /// `plan`'s L, A and B split against the held lists (B's G1 list, which B's G2 list equals).
     pub(crate) fn split<'a>(&self, plan: &'a MsmPlan) -> Result<[AgainstHeld<'a>; 3], GpuError> {
-        Ok([
-            AgainstHeld::new(&plan.l, self.queries[0].index())?,
-            AgainstHeld::new(&plan.a, self.queries[1].index())?,
-            AgainstHeld::new(&plan.b, self.queries[2].index())?,
-        ])
+        split_against(plan, &self.queries)
     }
+}
+
+/// `plan`'s L, A and B split against the held lists of `held`.
+pub(crate) fn split_against<'a, B>(
+    plan: &'a MsmPlan,
+    held: &Tails<HeldTail<B>>,
+) -> Result<[AgainstHeld<'a>; 3], GpuError> {
+    if let Some(b) = &held.b_g2 {
+        if b.index() != held.g1[2].index() {
+            return Err(GpuError::InvalidInput(
+                "B's held tails in G1 and G2 list different bases".into(),
+            ));
+        }
+    }
+    Ok([
+        AgainstHeld::new(&plan.l, held.g1[0].index())?,
+        AgainstHeld::new(&plan.a, held.g1[1].index())?,
+        AgainstHeld::new(&plan.b, held.g1[2].index())?,
+    ])
 }
 
 /// A query's split against a held list. Where the list is the query's own tail (a parameter
@@ -195,24 +349,41 @@ impl HeldShape {
     }
 }
 
-/// The G1 tails of `plan` (L, A, B) gathered from the resident bases `bases` (L's, A's, B's) on
-/// `e`, each followed by the copies of its `pres` entry where there is one, one after the other
-/// (each synchronised before the next).
+/// The tails of `plan` (L, A, B in G1, and B in G2 where `pres.b_g2` is set) gathered from the
+/// resident bases `bases` (L's, A's, B's in G1, B's in G2) on `e`, each followed by the copies
+/// of its `pres` entry where there is one, one after the other (each synchronised before the
+/// next).
 pub(crate) fn hold_tails_device<E: Exec>(
     e: &E,
-    bases: [u64; 3],
+    bases: Tails<u64>,
     plan: &MsmPlan,
-    pres: [Option<Precomputation>; 3],
-) -> Result<[HeldTail<E::Buf>; 3], GpuError> {
+    pres: Tails<Option<Precomputation>>,
+) -> Result<Tails<HeldTail<E::Buf>>, GpuError> {
     let tails = [&plan.l, &plan.a, &plan.b];
-    let hold = |k: usize| {
-        let index = tails[k].tail_index.clone();
-        match pres[k] {
-            Some(pre) => hold_tail_precomputed(e, bases[k], index, pre),
-            None => hold_tail::<E, G1>(e, bases[k], index),
+    let g1 = |k: usize| hold_one::<E, G1>(e, bases.g1[k], &tails[k].tail_index, pres.g1[k]);
+    let g1 = [g1(0)?, g1(1)?, g1(2)?];
+    let b_g2 = match (pres.b_g2, bases.b_g2) {
+        (Some(pre), Some(b)) => Some(hold_one::<E, G2>(e, b, &plan.b.tail_index, pre)?),
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(GpuError::InvalidInput(
+                "B's tail in G2 held without its bases".into(),
+            ))
         }
     };
-    Ok([hold(0)?, hold(1)?, hold(2)?])
+    Ok(Tails { g1, b_g2 })
+}
+
+fn hold_one<E: Exec, C: MsmCurve>(
+    e: &E,
+    bases: u64,
+    index: &[u32],
+    pre: Option<Precomputation>,
+) -> Result<HeldTail<E::Buf>, GpuError> {
+    match pre {
+        Some(pre) => hold_tail_precomputed::<E, C>(e, bases, index.to_vec(), pre),
+        None => hold_tail::<E, C>(e, bases, index.to_vec()),
+    }
 }
 
 #[cfg(test)]
@@ -257,23 +428,64 @@ mod tests {
         }
     }
 
-    /// A lease gets the largest layout it covers, none below the gathered points, and nothing
-    /// is held of empty tails.
+    /// A lease gets the largest layout it covers, none below the G1 tails gathered, and nothing
+    /// is held of empty tails; B's tail in G2 adds its gathered points, never copies, and the G1
+    /// tails get copies L first.
     #[test]
     fn a_lease_holds_the_largest_layout_it_covers() {
-        let lens = [3_800_000, 2_700_000, 2_700_000];
-        let gathered = held_tails_bytes(&lens, TailLayout::Gathered);
-        let copies = held_tails_bytes(&lens, TailLayout::Precomputed);
-        assert!(copies > 4 * gathered, "{copies} vs {gathered}");
-        assert_eq!(
-            held_tails_granted(&lens, copies),
-            Some(TailLayout::Precomputed)
-        );
-        assert_eq!(
-            held_tails_granted(&lens, copies - 1),
-            Some(TailLayout::Gathered)
-        );
-        assert_eq!(held_tails_granted(&lens, gathered - 1), None);
-        assert_eq!(held_tails_granted(&[0; 3], u64::MAX), None);
+        let g1_only = Tails {
+            g1: [3_800_000, 2_700_000, 2_700_000],
+            b_g2: None,
+        };
+        let all = Tails {
+            b_g2: Some(2_700_000),
+            ..g1_only
+        };
+        for lens in [g1_only, all] {
+            let gathered = held_tails_bytes(&lens, TailLayout::GATHERED);
+            let copies = held_tails_bytes(&lens, TailLayout::ALL_COPIES);
+            assert!(copies > 4 * gathered, "{copies} vs {gathered}");
+            assert_eq!(
+                held_tails_granted(&lens, copies),
+                Some(TailLayout::ALL_COPIES)
+            );
+            // each layout's bytes grant that layout, one byte less the next smaller one
+            let layouts: Vec<_> = TailLayout::largest_first().collect();
+            for pair in layouts.windows(2) {
+                let (larger, smaller) = (pair[0], pair[1]);
+                let bytes = held_tails_bytes(&lens, larger);
+                if bytes == held_tails_bytes(&lens, smaller) {
+                    continue; // B in G2 not asked for: holding it or not is the same
+                }
+                assert_eq!(held_tails_granted(&lens, bytes), Some(larger));
+                assert_eq!(held_tails_granted(&lens, bytes - 1), Some(smaller));
+            }
+            // below every tail gathered: the G1 tails alone
+            let g1 = held_tails_bytes(&g1_only, TailLayout::GATHERED);
+            assert_eq!(held_tails_bytes(&lens, TailLayout::G1_GATHERED), g1);
+            let granted = held_tails_granted(&lens, g1).expect("the G1 tails");
+            assert_eq!(granted.precomputations(&lens).b_g2, None);
+            assert_eq!(held_tails_granted(&lens, g1 - 1), None);
+        }
+        // B in G2: its points, gathered in every layout that holds it
+        for layout in TailLayout::largest_first().filter(|l| l.b_g2() == G2Tail::Held) {
+            assert_eq!(layout.precomputations(&all).b_g2, Some(None));
+            let g2 = held_tails_bytes(&all, layout) - held_tails_bytes(&g1_only, layout);
+            assert!((2_700_000 * 192..2_700_000 * 196).contains(&g2), "{g2}");
+        }
+        // L gets its copies first, then A
+        let with = |n: usize| TailLayout {
+            with_copies: n,
+            b_g2: G2Tail::Held,
+        };
+        let one = with(1).precomputations(&all).g1;
+        assert!(one[0].is_some() && one[1..] == [None, None]);
+        let two = with(2).precomputations(&all).g1;
+        assert!(two[..2].iter().all(Option::is_some) && two[2].is_none());
+        let empty = Tails {
+            g1: [0; 3],
+            b_g2: Some(0),
+        };
+        assert_eq!(held_tails_granted(&empty, u64::MAX), None);
     }
 }

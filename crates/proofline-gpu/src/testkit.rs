@@ -25,8 +25,9 @@ use crate::abi::{
 };
 use crate::arena::{charge_of, Arena};
 use crate::bytes::{
-    chunk_windows_bytes, chunk_windows_bytes_of, pippenger_bytes_precomputed, pippenger_bytes_with,
-    sparse_stage_bytes_with, sparse_stage_bytes_with_chunk, QueryShape,
+    chunk_windows_bytes, chunk_windows_bytes_of, pippenger_bytes_of, pippenger_bytes_precomputed,
+    pippenger_bytes_precomputed_of, pippenger_bytes_with, sparse_stage_bytes_with,
+    sparse_stage_bytes_with_chunk, QueryShape,
 };
 use crate::config::{MsmConfig, NttConfig};
 use crate::curve::{MsmCurve, G1, G2};
@@ -800,7 +801,7 @@ impl TestGpu {
         }
         let words = self.run(&unbounded(), |e| {
             let all = e.alloc(n * AFFINE_WORDS as usize * pre.copies as usize)?;
-            msm::precompute(e, bases.words.ptr(), n, pre, all.ptr())?;
+            msm::precompute::<_, G1>(e, bases.words.ptr(), n, pre, all.ptr())?;
             Ok(all.into_resident())
         })?;
         Ok(DeviceData {
@@ -865,6 +866,25 @@ impl TestGpu {
         index: Vec<u32>,
         pre: Option<Precomputation>,
     ) -> Result<HeldData, GpuError> {
+        self.hold_tail_of::<G1>(bases, index, pre)
+    }
+
+    /// [`TestGpu::hold_tail`] of resident G2 bases.
+    pub fn hold_g2_tail(
+        &self,
+        bases: &DeviceData,
+        index: Vec<u32>,
+        pre: Option<Precomputation>,
+    ) -> Result<HeldData, GpuError> {
+        self.hold_tail_of::<G2>(bases, index, pre)
+    }
+
+    fn hold_tail_of<C: MsmCurve>(
+        &self,
+        bases: &DeviceData,
+        index: Vec<u32>,
+        pre: Option<Precomputation>,
+    ) -> Result<HeldData, GpuError> {
         if index.last().is_some_and(|&i| i as usize >= bases.len) {
             return Err(GpuError::InvalidInput(
                 "a held base beyond the bases".into(),
@@ -872,8 +892,8 @@ impl TestGpu {
         }
         let held = self.run(&unbounded(), |e| {
             let held = match pre {
-                Some(p) => msm::hold_tail_precomputed(e, bases.words.ptr(), index, p)?,
-                None => msm::hold_tail::<_, G1>(e, bases.words.ptr(), index)?,
+                Some(p) => msm::hold_tail_precomputed::<_, C>(e, bases.words.ptr(), index, p)?,
+                None => msm::hold_tail::<_, C>(e, bases.words.ptr(), index)?,
             };
             Ok(held.map_points(|b| b.into_resident()))
         })?;
@@ -890,12 +910,33 @@ impl TestGpu {
         split: &HeldSplit,
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
+        self.msm_sparse_held_of::<G1>(bases, held, split, cfg)
+    }
+
+    /// [`TestGpu::msm_sparse_held`] in G2 (`held` from [`TestGpu::hold_g2_tail`]).
+    pub fn msm_g2_sparse_held(
+        &self,
+        bases: &DeviceData,
+        held: &HeldData,
+        split: &HeldSplit,
+        cfg: &MsmConfig,
+    ) -> Result<(G2Projective, MsmStats), GpuError> {
+        self.msm_sparse_held_of::<G2>(bases, held, split, cfg)
+    }
+
+    fn msm_sparse_held_of<C: MsmCurve>(
+        &self,
+        bases: &DeviceData,
+        held: &HeldData,
+        split: &HeldSplit,
+        cfg: &MsmConfig,
+    ) -> Result<(C::Projective, MsmStats), GpuError> {
         let q: QueryShape = (&split.rest).into();
         let n = split.held_scalars.len();
         let sm = self.slot.sm_count();
         let held_bytes = match held.0.precomputation() {
-            Some(p) => pippenger_bytes_precomputed(n, &p, cfg, sm),
-            None => pippenger_bytes_with(n, cfg, sm),
+            Some(p) => pippenger_bytes_precomputed_of::<C>(n, &p, cfg, sm),
+            None => pippenger_bytes_of::<C>(n, cfg, sm),
         };
         let arena = Arena::new(
             sparse_stage_bytes_with(&[q, q, q], Residency::Resident, cfg, sm)
@@ -907,7 +948,7 @@ impl TestGpu {
         let r = self.run(&arena, |e| {
             let dev = msm::upload_held(e, split, &mut stats)?;
             let bases = Bases::Device(bases.words.ptr());
-            let r = msm::sparse_held::<_, G1, _>(e, bases, &held.0, split, &dev, cfg, &mut stats);
+            let r = msm::sparse_held::<_, C, _>(e, bases, &held.0, split, &dev, cfg, &mut stats);
             drop(dev);
             let synced = e.sync();
             let total = r?;

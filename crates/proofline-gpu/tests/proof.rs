@@ -16,7 +16,9 @@ use proofline_gpu::bytes::{
     sparse_stage_bytes, sparse_stage_bytes_held,
 };
 use proofline_gpu::testkit::TestGpu;
-use proofline_gpu::{HostQueries, OnesSums, Precomputation, Residency, SparseGroups, TailLayout};
+use proofline_gpu::{
+    HostQueries, OnesSums, Precomputation, Residency, SparseGroups, TailLayout, Tails,
+};
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::synthesis::synthesize;
 use proofline_groth16::{prover, CpuBackend, MsmResults, ProvingKey};
@@ -127,25 +129,34 @@ fn sha256_proof_through_the_slot_stages_equals_cpu_and_verifies() {
             assert_eq!(s_b_g2, b_g2, "B in G2, {blocks} block(s), {residency:?}");
             if residency == Residency::Resident && h_pre.is_none() {
                 // the tails held from another preimage's split and from this one, gathered and
-                // over copies: the same sums
+                // over copies, B's in G2 held or not: the same sums
                 for (from, name) in [(&other_plan, "another split"), (&plan, "this split")] {
-                    let lens = [&from.l, &from.a, &from.b].map(|q| q.tail_index.len());
-                    for layout in TailLayout::LARGEST_FIRST {
-                        let t_bytes = held_tails_bytes(&lens, layout);
-                        let tails = slot.hold_tails(t_bytes, &set, from).unwrap();
-                        let copies = layout.precomputations(&lens).iter().any(Option::is_some);
-                        let expect = if copies { layout } else { TailLayout::Gathered };
-                        assert_eq!(tails.layout(), expect);
-                        let hb =
-                            sparse_stage_bytes_held(&tails.shapes(&plan), &(&plan.b).into(), sm);
-                        let (t, _) = slot
-                            .sparse_stage_held(hb, &plan, &set, &tails, SparseGroups::G1AndG2)
-                            .unwrap();
-                        assert_eq!(
-                            (t.l, t.a, t.b_g1, t.b_g2),
-                            (l, a, b_g1, Some(b_g2)),
-                            "over the tails of {name}, {layout:?}, {blocks} block(s), {pairs:?}"
-                        );
+                    for held in [SparseGroups::G1AndG2, SparseGroups::G1Only] {
+                        let lens = Tails::of(from, held);
+                        for layout in TailLayout::largest_first() {
+                            let t_bytes = held_tails_bytes(&lens, layout);
+                            let tails = slot.hold_tails(t_bytes, &set, from, held).unwrap();
+                            // the largest layout of those bytes (the same, or one that
+                            // differs only where a tail is empty or takes no copies)
+                            let granted = tails.layout();
+                            assert_eq!(held_tails_bytes(&lens, granted), t_bytes);
+                            assert_eq!(tails.precomputations(), granted.precomputations(&lens));
+                            assert_eq!(tails.lens().g1, lens.g1);
+                            let hb = sparse_stage_bytes_held(
+                                &tails.shapes(&plan),
+                                &(&plan.b).into(),
+                                sm,
+                            );
+                            let (t, _) = slot
+                                .sparse_stage_held(hb, &plan, &set, &tails, SparseGroups::G1AndG2)
+                                .unwrap();
+                            assert_eq!(
+                                (t.l, t.a, t.b_g1, t.b_g2),
+                                (l, a, b_g1, Some(b_g2)),
+                                "over the tails of {name} held for {held:?}, {layout:?}, \
+                                 {blocks} block(s), {pairs:?}"
+                            );
+                        }
                     }
                 }
             }

@@ -21,9 +21,10 @@
 //! `tails=together` the partition times L, A and B in G1 as one step (the sparse stage's one
 //! Pippenger chunk for their tails). The variant `pre` names the runs over precomputed copies
 //! of the bases: the dense MSMs' and the partition's H MSM's. The variants `tails` and
-//! `tails-pre` time the partition with the G1 queries' tails held apart from their ones, as a
-//! resident set could hold them (the tails' bases are the same in every sector): gathered once,
-//! and gathered with precomputed copies.
+//! `tails-pre` time the partition with the queries' tails (L, A and B in G1, B in G2) held
+//! apart from their ones, as the pipeline holds them (the tails' bases are the same in every
+//! sector): gathered once, and gathered with the G1 tails' precomputed copies; `tails-pre-g2`
+//! adds copies of B's tail in G2.
 //!
 //! `--windows` adds the dense MSMs of the `msm` section and the dense G2 MSM of the `g2`
 //! section through uniform windows of each of those widths (one chunk, whatever width the
@@ -44,7 +45,7 @@
 
 use std::time::Instant;
 
-use blstrs::{G1Affine, G1Projective};
+use blstrs::{G1Affine, G1Projective, G2Projective};
 use proofline_gpu::plan::{BucketSets, ChunkWindows, WindowPlan, MIN_WINDOW};
 use proofline_gpu::testkit::{
     mixed_scalars, random_g2_points, random_points, random_scalars, HeldData, ScalarMix,
@@ -711,8 +712,8 @@ fn sums_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
 }
 
 /// What a group of partition runs' MSMs read beside the bases: nothing more, the sparse
-/// queries' ones' subset sums, the H bases' precomputed copies, or the G1 queries' tails held
-/// apart (gathered once, or gathered with precomputed copies).
+/// queries' ones' subset sums, the H bases' precomputed copies, or the sparse queries' tails
+/// held apart (gathered once, or gathered with precomputed copies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Prepared {
     Bases,
@@ -721,13 +722,17 @@ enum Prepared {
     Tails(TailHeld),
 }
 
-/// How the fixed tails of the sparse G1 queries are held (the `tails` and `tails-pre` runs).
+/// How the fixed tails of the sparse queries are held (the `tails`, `tails-pre` and
+/// `tails-pre-g2` runs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TailHeld {
     /// Each tail's bases side by side, as a gather leaves them.
     Gathered,
-    /// Side by side, with the copies of `Precomputation::plan` for the tail's length.
+    /// Side by side, the G1 tails with the copies of `Precomputation::plan` for the tail's
+    /// length: what the pipeline holds where the copies fit.
     Precomputed,
+    /// As `Precomputed`, B's tail in G2 with copies too (measured level: the pipeline does not).
+    PrecomputedWithG2,
 }
 
 impl TailHeld {
@@ -735,53 +740,63 @@ impl TailHeld {
         match self {
             TailHeld::Gathered => "tails",
             TailHeld::Precomputed => "tails-pre",
+            TailHeld::PrecomputedWithG2 => "tails-pre-g2",
         }
     }
 }
 
-/// The G1 queries' tails held on the device (`TestGpu::hold_tail`), gathered once, with
-/// precomputed copies when asked, and each query's split against its held tail
-/// (`SparseScalars::against_held`; made once, as the split itself is not timed). The bases of
-/// a real partition's tails are the same in every sector (docs/filecoin.md), so the held list
-/// is the query's own tail: nothing of it is left to gather in the timed MSM.
+/// The sparse queries' tails held on the device (`TestGpu::hold_tail`, `TestGpu::hold_g2_tail`
+/// for B's in G2), gathered once, with precomputed copies when asked, and each query's split
+/// against its held tail (`SparseScalars::against_held`; made once, as the split itself is not
+/// timed; B's serves both groups). The bases of a real partition's tails are the same in every
+/// sector (docs/filecoin.md), so the held list is the query's own tail: nothing of it is left
+/// to gather in the timed MSM.
 struct HeldTails {
     held: Vec<HeldData>,
     splits: Vec<HeldSplit>,
+    b_g2: HeldData,
 }
 
 impl HeldTails {
     fn new(
         g: &TestGpu,
         bases: &proofline_gpu::testkit::DeviceData,
-        queries: &[&SparseScalars],
+        bases_g2: &proofline_gpu::testkit::DeviceData,
+        queries: &[&SparseScalars; 3],
         kind: TailHeld,
     ) -> Result<Self, GpuError> {
-        let mut t = HeldTails {
-            held: Vec::new(),
-            splits: Vec::new(),
+        let (g1_copies, g2_copies) = match kind {
+            TailHeld::Gathered => (false, false),
+            TailHeld::Precomputed => (true, false),
+            TailHeld::PrecomputedWithG2 => (true, true),
         };
+        // `Precomputation::plan` counts 96-byte G1 points; a G2 point takes twice that
+        let pre = |copies: bool, len: usize, budget: u64| {
+            if !copies {
+                return Ok(None);
+            }
+            Precomputation::plan(len, len, budget)
+                .map(Some)
+                .ok_or_else(|| {
+                    GpuError::InvalidInput(format!("no precomputation of a tail of {len} fits"))
+                })
+        };
+        let mut held = Vec::new();
+        let mut splits = Vec::new();
         for q in queries {
             let len = q.tail_index.len();
-            let pre = match kind {
-                TailHeld::Gathered => None,
-                TailHeld::Precomputed => {
-                    let budget = copies_budget(g, 20 << 30);
-                    let Some(p) = Precomputation::plan(len, len, budget) else {
-                        return Err(GpuError::InvalidInput(format!(
-                            "no precomputation of a tail of {len} fits"
-                        )));
-                    };
-                    Some(p)
-                }
-            };
-            let held = g.hold_tail(bases, q.tail_index.clone(), pre)?;
+            let p = pre(g1_copies, len, copies_budget(g, 20 << 30))?;
+            let h = g.hold_tail(bases, q.tail_index.clone(), p)?;
             let split = q
-                .against_held(held.index())
+                .against_held(h.index())
                 .map_err(|e| GpuError::InvalidInput(e.to_string()))?;
-            t.held.push(held);
-            t.splits.push(split);
+            held.push(h);
+            splits.push(split);
         }
-        Ok(t)
+        let b = queries[2].tail_index.clone();
+        let b_pre = pre(g2_copies, b.len(), copies_budget(g, 20 << 30) / 2)?;
+        let b_g2 = g.hold_g2_tail(bases_g2, b, b_pre)?;
+        Ok(HeldTails { held, splits, b_g2 })
     }
 
     /// Query `k`'s MSM over its held tail.
@@ -793,6 +808,16 @@ impl HeldTails {
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
         g.msm_sparse_held(bases, &self.held[k], &self.splits[k], cfg)
+    }
+
+    /// B's MSM in G2 over its held tail.
+    fn msm_g2(
+        &self,
+        g: &TestGpu,
+        bases_g2: &proofline_gpu::testkit::DeviceData,
+        cfg: &MsmConfig,
+    ) -> Result<(G2Projective, MsmStats), GpuError> {
+        g.msm_g2_sparse_held(bases_g2, &self.b_g2, &self.splits[2], cfg)
     }
 
     /// The runs' name: the copies' window and number when precomputed.
@@ -862,6 +887,7 @@ fn partition(
         Prepared::HCopies,
         Prepared::Tails(TailHeld::Gathered),
         Prepared::Tails(TailHeld::Precomputed),
+        Prepared::Tails(TailHeld::PrecomputedWithG2),
     ];
     for group in groups {
         let (extra, runs) = match group {
@@ -889,7 +915,8 @@ fn partition(
                 )
             }
             Prepared::Tails(held) if o.variants && o.named(held.name()) => {
-                let tails = HeldTails::new(g, bases, &[&plan.l, &plan.a, &plan.b], held)?;
+                let queries = [&plan.l, &plan.a, &plan.b];
+                let tails = HeldTails::new(g, bases, &bases_g2, &queries, held)?;
                 let name = tails.variant(held);
                 (
                     Extra::Tails(tails),
@@ -915,6 +942,7 @@ fn partition(
         };
         let sparse_g2 = |q: &SparseScalars, msm: &MsmConfig| match &extra {
             Extra::Sums(_, p) => g.msm_g2_sparse_summed(p, q, msm),
+            Extra::Tails(t) => t.msm_g2(g, &bases_g2, msm),
             _ => g.msm_g2_sparse_resident(&bases_g2, q, msm),
         };
         let h_msm = |a: &proofline_gpu::testkit::DeviceData, msm: &MsmConfig| match &extra {

@@ -4,7 +4,7 @@
 
 use super::{point_at, OnesGroup};
 use crate::abi::{DevPtr, DevPtrMut, OnesSumsArgs, PrecomputeArgs, ELEMENT_THREADS};
-use crate::curve::{MsmCurve, G1};
+use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{grid, Exec};
 use crate::plan::Precomputation;
@@ -39,9 +39,9 @@ pub(crate) fn ones_sums<E: Exec, C: MsmCurve>(
     )
 }
 
-/// Fills `out` with the copies of `pre` of the `n` G1 bases at `bases`: copy k at point
+/// Fills `out` with the copies of `pre` of the `n` bases of `C` at `bases`: copy k at point
 /// `k * n` of `out` (`pre.copies * n` points), copy 0 the bases themselves.
-pub(crate) fn precompute<E: Exec>(
+pub(crate) fn precompute<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     n: usize,
@@ -51,9 +51,10 @@ pub(crate) fn precompute<E: Exec>(
     if n == 0 {
         return Ok(());
     }
-    let copy = |k: u32| point_at::<G1>(out, k as usize * n);
+    let copy = |k: u32| point_at::<C>(out, k as usize * n);
     for k in 0..pre.copies {
-        e.launch(
+        e.launch_as(
+            C::KERNELS.precompute,
             grid(n, ELEMENT_THREADS),
             ELEMENT_THREADS,
             &PrecomputeArgs {

@@ -1,5 +1,5 @@
 //! A sparse query's tail held on the device: the bases of an earlier partition's tail gathered
-//! side by side once ([`hold_tail`]), in G1 with precomputed copies where asked. The tails of a
+//! side by side once ([`hold_tail`]), with precomputed copies where asked. The tails of a
 //! parameter set's partitions are the same bases from one sector to the next (docs/filecoin.md),
 //! so a query split against the held list on the host (`SparseScalars::against_held`) leaves
 //! nothing or little of its own tail: its held bases go through Pippenger over the held points
@@ -15,7 +15,7 @@ use super::sparse::{
 use super::{ms_since, precompute, Bases, MsmStats};
 use crate::abi::FR_WORDS;
 use crate::config::MsmConfig;
-use crate::curve::{MsmCurve, G1};
+use crate::curve::MsmCurve;
 use crate::error::GpuError;
 use crate::exec::{DevBuf, Exec};
 use crate::layout::scalars_as_u32;
@@ -83,8 +83,8 @@ pub(crate) fn hold_tail<E: Exec, C: MsmCurve>(
     })
 }
 
-/// [`hold_tail`] in G1 with the copies of `pre` after the gathered points.
-pub(crate) fn hold_tail_precomputed<E: Exec>(
+/// [`hold_tail`] with the copies of `pre` after the gathered points.
+pub(crate) fn hold_tail_precomputed<E: Exec, C: MsmCurve>(
     e: &E,
     bases: u64,
     index: Vec<u32>,
@@ -97,9 +97,9 @@ pub(crate) fn hold_tail_precomputed<E: Exec>(
             index.len()
         )));
     }
-    let points = gather_held::<E, G1>(e, bases, &index, Some(&pre))?;
+    let points = gather_held::<E, C>(e, bases, &index, Some(&pre))?;
     if let Some(p) = &points {
-        precompute(e, p.ptr(), index.len(), &pre, p.ptr())?;
+        precompute::<E, C>(e, p.ptr(), index.len(), &pre, p.ptr())?;
         e.sync()?;
     }
     Ok(HeldTail {
