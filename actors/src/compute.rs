@@ -89,12 +89,14 @@ pub trait ComputeEngine: Send + 'static {
     /// or sends it to a CPU-MSM actor).
     fn g2_placement(&self) -> G2Placement;
 
-    /// Holds the G1 tails of `plan` on the device for later partitions of the parameter set
-    /// `resident` holds ([`DeviceSizing::held_tails`] said how much `bytes` may be). Asked
-    /// only of engines whose sizing holds tails.
+    /// Holds the tails of `plan` on the device for later partitions of the parameter set
+    /// `resident` holds: L's, A's and B's in G1, and B's in G2 with [`G2Stage::Run`] (the sparse
+    /// stage's B in G2; [`DeviceSizing::held_tails`] said how much `bytes` may be). Asked only
+    /// of engines whose sizing holds tails.
     fn hold_tails(
         &mut self,
         plan: &MsmPlan,
+        g2: G2Stage,
         resident: &ResidentData,
         bytes: u64,
     ) -> Result<ResidentData, StageError>;
@@ -119,11 +121,11 @@ pub trait DeviceSizing: Send + Sync + 'static {
     fn resident(&self, pk: &ProvingKey) -> Option<ResidentSizes>;
     /// Bytes of the H stage.
     fn h_stage(&self, pk: &ProvingKey, residency: Option<Residency>) -> u64;
-    /// Bytes of holding `plan`'s G1 tails beside `pk`'s resident set, in the layouts of
-    /// [`ResidentSizes`]: `full` with what speeds the MSMs over them (on a GPU, precomputed
-    /// copies), `bases` the tails' bases alone, `tables` nothing held. `None` where the device
-    /// holds no tails.
-    fn held_tails(&self, pk: &ProvingKey, plan: &MsmPlan) -> Option<ResidentSizes>;
+    /// Bytes of holding `plan`'s tails (B's in G2 with [`G2Stage::Run`]) beside `pk`'s resident
+    /// set, in the layouts of [`ResidentSizes`]: `full` with what speeds the MSMs over them (on
+    /// a GPU, precomputed copies), `bases` the tails' bases alone, `tables` nothing held.
+    /// `None` where the device holds no tails.
+    fn held_tails(&self, pk: &ProvingKey, plan: &MsmPlan, g2: G2Stage) -> Option<ResidentSizes>;
     /// Bytes of the sparse stage (covering B in G2 where the engine computes it), over the
     /// held tails `tails` where given.
     fn sparse_stage(
@@ -211,6 +213,7 @@ impl ComputeEngine for CpuEngine {
     fn hold_tails(
         &mut self,
         _: &MsmPlan,
+        _: G2Stage,
         _: &ResidentData,
         _: u64,
     ) -> Result<ResidentData, StageError> {
@@ -259,7 +262,7 @@ impl DeviceSizing for CpuSizing {
         3 * domain_size(pk) as u64 * std::mem::size_of::<Scalar>() as u64
     }
 
-    fn held_tails(&self, _: &ProvingKey, _: &MsmPlan) -> Option<ResidentSizes> {
+    fn held_tails(&self, _: &ProvingKey, _: &MsmPlan, _: G2Stage) -> Option<ResidentSizes> {
         None
     }
 
@@ -312,6 +315,7 @@ impl ComputeEngine for NoEngine {
     fn hold_tails(
         &mut self,
         _: &MsmPlan,
+        _: G2Stage,
         _: &ResidentData,
         _: u64,
     ) -> Result<ResidentData, StageError> {

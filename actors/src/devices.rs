@@ -15,6 +15,7 @@ use crate::messages::{
     AcquireResident, DeviceLoad, HoldTails, MakeResident, PinResident, RegisterResident, Residency,
     ResidentGrant, StageError,
 };
+use crate::partition::G2Stage;
 use crate::resident::{ResidentData, ResidentRef};
 use crate::telemetry::{Mailbox, Secs};
 use crate::workers::ComputeActor;
@@ -192,25 +193,28 @@ pub async fn pin_tails(dev: &DeviceStages, key: &str) -> Result<Option<ResidentR
         .await?)
 }
 
-/// The G1 tails `dev` holds for the parameter set `key`, pinned (None where it holds none):
-/// ready, or held now from `plan` over the pinned resident set `resident` on one of the device's
-/// slots, under the lease the allocator granted for the largest layout that fits beside the
-/// sets in use ([`DeviceSizing::held_tails`](crate::compute::DeviceSizing::held_tails)). Where
-/// none fits, an empty holding is registered, so that later partitions do not ask again while
-/// it stays. The time goes into the partition's parameter time, the wait into its lease wait.
+/// The tails `dev` holds for the parameter set `key`, pinned (None where it holds none): ready,
+/// or held now from `plan` (B's in G2 with `g2` [`G2Stage::Run`]) over the pinned resident set
+/// `resident` on one of the device's slots, under the lease the allocator granted for the
+/// largest layout that fits beside the sets in use
+/// ([`DeviceSizing::held_tails`](crate::compute::DeviceSizing::held_tails)). Where none fits, an
+/// empty holding is registered, so that later partitions do not ask again while it stays. The
+/// time goes into the partition's parameter time, the wait into its lease wait.
+#[allow(clippy::too_many_arguments)]
 pub async fn ensure_tails(
     dev: &DeviceStages,
     key: &str,
     owner: &str,
     pk: &SharedProvingKey,
     plan: &Arc<MsmPlan>,
+    g2: G2Stage,
     resident: &ResidentRef,
     t: &mut StageTimings,
 ) -> Result<Option<ResidentRef>, StageError> {
     if resident.residency() != Residency::Resident {
         return Ok(None);
     }
-    let Some(sizes) = dev.sizing.held_tails(pk, plan) else {
+    let Some(sizes) = dev.sizing.held_tails(pk, plan, g2) else {
         return Ok(None);
     };
     let reserve = dev
@@ -241,6 +245,7 @@ pub async fn ensure_tails(
                         .compute
                         .send(HoldTails {
                             plan: plan.clone(),
+                            g2,
                             resident: resident.clone(),
                             bytes: load.bytes(),
                         })

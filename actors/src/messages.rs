@@ -415,6 +415,8 @@ pub struct MakeResident {
 pub struct HoldTails {
     /// The split whose tails are held.
     pub plan: Arc<MsmPlan>,
+    /// Whether the sparse stage runs B in G2 (its tail in G2 is then held too).
+    pub g2: G2Stage,
     /// The device's resident data of the parameter set, pinned while the tails are gathered.
     pub resident: ResidentRef,
     /// Bytes the load's lease covers.

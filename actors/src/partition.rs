@@ -327,7 +327,7 @@ pub async fn compute_partition(
         (Some(held), _) => (held.residency() == Residency::Resident).then_some(held),
         (None, Some(r)) => {
             progress.enter(PartitionStage::Params);
-            let tails = ensure_tails(dev, &params_key, &owner, &pk, &plan, r, t).await?;
+            let tails = ensure_tails(dev, &params_key, &owner, &pk, &plan, in_stage, r, t).await?;
             progress.enter(PartitionStage::Msm);
             tails
         }

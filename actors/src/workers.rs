@@ -299,7 +299,7 @@ impl Handler<HoldTails> for ComputeActor {
         let t = Instant::now();
         let engine = &mut self.engine;
         let r = guarded("hold_tails", || {
-            engine.hold_tails(&msg.plan, msg.resident.data(), msg.bytes)
+            engine.hold_tails(&msg.plan, msg.g2, msg.resident.data(), msg.bytes)
         })?;
         telemetry::stage("hold_tails", t.secs());
         Ok(r)

@@ -74,12 +74,18 @@ impl ComputeEngine for Tracking {
     fn hold_tails(
         &mut self,
         _: &MsmPlan,
+        g2: G2Stage,
         resident: &ResidentData,
         bytes: u64,
     ) -> Result<ResidentData, StageError> {
         assert_eq!(
             bytes, TAILS_FULL,
             "the tails' largest layout fits the budget"
+        );
+        assert_eq!(
+            g2,
+            G2Stage::Run,
+            "B in G2 runs in the sparse stage, so its tail is held with the others"
         );
         self.check(Some(resident), "tails");
         Ok(Arc::new(self.device))
@@ -122,7 +128,7 @@ impl DeviceSizing for Sizing {
     fn h_stage(&self, pk: &ProvingKey, r: Option<Residency>) -> u64 {
         CpuSizing.h_stage(pk, r)
     }
-    fn held_tails(&self, _: &ProvingKey, _: &MsmPlan) -> Option<ResidentSizes> {
+    fn held_tails(&self, _: &ProvingKey, _: &MsmPlan, _: G2Stage) -> Option<ResidentSizes> {
         Some(ResidentSizes {
             full: TAILS_FULL,
             bases: TAILS_ALONE,

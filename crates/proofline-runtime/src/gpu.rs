@@ -12,12 +12,12 @@ use proofline_actors::resident::ResidentData;
 use proofline_actors::{ComputeEngine, DeviceSetup, DeviceSizing, G2Stage, MemoryDevice};
 use proofline_config::{HeldTails as HeldTailsMode, OnesPairSums};
 use proofline_gpu::bytes::{
-    h_stage_lease, held_tails_bytes, resident_bytes, resident_lease, sparse_stage_bytes,
-    sparse_stage_bytes_held,
+    h_stage_lease, held_tails_bytes, held_tails_granted, resident_bytes, resident_lease,
+    sparse_stage_bytes, sparse_stage_bytes_held,
 };
 use proofline_gpu::{
     DeviceOptions, GpuDevice, GpuError, GpuSlot, HeldTails, HostQueries, QueryLens, ResidentSet,
-    SparseGroups, TailLayout,
+    SparseGroups, TailLayout, Tails,
 };
 use proofline_groth16::msm::MsmPlan;
 use proofline_groth16::{BackendError, ProverError, ProvingKey};
@@ -126,6 +126,14 @@ fn held_tails(data: Option<&ResidentData>) -> Option<&HeldTails> {
     data.and_then(|d| d.downcast_ref::<HeldTails>())
 }
 
+/// The groups of a sparse stage that runs B in G2 or not.
+fn sparse_groups(g2: G2Stage) -> SparseGroups {
+    match g2 {
+        G2Stage::Run => SparseGroups::G1AndG2,
+        G2Stage::Skip => SparseGroups::G1Only,
+    }
+}
+
 /// One compute slot on a GPU.
 pub struct GpuEngine {
     slot: GpuSlot,
@@ -204,13 +212,14 @@ impl ComputeEngine for GpuEngine {
     fn hold_tails(
         &mut self,
         plan: &MsmPlan,
+        g2: G2Stage,
         resident: &ResidentData,
         bytes: u64,
     ) -> Result<ResidentData, StageError> {
         let set = resident_set(Some(resident))?;
         let tails = self
             .slot
-            .hold_tails(bytes, set, plan)
+            .hold_tails(bytes, set, plan, sparse_groups(g2))
             .map_err(stage_error)?;
         tracing::info!(
             device = %self.slot.label(),
@@ -232,10 +241,7 @@ impl ComputeEngine for GpuEngine {
         bytes: u64,
     ) -> Result<SparseMsms, StageError> {
         let set = resident_set(resident)?;
-        let groups = match g2 {
-            G2Stage::Run => SparseGroups::G1AndG2,
-            G2Stage::Skip => SparseGroups::G1Only,
-        };
+        let groups = sparse_groups(g2);
         let (s, times) = match held_tails(tails) {
             Some(held) => self.slot.sparse_stage_held(bytes, plan, set, held, groups),
             None => self
@@ -306,11 +312,12 @@ impl DeviceSizing for GpuSizing {
     }
 
     /// With `pipeline.held_tails = "where_room"`, the bases resident and a tail to hold: the
-    /// tails' copies where they fit beside the set and every slot's largest stage, else their
-    /// bases alone where those fit, else nothing held.
-    fn held_tails(&self, pk: &ProvingKey, plan: &MsmPlan) -> Option<ResidentSizes> {
-        let lens = [&plan.l, &plan.a, &plan.b].map(|q| q.tail_index.len());
-        if self.held_tails == HeldTailsMode::Off || lens.iter().all(|&n| n == 0) {
+    /// tails with as many of their copies as fit beside the set and every slot's largest stage
+    /// (`bytes::held_tails_granted`), else their bases alone (the G1 tails' where all of them do
+    /// not fit), else nothing held.
+    fn held_tails(&self, pk: &ProvingKey, plan: &MsmPlan, g2: G2Stage) -> Option<ResidentSizes> {
+        let lens = Tails::of(plan, sparse_groups(g2));
+        if self.held_tails == HeldTailsMode::Off || lens.is_empty() {
             return None;
         }
         let set = self.resident(pk)?.full;
@@ -319,11 +326,12 @@ impl DeviceSizing for GpuSizing {
             .max(self.sparse_stage(plan, Some(Residency::Resident), None));
         let stages = (self.slots as u64).saturating_mul(stage);
         let room = self.budget.saturating_sub(set.saturating_add(stages));
-        let fits = |layout| Some(held_tails_bytes(&lens, layout)).filter(|&b| b <= room);
-        let bases = fits(TailLayout::Gathered)?;
+        let bytes = |layout| held_tails_bytes(&lens, layout);
+        let largest = held_tails_granted(&lens, room)?;
+        let gathered = held_tails_granted(&lens, bytes(TailLayout::GATHERED).min(room))?;
         Some(ResidentSizes {
-            full: fits(TailLayout::Precomputed).unwrap_or(bases),
-            bases,
+            full: bytes(largest),
+            bases: bytes(gathered),
             tables: 0,
         })
     }
