@@ -863,10 +863,12 @@ mod tests {
         let cfg = MsmConfig::default();
         for held in [earlier.tail_index, split.tail_index.clone(), Vec::new()] {
             let h = split.against_held(&held).unwrap();
+            // copies for windows of 8 bits keep the emulated bucket sets small; the windows
+            // the pipeline precomputes are checked in `precomputed_msm_matches_blstrs`
             for pre in [
                 None,
                 Some(Precomputation {
-                    window: 16,
+                    window: 8,
                     copies: 3,
                 }),
             ] {
@@ -967,8 +969,9 @@ mod tests {
             b_g2: Some(dev_g2.ptr()),
         };
         let cfg = MsmConfig::default();
+        // windows of 8 bits: small bucket sets to emulate (see `held_tail_msm_matches_blstrs`)
         let copies = Some(Precomputation {
-            window: 16,
+            window: 8,
             copies: 3,
         });
         let plain = Tails {

@@ -237,6 +237,11 @@ fn busy_seconds(metrics: &str) -> BTreeMap<String, f64> {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if args.mode == Mode::Stages {
+        // the pipeline's own logs on stderr, apart from the JSON and the table on stdout:
+        // warnings by default, more through RUST_LOG (`info`: which tails a device holds)
+        let mut quiet = proofline_config::Config::embedded_default()?;
+        quiet.log.level = "warn".into();
+        proofline_runtime::init_logging(&quiet);
         return stages(&args);
     }
     anyhow::ensure!(

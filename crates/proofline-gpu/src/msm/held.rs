@@ -7,6 +7,7 @@
 //! held list) as any sparse query ([`sparse_held`]). No gather of the tail's bases per MSM, and
 //! over copies fewer windows at the bucket count of the tail's plain windows.
 
+use group::Group;
 use proofline_groth16::msm::{HeldSplit, SparseScalars};
 
 use super::sparse::{
@@ -187,13 +188,8 @@ pub(crate) fn sparse_held<E: Exec, C: MsmCurve, H: DevBuf>(
             dev.scalars.as_ref().map_or(0, |s| s.words())
         )));
     }
-    let mut total = sparse_uploaded::<E, C>(e, bases, &split.rest, &dev.rest, cfg, stats)?;
-    if let (Some(points), Some(scalars)) = (&held.points, &dev.scalars) {
-        let pre = held.pre.map(|p| (p, n));
-        total += pippenger_sets::<E, C>(e, points.ptr(), pre, scalars.ptr(), n, cfg, stats)?;
-        e.sync()?;
-    }
-    Ok(total)
+    let rest = sparse_uploaded::<E, C>(e, bases, &split.rest, &dev.rest, cfg, stats)?;
+    Ok(rest + over_held_points::<E, C, H>(e, held, dev.scalars.as_ref(), cfg, stats)?)
 }
 
 /// The MSM of a query whose tail is the held list (`held.index()` equal to its tail's indices),
@@ -217,11 +213,26 @@ pub(crate) fn sparse_over_own_tail<E: Exec, C: MsmCurve, H: DevBuf>(
             held.index.len()
         )));
     }
-    let mut total = ones_and_gather::<E, C>(e, bases, split, dev, None, cfg, stats)?;
-    if let (Some(points), Some(scalars)) = (&held.points, &dev.tail_scalars) {
-        let pre = held.pre.map(|p| (p, n));
-        total += pippenger_sets::<E, C>(e, points.ptr(), pre, scalars.ptr(), n, cfg, stats)?;
-        e.sync()?;
-    }
-    Ok(total)
+    let ones = ones_and_gather::<E, C>(e, bases, split, dev, None, cfg, stats)?;
+    Ok(ones + over_held_points::<E, C, H>(e, held, dev.tail_scalars.as_ref(), cfg, stats)?)
+}
+
+/// The MSM of `scalars` (one per held point, on the device) over the held points, through
+/// Pippenger over their copies where the tail has them; waits for it. The identity when the
+/// tail holds no points.
+fn over_held_points<E: Exec, C: MsmCurve, H: DevBuf>(
+    e: &E,
+    held: &HeldTail<H>,
+    scalars: Option<&E::Buf>,
+    cfg: &MsmConfig,
+    stats: &mut MsmStats,
+) -> Result<C::Projective, GpuError> {
+    let (Some(points), Some(scalars)) = (&held.points, scalars) else {
+        return Ok(C::Projective::identity());
+    };
+    let n = held.index.len();
+    let pre = held.pre.map(|p| (p, n));
+    let sum = pippenger_sets::<E, C>(e, points.ptr(), pre, scalars.ptr(), n, cfg, stats)?;
+    e.sync()?;
+    Ok(sum)
 }
