@@ -280,16 +280,28 @@ impl MsmConfig {
         ]
     }
 
-    /// The [`MsmConfig::variants`] a single MSM of fewer than 2^25 points can tell apart (the
-    /// tests'): without those that only group the sparse stage's G1 MSMs (`sparse_tails`) or
-    /// size the ones' groups (`g1_ones_group_log`: both sizes hold such an MSM's ones in one
-    /// group), under which it runs as under the defaults.
+    /// The defaults, then each [`MsmConfig::variants`] a single MSM of fewer than 2^25 points
+    /// runs differently (the tests'): without those that only group the sparse stage's G1
+    /// MSMs (`sparse_tails`), size the ones' groups (`g1_ones_group_log`: both sizes hold such
+    /// an MSM's ones in one group) or lay out chunks larger than such an MSM (`max_chunk_log`,
+    /// `windows`), and without one that equals the defaults.
     pub fn single_msm_variants() -> Vec<(&'static str, MsmConfig)> {
         let d = MsmConfig::default();
-        MsmConfig::variants()
-            .into_iter()
+        let as_run = |m: &MsmConfig| MsmConfig {
+            max_chunk_log: d.max_chunk_log,
+            windows: d.windows,
+            sparse_tails: d.sparse_tails,
+            g1_ones_group_log: d.g1_ones_group_log,
+            ..*m
+        };
+        let mut runs: Vec<MsmConfig> = Vec::new();
+        std::iter::once(("default", d))
+            .chain(MsmConfig::variants())
             .filter(|(_, m)| {
-                m.sparse_tails == d.sparse_tails && m.g1_ones_group_log == d.g1_ones_group_log
+                let run = as_run(m);
+                let new = !runs.contains(&run);
+                runs.push(run);
+                new
             })
             .collect()
     }
@@ -369,5 +381,32 @@ impl NttConfig {
                 },
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MsmConfig;
+
+    /// The tests' variants: the defaults once, then every variant a small MSM runs differently,
+    /// and none that differs only in the layout of chunks of 2^27 points.
+    #[test]
+    fn single_msm_variants_each_run_differently() {
+        let names: Vec<&str> = MsmConfig::single_msm_variants()
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "default",
+                "sort=atomic",
+                "sort=two-level",
+                "g2-madd=call",
+                "acc=xyzz",
+                "rounds=5",
+                "round-points=interleaved"
+            ]
+        );
     }
 }
