@@ -783,11 +783,18 @@ mod tests {
         // radix passes, of 18 bits (15 windows in one set of 2^17 buckets) three, through both
         // buffers of pairs
         let d = MsmConfig::default();
-        let sorts: Vec<_> = MsmConfig::single_msm_variants()
-            .into_iter()
+        let every = MsmConfig::single_msm_variants();
+        let sorts: Vec<_> = every
+            .iter()
             .filter(|(_, m)| MsmConfig { sort: d.sort, ..*m } == d)
+            .cloned()
             .collect();
-        for (window, copies) in [(16u32, 2u32), (16, 3), (16, 16), (18, 15)] {
+        for (window, copies, variants) in [
+            (16u32, 2u32, &sorts),
+            (16, 3, &every),
+            (16, 16, &sorts),
+            (18, 15, &sorts),
+        ] {
             let pre = Precomputation { window, copies };
             let all = e.alloc(n * 24 * copies as usize).unwrap();
             msm::precompute::<_, G1>(&e, b.ptr(), n, &pre, all.ptr()).unwrap();
@@ -802,10 +809,6 @@ mod tests {
                     "copy {k} of {i}"
                 );
             }
-            let variants = match copies {
-                3 => MsmConfig::single_msm_variants(),
-                _ => sorts.clone(),
-            };
             for (name, cfg) in variants {
                 let got = msm::pippenger_sets::<_, G1>(
                     &e,
@@ -813,7 +816,7 @@ mod tests {
                     Some((pre, n)),
                     s.ptr(),
                     n,
-                    &cfg,
+                    cfg,
                     &mut MsmStats::default(),
                 )
                 .unwrap();
