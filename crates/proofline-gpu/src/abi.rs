@@ -156,7 +156,8 @@ shared_consts! {
     /// Subset sums resident per aligned triple (a, b, c) of bases: a + b, a + c, b + c and
     /// a + b + c, in that order.
     ONES_TRIPLE_SUMS = 4;
-    /// Blocks per window in the window combination.
+    /// The fewest blocks the window combination gives a bucket set
+    /// (`plan::WindowPlan::combine_groups`).
     WINDOW_GROUPS = 16;
     /// Buckets per segment of the bucket reduction.
     REDUCE_SEGMENT = 16;

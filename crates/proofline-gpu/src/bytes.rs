@@ -7,7 +7,7 @@
 
 use proofline_groth16::msm::SparseScalars;
 
-use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS, WINDOW_GROUPS};
+use crate::abi::{AFFINE_WORDS, AFF_INV_THREADS, FR_WORDS, ONES_THREADS};
 use crate::arena::{charge_in, GRANULE};
 use crate::config::{MsmAcc, MsmConfig, SparseTails};
 use crate::curve::{MsmCurve, G1, G2};
@@ -181,7 +181,7 @@ impl Sizer {
             _ => with_buckets + self.acc_bytes::<C>(e, m),
         };
         let segs = plan.segments() as usize;
-        let groups = WINDOW_GROUPS.min(plan.segments()) as usize;
+        let groups = plan.combine_groups(nw, self.cfg.combine) as usize;
         let reduce = 2 * r(ends_len)
             + r(xyzz * m)
             + r(2 * xyzz * nw * segs)

@@ -130,6 +130,24 @@ pub enum SparseTails {
     Together,
 }
 
+/// How many blocks the window combination (`msm_window_combine`) gives a bucket set. Each
+/// thread of a block runs a dependent chain over a range of the set's segments (three additions
+/// a segment), then multiplies its sums by its position (~30 operations): the kernel is
+/// latency-bound, and its time is the longest chain while the blocks fit one wave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum CombineBlocks {
+    /// `WINDOW_GROUPS` (16) blocks a set, whatever the sets. Right for plain layouts of 12 to
+    /// 16 sets (192-256 blocks); one set (precomputed copies, a held tail over copies) gets 16
+    /// blocks on a card of 132 SMs, each thread 16 to 64 segments long.
+    PerSet,
+    /// At least [`crate::plan::COMBINE_BLOCKS`] blocks in all where the sets are few: each set
+    /// the largest power of two of blocks within that total over the sets, never fewer than
+    /// `WINDOW_GROUPS` nor more than its segments (`plan::WindowPlan::combine_groups`). Layouts
+    /// of nine sets or more run as under `PerSet`.
+    #[default]
+    Fill,
+}
+
 /// The default of [`MsmConfig::g1_ones_group_log`] (the size G1's kernel table names too).
 pub(crate) const DEFAULT_G1_ONES_GROUP_LOG: u32 = 26;
 
@@ -162,6 +180,8 @@ pub struct MsmConfig {
     /// 2.4 GB more of round buffers in the sparse stage's lease, which stays below the H
     /// stage's (the lease that sets a slot's peak).
     pub g1_ones_group_log: u32,
+    /// The window combination's blocks a bucket set.
+    pub combine: CombineBlocks,
 }
 
 impl Default for MsmConfig {
@@ -175,6 +195,7 @@ impl Default for MsmConfig {
             windows: MsmWindows::default(),
             sparse_tails: SparseTails::default(),
             g1_ones_group_log: DEFAULT_G1_ONES_GROUP_LOG,
+            combine: CombineBlocks::default(),
         }
     }
 }
@@ -277,14 +298,31 @@ impl MsmConfig {
                     ..d
                 },
             ),
+            (
+                "combine=16-a-set",
+                MsmConfig {
+                    combine: CombineBlocks::PerSet,
+                    ..d
+                },
+            ),
+            (
+                "chunk=2^27 combine=16-a-set",
+                MsmConfig {
+                    max_chunk_log: 27,
+                    combine: CombineBlocks::PerSet,
+                    ..d
+                },
+            ),
         ]
     }
 
     /// The defaults, then each [`MsmConfig::variants`] a single MSM of fewer than 2^25 points
     /// runs differently (the tests'): without those that only group the sparse stage's G1
     /// MSMs (`sparse_tails`), size the ones' groups (`g1_ones_group_log`: both sizes hold such
-    /// an MSM's ones in one group) or lay out chunks larger than such an MSM (`max_chunk_log`,
-    /// `windows`), and without one that equals the defaults.
+    /// an MSM's ones in one group), lay out chunks larger than such an MSM (`max_chunk_log`,
+    /// `windows`) or size the window combination of few bucket sets (`combine`: plain windows
+    /// of such an MSM make nine sets or more; the tests over precomputed copies run both), and
+    /// without one that equals the defaults.
     pub fn single_msm_variants() -> Vec<(&'static str, MsmConfig)> {
         let d = MsmConfig::default();
         let as_run = |m: &MsmConfig| MsmConfig {
@@ -292,6 +330,7 @@ impl MsmConfig {
             windows: d.windows,
             sparse_tails: d.sparse_tails,
             g1_ones_group_log: d.g1_ones_group_log,
+            combine: d.combine,
             ..*m
         };
         let mut runs: Vec<MsmConfig> = Vec::new();

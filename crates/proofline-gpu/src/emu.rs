@@ -350,7 +350,7 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::{HSequence, MsmAcc, MsmConfig, NttConfig};
+    use crate::config::{CombineBlocks, HSequence, MsmAcc, MsmConfig, NttConfig};
     use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -789,11 +789,23 @@ mod tests {
             .filter(|(_, m)| MsmConfig { sort: d.sort, ..*m } == d)
             .cloned()
             .collect();
+        // one set: the window combination's blocks fill the card or stay 16
+        let one_set: Vec<_> = sorts
+            .iter()
+            .cloned()
+            .chain([(
+                "combine=16-a-set",
+                MsmConfig {
+                    combine: CombineBlocks::PerSet,
+                    ..d
+                },
+            )])
+            .collect();
         for (window, copies, variants) in [
             (16u32, 2u32, &sorts),
             (16, 3, &every),
-            (16, 16, &sorts),
-            (18, 15, &sorts),
+            (16, 16, &one_set),
+            (18, 15, &one_set),
         ] {
             let pre = Precomputation { window, copies };
             let all = e.alloc(n * 24 * copies as usize).unwrap();

@@ -61,7 +61,8 @@ pub mod kernels {
 
 pub use arena::Arena;
 pub use config::{
-    G2Madd, HSequence, MsmAcc, MsmConfig, MsmSort, MsmWindows, NttConfig, RoundPoints, SparseTails,
+    CombineBlocks, G2Madd, HSequence, MsmAcc, MsmConfig, MsmSort, MsmWindows, NttConfig,
+    RoundPoints, SparseTails,
 };
 pub use device::{probe, DeviceInfo, DeviceOptions, GpuDevice, PoolUsage};
 pub use error::GpuError;

@@ -8,12 +8,12 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use group::Group;
 
-use crate::config::{MsmSort, MsmWindows};
+use crate::config::{CombineBlocks, MsmSort, MsmWindows};
 
 pub use crate::abi::{
     ACC_BLOCKS_PER_SM, ACC_THREADS, AFF_BLOCKS_PER_SM, AFF_INV_MAX, AFF_INV_THREADS, AFF_THREADS,
     BIG_PER_BLOCK, NTT_TILE_LOG, RADIX_BITS, RADIX_COUNT_MASK, RADIX_HIST_MAX, RADIX_TILE,
-    REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE,
+    REDUCE_SEGMENT, SORT_BINS_MAX, SORT_FINE_BITS_MAX, SORT_TILE, WINDOW_GROUPS,
 };
 
 /// Bits of a scalar that the digit decomposition covers (r < 2^255, plus one
@@ -76,7 +76,24 @@ impl WindowPlan {
     pub fn segment_len(&self) -> u32 {
         REDUCE_SEGMENT.min(self.nb)
     }
+    /// Blocks of the window combination (`msm_window_combine`) for each of `sets` bucket sets of
+    /// this plan, as `blocks` says ([`CombineBlocks`]); at most one a segment.
+    pub fn combine_groups(&self, sets: usize, blocks: CombineBlocks) -> u32 {
+        let per_set = match blocks {
+            CombineBlocks::PerSet => WINDOW_GROUPS,
+            CombineBlocks::Fill => {
+                let share = (COMBINE_BLOCKS as usize / sets.max(1)).max(1) as u32;
+                WINDOW_GROUPS.max(1 << share.ilog2())
+            }
+        };
+        per_set.min(self.segments())
+    }
 }
+
+/// The blocks [`CombineBlocks::Fill`] gives the window combination in all where the bucket sets
+/// are few: what the plain layouts of 16 sets launch (16 a set), about two blocks an SM on
+/// the cards measured (132 SMs).
+pub const COMBINE_BLOCKS: u32 = 256;
 
 /// Coarse bins the two-level sort aims for at least (blocks of its fine pass), where the
 /// shared-memory limit allows.
@@ -855,6 +872,38 @@ pub fn coset_generator() -> Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_combination_fills_the_card_only_over_few_sets() {
+        let w = |c| WindowPlan::with_window(c);
+        for blocks in [CombineBlocks::PerSet, CombineBlocks::Fill] {
+            // plain layouts of nine sets or more: 16 blocks a set either way
+            for (c, sets) in [(20, 13), (16, 16), (16, 48), (21, 9)] {
+                assert_eq!(
+                    w(c).combine_groups(sets, blocks),
+                    WINDOW_GROUPS,
+                    "{c} x{sets}"
+                );
+            }
+            // never more than a set's segments (a window of 8 bits has 8)
+            assert_eq!(w(8).combine_groups(1, blocks), 8);
+        }
+        let fill = |c, sets| w(c).combine_groups(sets, CombineBlocks::Fill);
+        // one set (a tail over copies; 12 copies of 22 bits) takes the whole total
+        assert_eq!(fill(20, 1), COMBINE_BLOCKS);
+        assert_eq!(fill(22, 1), COMBINE_BLOCKS);
+        // a power of two a set within the total: 8 sets 32, 6 sets 32, 3 sets 64, 4 sets 64
+        assert_eq!(fill(21, 8), 32);
+        assert_eq!(fill(16, 6), 32);
+        assert_eq!(fill(20, 3), 64);
+        assert_eq!(fill(22, 4), 64);
+        // a set of 2^15 buckets has 2048 segments: 256 blocks hold them
+        assert_eq!(fill(16, 1), 256);
+        assert_eq!(
+            w(20).combine_groups(1, CombineBlocks::PerSet),
+            WINDOW_GROUPS
+        );
+    }
 
     #[test]
     fn a_batch_holds_the_msms_one_radix_sort_can() {

@@ -24,7 +24,8 @@
 //! `tails-pre` time the partition with the queries' tails (L, A and B in G1, B in G2) held
 //! apart from their ones, as the pipeline holds them (the tails' bases are the same in every
 //! sector): gathered once, and gathered with the G1 tails' precomputed copies; `tails-pre-g2`
-//! adds copies of B's tail in G2.
+//! adds copies of B's tail in G2. Those runs over copies or held tails also run each selected
+//! variant of the window combination's blocks (`combine=..`), which only few bucket sets see.
 //!
 //! `--windows` adds the dense MSMs of the `msm` section and the dense G2 MSM of the `g2`
 //! section through uniform windows of each of those widths (one chunk, whatever width the
@@ -522,8 +523,9 @@ fn copies_budget(g: &TestGpu, cap: u64) -> u64 {
 }
 
 /// The dense MSM over precomputed copies of the bases (`Precomputation::plan` with what the
-/// device can spare, at most 40 GB), with the default MSM variants; the copies are computed
-/// once (timed apart: a one-time cost per parameter set).
+/// device can spare, at most 40 GB), with the defaults and the selected variants of the window
+/// combination (`few_sets_variants`); the copies are computed once (timed apart: a one-time
+/// cost per parameter set).
 fn precomputed_msm(
     o: &Opts,
     g: &TestGpu,
@@ -540,28 +542,31 @@ fn precomputed_msm(
     let t = Instant::now();
     let copies = g.precompute(bases, n, &pre)?;
     let pre_ms = t.elapsed().as_secs_f64() * 1e3;
-    let cfg = MsmConfig::default();
     let reps = if lg >= 25 { 3 } else { o.reps };
-    let mut stats = None;
-    let v = time(reps, || {
-        stats = Some(g.msm_resident_precomputed(&copies, &pre, n, s, &cfg)?.1);
-        Ok(())
-    })?;
-    let m = median(v.clone());
     let name = format!("pre c={} x{}", pre.window, pre.copies);
-    r.row(
-        "MSM G1 dense",
-        format!("2^{lg}"),
-        &name,
-        m,
-        format!(
-            "copies made in {pre_ms:.0} ms, {:.1} GB",
-            pre.bytes(n) as f64 / 1e9
-        ),
-    );
-    r.results
-        .push(json!({"bench": "msm_dense", "log_n": lg, "variant": name,
-        "precomputation": pre, "precompute_ms": pre_ms, "ms_median": m, "ms": v, "stats": stats}));
+    for (variant, cfg, _) in few_sets_variants(o, &name) {
+        let mut stats = None;
+        let v = time(reps, || {
+            stats = Some(g.msm_resident_precomputed(&copies, &pre, n, s, &cfg)?.1);
+            Ok(())
+        })?;
+        let m = median(v.clone());
+        r.row(
+            "MSM G1 dense",
+            format!("2^{lg}"),
+            &variant,
+            m,
+            format!(
+                "copies made in {pre_ms:.0} ms, {:.1} GB",
+                pre.bytes(n) as f64 / 1e9
+            ),
+        );
+        r.results.push(
+            json!({"bench": "msm_dense", "log_n": lg, "variant": variant, "config": cfg,
+            "precomputation": pre, "precompute_ms": pre_ms, "ms_median": m, "ms": v,
+            "stats": stats}),
+        );
+    }
     Ok(())
 }
 
@@ -705,6 +710,24 @@ fn sums_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
     let mut v = vec![(name.to_string(), msm, ntt)];
     for (variant, m) in MsmConfig::variants() {
         if over_sums(&m) && o.named(variant) {
+            v.push((format!("{name} {variant}"), m, ntt));
+        }
+    }
+    v
+}
+
+/// The runs over precomputed copies or held tails named `name`: the defaults, and the selected
+/// variants of the window combination's blocks (`combine=..`), which the few bucket sets of
+/// such layouts see (the plain layouts of these sizes run alike under both).
+fn few_sets_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
+    let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
+    let mut v = vec![(name.to_string(), msm, ntt)];
+    for (variant, m) in MsmConfig::variants() {
+        let only_combine = MsmConfig {
+            combine: msm.combine,
+            ..m
+        } == msm;
+        if m != msm && only_combine && o.named(variant) {
             v.push((format!("{name} {variant}"), m, ntt));
         }
     }
@@ -909,19 +932,13 @@ fn partition(
                 };
                 let name = format!("pre c={} x{}", p.window, p.copies);
                 let extra = Extra::Copies(p, g.precompute(bases, n, &p)?);
-                (
-                    extra,
-                    vec![(name, MsmConfig::default(), NttConfig::default())],
-                )
+                (extra, few_sets_variants(o, &name))
             }
             Prepared::Tails(held) if o.variants && o.named(held.name()) => {
                 let queries = [&plan.l, &plan.a, &plan.b];
                 let tails = HeldTails::new(g, bases, &bases_g2, &queries, held)?;
                 let name = tails.variant(held);
-                (
-                    Extra::Tails(tails),
-                    vec![(name, MsmConfig::default(), NttConfig::default())],
-                )
+                (Extra::Tails(tails), few_sets_variants(o, &name))
             }
             _ => continue,
         };

@@ -14,7 +14,7 @@ use super::sort::{sort_atomic, sort_radix, sort_two_level, SortSegment, Sorted};
 use super::{ms_since, point_at, Bases, MsmStats};
 use crate::abi::{
     BucketReduceArgs, DevPtr, DevPtrMut, ScalarsHighArgs, WindowCombineArgs, XyzzReduceArgs,
-    ELEMENT_THREADS, FR_WORDS, SMALL_THREADS, WINDOW_GROUPS,
+    ELEMENT_THREADS, FR_WORDS, SMALL_THREADS,
 };
 use crate::config::{MsmAcc, MsmConfig};
 use crate::curve::MsmCurve;
@@ -257,7 +257,7 @@ fn sorted_sums<E: Exec, C: MsmCurve>(
     )?;
     drop(buckets);
     // 4. window combination, then per-window tree reduction to Jacobian
-    let groups = WINDOW_GROUPS.min(segs);
+    let groups = plan.combine_groups(shape.sets, cfg.combine);
     let partial = e.alloc(nsets as usize * groups as usize * C::XYZZ_WORDS)?;
     e.launch_as(
         k.window_combine,
