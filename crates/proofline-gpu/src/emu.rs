@@ -789,14 +789,14 @@ mod tests {
             .filter(|(_, m)| MsmConfig { sort: d.sort, ..*m } == d)
             .cloned()
             .collect();
-        // one set: the window combination's blocks fill the card or stay 16
+        // one set: the window combination's blocks stay 16 or fill the card
         let one_set: Vec<_> = sorts
             .iter()
             .cloned()
             .chain([(
-                "combine=16-a-set",
+                "combine=fill",
                 MsmConfig {
-                    combine: CombineBlocks::PerSet,
+                    combine: CombineBlocks::Fill,
                     ..d
                 },
             )])
