@@ -321,6 +321,22 @@ impl MsmConfig {
         ]
     }
 
+    /// The [`MsmConfig::variants`] that differ from the defaults in the window combination's
+    /// blocks alone (`combine`): what only layouts of few bucket sets run differently.
+    pub fn combine_variants() -> Vec<(&'static str, MsmConfig)> {
+        let d = MsmConfig::default();
+        MsmConfig::variants()
+            .into_iter()
+            .filter(|(_, m)| {
+                *m != d
+                    && MsmConfig {
+                        combine: d.combine,
+                        ..*m
+                    } == d
+            })
+            .collect()
+    }
+
     /// The defaults, then each [`MsmConfig::variants`] a single MSM of fewer than 2^25 points
     /// runs differently (the tests'): without those that only group the sparse stage's G1
     /// MSMs (`sparse_tails`), size the ones' groups (`g1_ones_group_log`: both sizes hold such
@@ -452,5 +468,16 @@ mod tests {
                 "round-points=interleaved"
             ]
         );
+    }
+
+    /// The variants the runs over few bucket sets add: the window combination's blocks alone
+    /// (not `chunk=2^27 combine=fill`, which lays out the H MSM's chunk too).
+    #[test]
+    fn combine_variants_change_the_blocks_alone() {
+        let combine: Vec<&str> = MsmConfig::combine_variants()
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        assert_eq!(combine, ["combine=fill"]);
     }
 }

@@ -350,7 +350,7 @@ mod tests {
         DevPtr, DevPtrMut, FpOpArgs, FrOpArgs, G1OpArgs, ELEMENT_THREADS, FR_WORDS,
         G1_TEST_THREADS, JACOBIAN_WORDS,
     };
-    use crate::config::{CombineBlocks, HSequence, MsmAcc, MsmConfig, NttConfig};
+    use crate::config::{HSequence, MsmAcc, MsmConfig, NttConfig};
     use crate::curve::{MsmCurve, G1, G2};
     use crate::exec::grid;
     use crate::layout::{
@@ -793,13 +793,7 @@ mod tests {
         let one_set: Vec<_> = sorts
             .iter()
             .cloned()
-            .chain([(
-                "combine=fill",
-                MsmConfig {
-                    combine: CombineBlocks::Fill,
-                    ..d
-                },
-            )])
+            .chain(MsmConfig::combine_variants())
             .collect();
         for (window, copies, variants) in [
             (16u32, 2u32, &sorts),

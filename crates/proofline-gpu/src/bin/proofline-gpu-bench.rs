@@ -722,12 +722,8 @@ fn sums_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
 fn few_sets_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)> {
     let (msm, ntt) = (MsmConfig::default(), NttConfig::default());
     let mut v = vec![(name.to_string(), msm, ntt)];
-    for (variant, m) in MsmConfig::variants() {
-        let only_combine = MsmConfig {
-            combine: msm.combine,
-            ..m
-        } == msm;
-        if m != msm && only_combine && o.named(variant) {
+    for (variant, m) in MsmConfig::combine_variants() {
+        if o.named(variant) {
             v.push((format!("{name} {variant}"), m, ntt));
         }
     }
