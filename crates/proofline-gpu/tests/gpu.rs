@@ -722,7 +722,11 @@ fn precomputed_msm_matches_blstrs() {
     for (window, copies) in [(16u32, 2u32), (22, 4), (22, 12), (24, 11)] {
         let pre = Precomputation { window, copies };
         let all = g.precompute(&bases, n, &pre).expect("precompute");
-        for (name, cfg) in MsmConfig::single_msm_variants() {
+        // a layout over copies has few bucket sets: both window-combination sizes run it
+        let runs = MsmConfig::single_msm_variants()
+            .into_iter()
+            .chain(MsmConfig::combine_variants());
+        for (name, cfg) in runs {
             let (got, _) = g
                 .msm_resident_precomputed(&all, &pre, n, &s, &cfg)
                 .expect("msm");
@@ -739,9 +743,10 @@ fn precomputed_msm_matches_blstrs() {
     eprintln!("precomputed MSMs of {n} ok");
 }
 
-/// A query's MSM split against a held tail (gathered once, plain and over the planner's copies):
-/// equal to blstrs at the measured PoRep mixes with the held list another partition's tail
-/// (part of it this one's zeros and ones, part of this tail outside it) and this one's own.
+/// A query's MSM split against a held tail (gathered once, plain and over the planner's copies,
+/// under each window-combination size): equal to blstrs at the measured PoRep mixes with the
+/// held list another partition's tail (part of it this one's zeros and ones, part of this tail
+/// outside it) and this one's own.
 #[test]
 fn held_tail_msm_matches_blstrs() {
     let Some(g) = gpu() else { return };
@@ -764,10 +769,12 @@ fn held_tail_msm_matches_blstrs() {
             let planned = Precomputation::plan(len, len, u64::MAX);
             for pre in [None, planned] {
                 let tail = g.hold_tail(&bases, held.clone(), pre).expect("hold");
-                let (got, _) = g
-                    .msm_sparse_held(&bases, &tail, &h, &MsmConfig::default())
-                    .expect("msm");
-                assert_eq!(got, want, "n = {n} mix {m:?}, held {len}, {pre:?}");
+                let runs = std::iter::once(("default", MsmConfig::default()))
+                    .chain(MsmConfig::combine_variants());
+                for (name, cfg) in runs {
+                    let (got, _) = g.msm_sparse_held(&bases, &tail, &h, &cfg).expect("msm");
+                    assert_eq!(got, want, "n = {n} mix {m:?}, held {len}, {pre:?}, {name}");
+                }
             }
         }
     }
