@@ -138,9 +138,7 @@ pub enum SparseTails {
 pub enum CombineBlocks {
     /// `WINDOW_GROUPS` (16) blocks a set, whatever the sets. Right for plain layouts of 12 to
     /// 16 sets (192-256 blocks); one set (precomputed copies, a held tail over copies) gets 16
-    /// blocks on a card of 132 SMs, each thread 16 to 64 segments long. The production default
-    /// while `Fill` is not yet timed on the device.
-    #[default]
+    /// blocks on a card of 132 SMs, each thread 16 to 64 segments long.
     PerSet,
     /// At least [`crate::plan::COMBINE_BLOCKS`] blocks in all where the sets are few: each set
     /// the largest power of two of blocks within that total over the sets, never fewer than
@@ -149,7 +147,10 @@ pub enum CombineBlocks {
     /// plus ~30 for the position), a thread's chain over one set of 2^19 buckets (a tail over
     /// 13 copies of 20 bits) goes from ~78 operations to ~33, over one set of 2^21 (dense 2^24
     /// over 12 copies of 22 bits) from ~222 to ~42, and over the H MSM's four sets of 22 bits
-    /// in one chunk from ~222 to ~78, in one wave of blocks either way.
+    /// in one chunk from ~222 to ~78, in one wave of blocks either way. The default: measured
+    /// on an H100, dense 2^24 over 12 copies 85.4 -> 83.1 ms, B's G2 tail over 13 copies 57.9
+    /// -> 54.9 ms, plain layouts level (docs/gpu-kernels.md).
+    #[default]
     Fill,
 }
 
@@ -304,6 +305,13 @@ impl MsmConfig {
                 },
             ),
             (
+                "combine=per-set",
+                MsmConfig {
+                    combine: CombineBlocks::PerSet,
+                    ..d
+                },
+            ),
+            (
                 "combine=fill",
                 MsmConfig {
                     combine: CombineBlocks::Fill,
@@ -311,10 +319,10 @@ impl MsmConfig {
                 },
             ),
             (
-                "chunk=2^27 combine=fill",
+                "chunk=2^27 combine=per-set",
                 MsmConfig {
                     max_chunk_log: 27,
-                    combine: CombineBlocks::Fill,
+                    combine: CombineBlocks::PerSet,
                     ..d
                 },
             ),
@@ -471,13 +479,13 @@ mod tests {
     }
 
     /// The variants the runs over few bucket sets add: the window combination's blocks alone
-    /// (not `chunk=2^27 combine=fill`, which lays out the H MSM's chunk too).
+    /// (not `chunk=2^27 combine=per-set`, which lays out the H MSM's chunk too).
     #[test]
     fn combine_variants_change_the_blocks_alone() {
         let combine: Vec<&str> = MsmConfig::combine_variants()
             .iter()
             .map(|(n, _)| *n)
             .collect();
-        assert_eq!(combine, ["combine=fill"]);
+        assert_eq!(combine, ["combine=per-set"]);
     }
 }
