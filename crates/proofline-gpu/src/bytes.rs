@@ -1267,7 +1267,8 @@ mod tests {
 
     /// The tails of a 32 GiB partition (docs/filecoin.md: L 3.8 M, A and B 2.7 M points) held
     /// on an H200 beside a resident set with the ones' pair sums and two slots' H stages: every
-    /// G1 tail with its copies, B's in G2 gathered. Beside the triple sums nothing fits.
+    /// G1 tail with its copies, B's in G2 gathered (its copies too beside one slot's). Beside
+    /// the triple sums and two slots nothing fits.
     #[test]
     fn a_32gib_partitions_held_tails_fit_an_h200_beside_the_pair_sums_and_two_slots() {
         let lens = lens_32gib();
@@ -1286,18 +1287,25 @@ mod tests {
             "{gathered}"
         );
         assert!(copies >= 8 * gathered, "{copies}");
-        let room = |sums| {
+        let room = |sums, slots: u64| {
             let set = resident_bytes_summed(27, &lens, sums);
-            let h = h_stage_lease(27, Residency::Resident, set, 2, budget, SMS);
-            budget.saturating_sub(set + 2 * h)
+            let h = h_stage_lease(27, Residency::Resident, set, slots as usize, budget, SMS);
+            budget.saturating_sub(set + slots * h)
         };
+        let g1_copies = held_tails_bytes(&tails, TailLayout::G1_COPIES);
         assert_eq!(
-            held_tails_granted(&tails, room(OnesSums::Pairs)),
+            held_tails_granted(&tails, room(OnesSums::Pairs, 2)),
+            Some(TailLayout::G1_COPIES),
+            "{g1_copies} > {}",
+            room(OnesSums::Pairs, 2)
+        );
+        assert_eq!(
+            held_tails_granted(&tails, room(OnesSums::Pairs, 1)),
             Some(TailLayout::ALL_COPIES),
             "{copies} > {}",
-            room(OnesSums::Pairs)
+            room(OnesSums::Pairs, 1)
         );
-        assert_eq!(held_tails_granted(&tails, room(OnesSums::Triples)), None);
+        assert_eq!(held_tails_granted(&tails, room(OnesSums::Triples, 2)), None);
     }
 
     #[test]

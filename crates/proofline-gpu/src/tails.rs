@@ -66,13 +66,14 @@ impl Tails<usize> {
 }
 
 /// How the held tails' bases lie on the device: each tail's bases side by side, the first
-/// [`TailLayout::with_copies`] G1 tails in [`TailLayout::COPIES_FIRST`] order followed by the
+/// [`TailLayout::with_copies`] tails in [`TailLayout::COPIES_FIRST`] order followed by the
 /// precomputed copies `Precomputation::plan` chooses for an MSM of all of them (none where no
 /// copies pay), and B's tail in G2 held or not ([`TailLayout::b_g2`]). Copies are
 /// all-or-nothing per tail, so that a lease between none and all of them still buys some; below
-/// every tail gathered, the G1 tails alone. B's tail in G2 is held without copies: over 13
-/// copies of 20 bits its Pippenger measured level with 16 windows of 16 bits over the gathered
-/// tail (docs/gpu-kernels.md), for 6.7 GB at the 32 GiB shape.
+/// every tail gathered, the G1 tails alone. B's tail in G2 gets its copies last: over 13 copies
+/// of 20 bits its Pippenger measured 4-5 % faster than 16 windows of 16 bits over the gathered
+/// tail (with the window combination filling the card; level before it), the least gain a byte
+/// of the four (docs/gpu-kernels.md): 6.7 GB at the 32 GiB shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct TailLayout {
     with_copies: usize,
@@ -98,7 +99,7 @@ impl G2Tail {
     }
 }
 
-/// Which G1 tail, for the order in which they get copies.
+/// Which held tail, for the order in which they get copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailQuery {
     /// L's tail.
@@ -107,11 +108,15 @@ pub enum TailQuery {
     A,
     /// B's tail in G1.
     B,
+    /// B's tail in G2.
+    BG2,
 }
 
 impl TailLayout {
-    /// The order in which the G1 tails get copies: the longest (L) first.
-    pub const COPIES_FIRST: [TailQuery; 3] = [TailQuery::L, TailQuery::A, TailQuery::B];
+    /// The order in which the tails get copies: the G1 tails, the longest (L) first, then B's
+    /// in G2 (twice the bytes a point for the least gain).
+    pub const COPIES_FIRST: [TailQuery; 4] =
+        [TailQuery::L, TailQuery::A, TailQuery::B, TailQuery::BG2];
 
     /// Every tail's bases alone.
     pub const GATHERED: TailLayout = TailLayout {
@@ -119,8 +124,14 @@ impl TailLayout {
         b_g2: G2Tail::Held,
     };
 
-    /// Every G1 tail with its copies, B's in G2 gathered.
+    /// Every tail with its copies.
     pub const ALL_COPIES: TailLayout = TailLayout {
+        with_copies: 4,
+        b_g2: G2Tail::Held,
+    };
+
+    /// Every G1 tail with its copies, B's in G2 gathered.
+    pub const G1_COPIES: TailLayout = TailLayout {
         with_copies: 3,
         b_g2: G2Tail::Held,
     };
@@ -147,7 +158,7 @@ impl TailLayout {
         self.b_g2
     }
 
-    /// How many G1 tails, in [`TailLayout::COPIES_FIRST`] order, carry copies.
+    /// How many tails, in [`TailLayout::COPIES_FIRST`] order, carry copies.
     pub fn with_copies(self) -> usize {
         self.with_copies
     }
@@ -173,7 +184,7 @@ impl TailLayout {
                 pre(TailQuery::B, lens.g1[2]),
             ],
             b_g2: match self.b_g2 {
-                G2Tail::Held => lens.b_g2.map(|_| None),
+                G2Tail::Held => lens.b_g2.map(|len| pre(TailQuery::BG2, len)),
                 G2Tail::NotHeld => None,
             },
         }
@@ -456,8 +467,8 @@ mod tests {
     }
 
     /// A lease gets the largest layout it covers, none below the G1 tails gathered, and nothing
-    /// is held of empty tails; B's tail in G2 adds its gathered points, never copies, and the G1
-    /// tails get copies L first.
+    /// is held of empty tails; B's tail in G2 adds its gathered points, and its copies only in
+    /// the largest layout: the tails get copies L first, then A, B in G1, B in G2.
     #[test]
     fn a_lease_holds_the_largest_layout_it_covers() {
         let g1_only = Tails {
@@ -476,16 +487,21 @@ mod tests {
                 held_tails_granted(&lens, copies),
                 Some(TailLayout::ALL_COPIES)
             );
-            // each layout's bytes grant that layout, one byte less the next smaller one
+            // each layout's bytes grant that layout, one byte less the next smaller one (as
+            // held: without B in G2 asked for, its holding and copies change nothing)
+            let held = |l: Option<TailLayout>| l.map(|l| l.precomputations(&lens));
             let layouts: Vec<_> = TailLayout::largest_first().collect();
             for pair in layouts.windows(2) {
                 let (larger, smaller) = (pair[0], pair[1]);
                 let bytes = held_tails_bytes(&lens, larger);
                 if bytes == held_tails_bytes(&lens, smaller) {
-                    continue; // B in G2 not asked for: holding it or not is the same
+                    continue;
                 }
-                assert_eq!(held_tails_granted(&lens, bytes), Some(larger));
-                assert_eq!(held_tails_granted(&lens, bytes - 1), Some(smaller));
+                assert_eq!(held(held_tails_granted(&lens, bytes)), held(Some(larger)));
+                assert_eq!(
+                    held(held_tails_granted(&lens, bytes - 1)),
+                    held(Some(smaller))
+                );
             }
             // below every tail gathered: the G1 tails alone
             let g1 = held_tails_bytes(&g1_only, TailLayout::GATHERED);
@@ -494,11 +510,22 @@ mod tests {
             assert_eq!(granted.precomputations(&lens).b_g2, None);
             assert_eq!(held_tails_granted(&lens, g1 - 1), None);
         }
-        // B in G2: its points, gathered in every layout that holds it
+        // B in G2: its points, gathered in every layout that holds it but the largest, which
+        // adds its copies (a G2 point's 192 bytes each)
         for layout in TailLayout::largest_first().filter(|l| l.b_g2() == G2Tail::Held) {
-            assert_eq!(layout.precomputations(&all).b_g2, Some(None));
             let g2 = held_tails_bytes(&all, layout) - held_tails_bytes(&g1_only, layout);
-            assert!((2_700_000 * 192..2_700_000 * 196).contains(&g2), "{g2}");
+            match layout.precomputations(&all).b_g2 {
+                Some(None) => {
+                    assert_ne!(layout, TailLayout::ALL_COPIES);
+                    assert!((2_700_000 * 192..2_700_000 * 196).contains(&g2), "{g2}");
+                }
+                Some(Some(pre)) => {
+                    assert_eq!(layout, TailLayout::ALL_COPIES);
+                    let copies = 2_700_000 * 192 * u64::from(pre.copies);
+                    assert!((copies..copies + 2_700_000 * 4).contains(&g2), "{g2}");
+                }
+                None => panic!("{layout:?} holds B's tail in G2"),
+            }
         }
         // L gets its copies first, then A
         let with = |n: usize| TailLayout {
@@ -509,6 +536,9 @@ mod tests {
         assert!(one[0].is_some() && one[1..] == [None, None]);
         let two = with(2).precomputations(&all).g1;
         assert!(two[..2].iter().all(Option::is_some) && two[2].is_none());
+        let three = with(3).precomputations(&all);
+        assert!(three.g1.iter().all(Option::is_some) && three.b_g2 == Some(None));
+        assert_eq!(with(3), TailLayout::G1_COPIES);
         let empty = Tails {
             g1: [0; 3],
             b_g2: Some(0),

@@ -748,9 +748,10 @@ enum TailHeld {
     /// Each tail's bases side by side, as a gather leaves them.
     Gathered,
     /// Side by side, the G1 tails with the copies of `Precomputation::plan` for the tail's
-    /// length: what the pipeline holds where the copies fit.
+    /// length: what the pipeline holds where the G1 tails' copies fit and B's in G2 do not.
     Precomputed,
-    /// As `Precomputed`, B's tail in G2 with copies too (measured level: the pipeline does not).
+    /// As `Precomputed`, B's tail in G2 with copies too: what the pipeline holds where every
+    /// tail's copies fit.
     PrecomputedWithG2,
 }
 
