@@ -527,7 +527,7 @@ mod tests {
                 None => panic!("{layout:?} holds B's tail in G2"),
             }
         }
-        // L gets its copies first, then A
+        // L gets its copies first, then A, then B in G1, then B in G2
         let with = |n: usize| TailLayout {
             with_copies: n,
             b_g2: G2Tail::Held,
