@@ -456,16 +456,17 @@ impl NttConfig {
 mod tests {
     use super::MsmConfig;
 
+    /// The names of a list of variants.
+    fn names(variants: &[(&'static str, MsmConfig)]) -> Vec<&'static str> {
+        variants.iter().map(|(n, _)| *n).collect()
+    }
+
     /// The tests' variants: the defaults once, then every variant a small MSM runs differently,
     /// and none that differs only in the layout of chunks of 2^27 points.
     #[test]
     fn single_msm_variants_each_run_differently() {
-        let names: Vec<&str> = MsmConfig::single_msm_variants()
-            .iter()
-            .map(|(n, _)| *n)
-            .collect();
         assert_eq!(
-            names,
+            names(&MsmConfig::single_msm_variants()),
             [
                 "default",
                 "sort=atomic",
@@ -482,10 +483,6 @@ mod tests {
     /// (not `chunk=2^27 combine=per-set`, which lays out the H MSM's chunk too).
     #[test]
     fn combine_variants_change_the_blocks_alone() {
-        let combine: Vec<&str> = MsmConfig::combine_variants()
-            .iter()
-            .map(|(n, _)| *n)
-            .collect();
-        assert_eq!(combine, ["combine=per-set"]);
+        assert_eq!(names(&MsmConfig::combine_variants()), ["combine=per-set"]);
     }
 }
