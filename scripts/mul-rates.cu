@@ -11,9 +11,17 @@
 //    multiplier, or each in turn;
 //  - `hybrid`: mont and f48 multiplications side by side in one thread;
 //  - `xchain`: bare IMAD.WIDE.U32.X carry chains of 12;
+//  - `split F/N`: F of every N warps multiply by f48, the rest by mont.cuh (the pipes shared
+//    between warps, each warp one multiply's registers);
+//  - `pair`: the two multiplies as two kernels side by side on two streams, each at its own
+//    registers, so many blocks of each an SM;
 // and checks f28 and f48 against mont.cuh on 2^20 random inputs (reduced and unreduced operands).
-// On the GPU machine (nvcc there; ncu for the pipes: any argument runs each kernel once, shorter):
-//   nvcc -arch=sm_90 -O3 -I cuda -o /tmp/mul-rates scripts/mul-rates.cu && /tmp/mul-rates
+// Built on this machine with the nvcc of scripts/install-nvcc.sh (its lib/ holds the static CUDA
+// runtime) and carried to the GPU machine in .gpu-bin (ncu for the pipes: any argument runs each
+// kernel once, shorter):
+//   NVCC=$(scripts/install-nvcc.sh | tail -n1)
+//   $NVCC -arch=sm_90 -O3 -I cuda -L "$(dirname "$NVCC")/../lib" -o .gpu-bin/mul-rates scripts/mul-rates.cu
+//   (on the GPU machine) .gpu-bin/mul-rates
 // Figures and verdicts: docs/gpu-kernels.md, Results, "what bounds the Fp multiplication".
 #include <cstdio>
 #include <cstdint>
@@ -237,6 +245,38 @@ __global__ void hybrid(u32* out, u32 iters) {
     out[t] = s;
 }
 
+
+// F of every N warps multiply by f48, the others by mont.cuh (K = 1 each): the two pipes shared
+// between warps rather than within a thread, so each warp holds one multiply's registers. Warps
+// take batches of SPLIT_BATCH multiplications from a ticket until `batches` are taken, so that
+// both kinds finish together whatever their relative speed.
+#define SPLIT_BATCH 32
+template <int F, int N, int MINB>
+__global__ void __launch_bounds__(128, MINB) split(u32* out, u32* ticket, u32 batches) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool by_f48 = (int)((t / 32) % N) < F;
+    fp_t x = rnd(2 * t), y = rnd(2 * t + 1);
+    for (;;) {
+        u32 b = 0;
+        if (threadIdx.x % 32 == 0) b = atomicAdd(ticket, 1);
+        b = __shfl_sync(0xffffffffu, b, 0);
+        if (b >= batches) break;
+        if (by_f48) {
+#pragma unroll 1
+            for (u32 i = 0; i < SPLIT_BATCH; i++) {
+                fp_t z;
+                f48_mul<Lo::Fp64>(x.v, y.v, z.v);
+                z.final_sub();
+                x = z;
+            }
+        } else {
+#pragma unroll 1
+            for (u32 i = 0; i < SPLIT_BATCH; i++) x = fp_t::mul(x, y);
+        }
+    }
+    out[t] = x.v[0] ^ x.v[11];
+}
+
 // ---- throughput kernels --------------------------------------------------------------------
 template <int K>
 __global__ void cur_mul(u32* out, u32 iters) {
@@ -424,6 +464,68 @@ static void bench(const char* name, F kern, int k, u32* buf, int sms) {
            ops / (best * 1e-3) / sms / (clk * 1e3));
 }
 
+
+// the split kernels: as many multiplications in all as `bench` times for K = 1
+template <class F>
+static void bench_split(const char* name, F kern, u32* buf, u32* ticket, int sms) {
+    cudaFuncAttributes at;
+    cudaFuncGetAttributes(&at, kern);
+    int per_sm = 0;
+    const int threads = 128;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, 0);
+    const int blocks = sms * per_sm;
+    const u32 batches = (u32)((u64)sms * per_sm * 4 * (threads / 32) * ITERS / SPLIT_BATCH);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0); cudaEventCreate(&e1);
+    float best = 1e30f;
+    for (int rep = 0; rep < REPS; rep++) {
+        cudaMemset(ticket, 0, 4);
+        cudaEventRecord(e0);
+        kern<<<blocks, threads>>>(buf, ticket, batches);
+        cudaEventRecord(e1); cudaEventSynchronize(e1);
+        float ms; cudaEventElapsedTime(&ms, e0, e1);
+        if (ms < best) best = ms;
+    }
+    const double ops = (double)batches * SPLIT_BATCH * 32;
+    int clk = 0;
+    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
+    printf("%-14s regs %3d warps/SM %2d  %8.3f ms  %8.2f G/s  %6.2f per SM per clock\n", name, at.numRegs,
+           per_sm * threads / 32, best, ops / (best * 1e-3) / 1e9, ops / (best * 1e-3) / sms / (clk * 1e3));
+}
+
+
+// two kernels side by side on two streams, sharing one ticket: `bm` blocks an SM of mont.cuh's
+// multiply (split<0, 1, ..>) and `bf` of f48's (split<1, 1, ..>), each kernel at its own
+// registers, so that an SM holds blocks of both at once where their registers fit
+template <class M, class F>
+static void bench_pair(const char* name, M km, int bm, F kf, int bf, u32* buf, u32* ticket, int sms,
+                       cudaStream_t s1, cudaStream_t s2) {
+    const int threads = 128;
+    const u32 batches = (u32)((u64)sms * 8 * 4 * (threads / 32) * ITERS / SPLIT_BATCH);
+    cudaEvent_t e0, e1, e2;
+    cudaEventCreate(&e0); cudaEventCreate(&e1); cudaEventCreate(&e2);
+    float best = 1e30f;
+    for (int rep = 0; rep < REPS; rep++) {
+        cudaMemset(ticket, 0, 4);
+        cudaDeviceSynchronize();
+        cudaEventRecord(e0, s1);
+        cudaStreamWaitEvent(s2, e0, 0);
+        if (bm > 0) km<<<sms * bm, threads, 0, s1>>>(buf, ticket, batches);
+        if (bf > 0) kf<<<sms * bf, threads, 0, s2>>>(buf + sms * bm * threads, ticket, batches);
+        cudaEventRecord(e2, s2);
+        cudaStreamWaitEvent(s1, e2, 0);
+        cudaEventRecord(e1, s1);
+        cudaEventSynchronize(e1);
+        float ms; cudaEventElapsedTime(&ms, e0, e1);
+        if (ms < best) best = ms;
+    }
+    const double ops = (double)batches * SPLIT_BATCH * 32;
+    int clk = 0;
+    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
+    printf("%-14s mont %d + f48 %d blocks/SM  %8.3f ms  %8.2f G/s  %6.2f per SM per clock\n", name, bm, bf, best,
+           ops / (best * 1e-3) / 1e9, ops / (best * 1e-3) / sms / (clk * 1e3));
+}
+
 int main(int argc, char**) {
     // any argument: each kernel once, shorter (for a profiler)
     if (argc > 1) { REPS = 1; ITERS = 256; }
@@ -432,6 +534,9 @@ int main(int argc, char**) {
     const int sms = p.multiProcessorCount;
     u32* buf; cudaMalloc(&buf, (size_t)sms * 64 * 128 * 4 * 4);
     u32* bad; cudaMalloc(&bad, 12); cudaMemset(bad, 0, 12);
+    u32* ticket; cudaMalloc(&ticket, 4);
+    cudaStream_t s1, s2;
+    cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking); cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking);
     const u32 n = 1 << 20;
     check<<<n / 256, 256>>>(bad, n);
     u32 nbad[3] = {0, 0, 0}; cudaMemcpy(nbad, bad, 12, cudaMemcpyDeviceToHost);
@@ -463,6 +568,26 @@ int main(int argc, char**) {
         bench("xchain", xchain<1>, 1, buf, sms);
         bench("xchain", xchain<2>, 2, buf, sms);
         bench("xchain", xchain<4>, 4, buf, sms);
+        bench_split("split 0/1", split<0, 1, 1>, buf, ticket, sms);
+        bench_split("split 1/1 b4", split<1, 1, 4>, buf, ticket, sms);
+        bench_split("split 1/4 b4", split<1, 4, 4>, buf, ticket, sms);
+        bench_split("split 1/3 b4", split<1, 3, 4>, buf, ticket, sms);
+        bench_split("split 1/2 b4", split<1, 2, 4>, buf, ticket, sms);
+        bench_split("split 2/3 b4", split<2, 3, 4>, buf, ticket, sms);
+        bench_split("split 1/1 b6", split<1, 1, 6>, buf, ticket, sms);
+        bench_split("split 1/4 b6", split<1, 4, 6>, buf, ticket, sms);
+        bench_split("split 1/3 b6", split<1, 3, 6>, buf, ticket, sms);
+        bench_split("split 1/2 b6", split<1, 2, 6>, buf, ticket, sms);
+        bench_split("split 2/3 b6", split<2, 3, 6>, buf, ticket, sms);
+        bench_split("split 1/1 b8", split<1, 1, 8>, buf, ticket, sms);
+        bench_split("split 1/4 b8", split<1, 4, 8>, buf, ticket, sms);
+        bench_split("split 1/3 b8", split<1, 3, 8>, buf, ticket, sms);
+        bench_split("split 1/2 b8", split<1, 2, 8>, buf, ticket, sms);
+        bench_split("split 2/3 b8", split<2, 3, 8>, buf, ticket, sms);
+        for (int bm = 0; bm <= 8; bm++)
+            bench_pair("pair b8", split<0, 1, 8>, bm, split<1, 1, 8>, 8 - bm, buf, ticket, sms, s1, s2);
+        bench_pair("pair b4", split<0, 1, 8>, 4, split<1, 1, 4>, 2, buf, ticket, sms, s1, s2);
+        bench_pair("pair b4", split<0, 1, 8>, 6, split<1, 1, 4>, 1, buf, ticket, sms, s1, s2);
     }
     printf("error: %s\n", cudaGetErrorString(cudaGetLastError()));
     return 0;
