@@ -910,7 +910,7 @@ impl TestGpu {
         split: &HeldSplit,
         cfg: &MsmConfig,
     ) -> Result<(G1Projective, MsmStats), GpuError> {
-        self.msm_sparse_held_of::<G1>(bases, held, split, cfg)
+        self.msm_sparse_held_of::<G1>(Bases::Device(bases.words.ptr()), held, split, cfg)
     }
 
     /// [`TestGpu::msm_sparse_held`] in G2 (`held` from [`TestGpu::hold_g2_tail`]).
@@ -921,12 +921,36 @@ impl TestGpu {
         split: &HeldSplit,
         cfg: &MsmConfig,
     ) -> Result<(G2Projective, MsmStats), GpuError> {
-        self.msm_sparse_held_of::<G2>(bases, held, split, cfg)
+        self.msm_sparse_held_of::<G2>(Bases::Device(bases.words.ptr()), held, split, cfg)
+    }
+
+    /// [`TestGpu::msm_sparse_held`] over bases with their ones' subset sums: the ones of the
+    /// split's rest summed over them, as a resident set with its sums and held tails runs a
+    /// query.
+    pub fn msm_sparse_held_summed(
+        &self,
+        bases: &SummedPoints,
+        held: &HeldData,
+        split: &HeldSplit,
+        cfg: &MsmConfig,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        self.msm_sparse_held_of::<G1>(bases.bases(), held, split, cfg)
+    }
+
+    /// [`TestGpu::msm_sparse_held_summed`] in G2.
+    pub fn msm_g2_sparse_held_summed(
+        &self,
+        bases: &SummedPoints,
+        held: &HeldData,
+        split: &HeldSplit,
+        cfg: &MsmConfig,
+    ) -> Result<(G2Projective, MsmStats), GpuError> {
+        self.msm_sparse_held_of::<G2>(bases.bases(), held, split, cfg)
     }
 
     fn msm_sparse_held_of<C: MsmCurve>(
         &self,
-        bases: &DeviceData,
+        bases: Bases<'_, C::Affine>,
         held: &HeldData,
         split: &HeldSplit,
         cfg: &MsmConfig,
@@ -947,7 +971,6 @@ impl TestGpu {
         let mut stats = MsmStats::default();
         let r = self.run(&arena, |e| {
             let dev = msm::upload_held(e, split, &mut stats)?;
-            let bases = Bases::Device(bases.words.ptr());
             let r = msm::sparse_held::<_, C, _>(e, bases, &held.0, split, &dev, cfg, &mut stats);
             drop(dev);
             let synced = e.sync();

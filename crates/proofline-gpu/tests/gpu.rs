@@ -744,9 +744,9 @@ fn precomputed_msm_matches_blstrs() {
 }
 
 /// A query's MSM split against a held tail (gathered once, plain and over the planner's copies,
-/// under each window-combination size): equal to blstrs at the measured PoRep mixes with the
-/// held list another partition's tail (part of it this one's zeros and ones, part of this tail
-/// outside it) and this one's own.
+/// under each window-combination size, and with the ones over the bases' pair sums): equal to
+/// blstrs at the measured PoRep mixes with the held list another partition's tail (part of it
+/// this one's zeros and ones, part of this tail outside it) and this one's own.
 #[test]
 fn held_tail_msm_matches_blstrs() {
     let Some(g) = gpu() else { return };
@@ -755,6 +755,11 @@ fn held_tail_msm_matches_blstrs() {
     let mut points = random_points(n, sd + 41);
     points[n / 3] = G1Affine::identity();
     let bases = g.tiled_points(&points, n).expect("upload");
+    // the same bases followed by their ones' pair sums, as a resident set with its sums and
+    // held tails has them
+    let summed = g
+        .tiled_points_summed(&points, n, OnesSums::Pairs)
+        .expect("sums");
     for (k, m) in [ScalarMix::L_8MIB, ScalarMix::B_8MIB]
         .into_iter()
         .enumerate()
@@ -775,6 +780,13 @@ fn held_tail_msm_matches_blstrs() {
                     let (got, _) = g.msm_sparse_held(&bases, &tail, &h, &cfg).expect("msm");
                     assert_eq!(got, want, "n = {n} mix {m:?}, held {len}, {pre:?}, {name}");
                 }
+                let (got, _) = g
+                    .msm_sparse_held_summed(&summed, &tail, &h, &MsmConfig::default())
+                    .expect("msm over the pair sums");
+                assert_eq!(
+                    got, want,
+                    "n = {n} mix {m:?}, held {len}, {pre:?}, pair sums"
+                );
             }
         }
     }

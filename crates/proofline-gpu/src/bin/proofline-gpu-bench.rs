@@ -26,6 +26,10 @@
 //! sector): gathered once, and gathered with the G1 tails' precomputed copies; `tails-pre-g2`
 //! adds copies of B's tail in G2. Those runs over copies or held tails also run each selected
 //! variant of the window combination's blocks (`combine=..`), which only few bucket sets see.
+//! The variant `pipeline` times the partition as the pipeline runs it where the card holds it
+//! all: the sparse queries' ones over their pair sums, their tails held with the largest
+//! layout of copies that fits (every tail's, the G1 tails', none), and the H MSM in the chunk
+//! the H stage's lease allows beside them (`bytes::h_stage_msm_config`).
 //!
 //! `--windows` adds the dense MSMs of the `msm` section and the dense G2 MSM of the `g2`
 //! section through uniform windows of each of those widths (one chunk, whatever width the
@@ -54,7 +58,7 @@ use proofline_gpu::testkit::{
 };
 use proofline_gpu::{
     probe, CInput, GpuError, MsmConfig, MsmStats, NttConfig, NttKind, OnesSums, Precomputation,
-    SparseTails,
+    Residency, SparseTails,
 };
 use proofline_groth16::msm::{HeldSplit, MsmPlan, SparseScalars};
 use serde_json::json;
@@ -731,14 +735,16 @@ fn few_sets_variants(o: &Opts, name: &str) -> Vec<(String, MsmConfig, NttConfig)
 }
 
 /// What a group of partition runs' MSMs read beside the bases: nothing more, the sparse
-/// queries' ones' subset sums, the H bases' precomputed copies, or the sparse queries' tails
-/// held apart (gathered once, or gathered with precomputed copies).
+/// queries' ones' subset sums, the H bases' precomputed copies, the sparse queries' tails
+/// held apart (gathered once, or gathered with precomputed copies), or all that the pipeline
+/// holds on a card with room for it (`Pipeline`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Prepared {
     Bases,
     OnesSums(OnesSums),
     HCopies,
     Tails(TailHeld),
+    Pipeline,
 }
 
 /// How the fixed tails of the sparse queries are held (the `tails`, `tails-pre` and
@@ -778,6 +784,28 @@ struct HeldTails {
 }
 
 impl HeldTails {
+    /// The largest of `kinds` (in order) whose copies fit beside what the device holds, with
+    /// its kind: the layouts the pipeline's held tails take where room allows.
+    fn largest(
+        g: &TestGpu,
+        bases: &proofline_gpu::testkit::DeviceData,
+        bases_g2: &proofline_gpu::testkit::DeviceData,
+        queries: &[&SparseScalars; 3],
+        kinds: &[TailHeld],
+    ) -> Result<(Self, TailHeld), GpuError> {
+        let mut last = None;
+        for &kind in kinds {
+            match HeldTails::new(g, bases, bases_g2, queries, kind) {
+                Ok(t) => return Ok((t, kind)),
+                Err(e) => {
+                    eprintln!("partition: tails held as {}: {e}", kind.name());
+                    last = Some(e);
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| GpuError::InvalidInput("no held-tail layout asked for".into())))
+    }
+
     fn new(
         g: &TestGpu,
         bases: &proofline_gpu::testkit::DeviceData,
@@ -830,6 +858,27 @@ impl HeldTails {
         g.msm_sparse_held(bases, &self.held[k], &self.splits[k], cfg)
     }
 
+    /// Query `k`'s MSM over its held tail, its ones over the bases' subset sums.
+    fn msm_summed(
+        &self,
+        g: &TestGpu,
+        sums: &SummedPoints,
+        k: usize,
+        cfg: &MsmConfig,
+    ) -> Result<(G1Projective, MsmStats), GpuError> {
+        g.msm_sparse_held_summed(sums, &self.held[k], &self.splits[k], cfg)
+    }
+
+    /// B's MSM in G2 over its held tail, its ones over the G2 bases' subset sums.
+    fn msm_g2_summed(
+        &self,
+        g: &TestGpu,
+        sums_g2: &SummedPoints,
+        cfg: &MsmConfig,
+    ) -> Result<(G2Projective, MsmStats), GpuError> {
+        g.msm_g2_sparse_held_summed(sums_g2, &self.b_g2, &self.splits[2], cfg)
+    }
+
     /// B's MSM in G2 over its held tail.
     fn msm_g2(
         &self,
@@ -855,6 +904,8 @@ enum Extra {
     Sums(SummedPoints, SummedPoints),
     Copies(Precomputation, proofline_gpu::testkit::DeviceData),
     Tails(HeldTails),
+    /// The ones' pair sums (G1, G2) and the tails held: the pipeline's resident set.
+    Pipeline(SummedPoints, SummedPoints, HeldTails),
 }
 
 fn partition(
@@ -908,6 +959,7 @@ fn partition(
         Prepared::Tails(TailHeld::Gathered),
         Prepared::Tails(TailHeld::Precomputed),
         Prepared::Tails(TailHeld::PrecomputedWithG2),
+        Prepared::Pipeline,
     ];
     for group in groups {
         let (extra, runs) = match group {
@@ -937,6 +989,50 @@ fn partition(
                 let name = tails.variant(held);
                 (Extra::Tails(tails), few_sets_variants(o, &name))
             }
+            Prepared::Pipeline if o.variants && o.named("pipeline") => {
+                let sums = g.tiled_points_summed(unique, o.partition_points, OnesSums::Pairs)?;
+                let sums_g2 = g.tiled_g2_points_summed(&unique_g2, b_len, OnesSums::Pairs)?;
+                let queries = [&plan.l, &plan.a, &plan.b];
+                let kinds = [
+                    TailHeld::PrecomputedWithG2,
+                    TailHeld::Precomputed,
+                    TailHeld::Gathered,
+                ];
+                let (tails, held) = HeldTails::largest(g, bases, &bases_g2, &queries, &kinds)?;
+                // the H MSM's chunk as the H stage takes it from its lease: here what is free
+                // beside everything held (the pool trimmed of what making it freed), plus a, b
+                // and c, which the stage's bytes count
+                g.device().synchronize_device()?;
+                g.device().trim_pool(0)?;
+                let free = g.device().memory_info().map(|(f, _)| f as u64)?;
+                let abc = 3 * (n as u64) * 32;
+                let sm = g.slot().sm_count();
+                let msm = proofline_gpu::bytes::h_stage_msm_config(
+                    lg,
+                    Residency::Resident,
+                    free + abc,
+                    sm,
+                );
+                let stage =
+                    proofline_gpu::bytes::h_stage_bytes_with(lg, Residency::Resident, &msm, sm);
+                if stage > free + abc {
+                    eprintln!(
+                        "partition: no H stage fits beside the pipeline's resident data \
+                         ({stage} bytes, {} free)",
+                        free + abc
+                    );
+                    continue;
+                }
+                let name = format!(
+                    "pipeline pairs {} chunk=2^{}",
+                    tails.variant(held),
+                    msm.max_chunk_log
+                );
+                (
+                    Extra::Pipeline(sums, sums_g2, tails),
+                    vec![(name, msm, NttConfig::default())],
+                )
+            }
             _ => continue,
         };
         // sparse query k over the bases, over their subset sums where the group has them, or
@@ -946,6 +1042,7 @@ fn partition(
             match &extra {
                 Extra::Sums(p, _) => g.msm_sparse_summed(p, q, msm),
                 Extra::Tails(t) => t.msm(g, bases, k, msm),
+                Extra::Pipeline(p, _, t) => t.msm_summed(g, p, k, msm),
                 _ => g.msm_sparse_resident(bases, q, msm),
             }
         };
@@ -957,6 +1054,7 @@ fn partition(
         let sparse_g2 = |q: &SparseScalars, msm: &MsmConfig| match &extra {
             Extra::Sums(_, p) => g.msm_g2_sparse_summed(p, q, msm),
             Extra::Tails(t) => t.msm_g2(g, &bases_g2, msm),
+            Extra::Pipeline(_, p, t) => t.msm_g2_summed(g, p, msm),
             _ => g.msm_g2_sparse_resident(&bases_g2, q, msm),
         };
         let h_msm = |a: &proofline_gpu::testkit::DeviceData, msm: &MsmConfig| match &extra {
