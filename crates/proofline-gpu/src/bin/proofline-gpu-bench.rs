@@ -898,6 +898,9 @@ impl HeldTails {
     }
 }
 
+/// A group's runs: each variant's name and configurations.
+type Runs = Vec<(String, MsmConfig, NttConfig)>;
+
 /// The data a [`Prepared`] group of runs holds while it runs.
 enum Extra {
     None,
@@ -961,8 +964,10 @@ fn partition(
         Prepared::Tails(TailHeld::PrecomputedWithG2),
         Prepared::Pipeline,
     ];
-    for group in groups {
-        let (extra, runs) = match group {
+    // what a group reads beside the bases, made just before its runs; None where the group is
+    // not asked for or nothing of it fits
+    let prepare = |group: Prepared| -> Result<Option<(Extra, Runs)>, GpuError> {
+        Ok(Some(match group {
             Prepared::Bases => {
                 let runs = partition_variants(o);
                 (Extra::None, runs)
@@ -977,7 +982,7 @@ fn partition(
             Prepared::HCopies if o.variants && o.named("pre") => {
                 let Some(p) = Precomputation::plan(n, 1 << 26, copies_budget(g, 50 << 30)) else {
                     eprintln!("partition: no precomputation of the H bases fits");
-                    continue;
+                    return Ok(None);
                 };
                 let name = format!("pre c={} x{}", p.window, p.copies);
                 let extra = Extra::Copies(p, g.precompute(bases, n, &p)?);
@@ -1021,7 +1026,7 @@ fn partition(
                          ({stage} bytes, {} free)",
                         free + abc
                     );
-                    continue;
+                    return Ok(None);
                 }
                 let name = format!(
                     "pipeline pairs {} chunk=2^{}",
@@ -1033,7 +1038,22 @@ fn partition(
                     vec![(name, msm, NttConfig::default())],
                 )
             }
-            _ => continue,
+            _ => return Ok(None),
+        }))
+    };
+    for group in groups {
+        let (extra, runs) = match prepare(group) {
+            Ok(Some(prepared)) => prepared,
+            Ok(None) => continue,
+            // a group whose data do not fit beside the partition's on this card is left out,
+            // so that the others still run
+            Err(e) if e.is_out_of_memory() => {
+                eprintln!("partition: {group:?} left out, its data do not fit: {e}");
+                g.device().synchronize_device()?;
+                g.device().trim_pool(0)?;
+                continue;
+            }
+            Err(e) => return Err(e),
         };
         // sparse query k over the bases, over their subset sums where the group has them, or
         // with its tail held apart
