@@ -1154,6 +1154,12 @@ fn tile_summed<E: Exec, C: MsmCurve>(
 pub struct SummedPoints(DeviceData, OnesGroup);
 
 impl SummedPoints {
+    /// The bases alone (their subset sums follow them in the same allocation, unread): for
+    /// the MSMs that read plain bases, so that one allocation serves both kinds.
+    pub fn points(&self) -> &DeviceData {
+        &self.0
+    }
+
     /// The bases as the sparse MSMs read them: with their subset sums after them.
     fn bases<'a, P>(&self) -> Bases<'a, P> {
         Bases::Summed {

@@ -397,7 +397,15 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         "generated 2^20 points in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let bases = g.tiled_points(&unique, max_points)?;
+    // with the `pipeline` partition group the bases carry their ones' pair sums after them, so
+    // that the group reads the same allocation as the others (a second copy of the partition's
+    // bases does not fit an 80 GB card beside its data)
+    let tiled = if o.has("partition") && o.variants && o.named("pipeline") {
+        Tiled::Summed(g.tiled_points_summed(&unique, max_points, OnesSums::Pairs)?)
+    } else {
+        Tiled::Plain(g.tiled_points(&unique, max_points)?)
+    };
+    let bases = tiled.points();
     if o.has("msm") {
         let dense = random_scalars(1usize << o.msm_max, 9);
         for lg in o.msm_min..=o.msm_max {
@@ -407,7 +415,7 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             for (name, cfg) in o.msm_variants() {
                 let mut stats = None;
                 let v = time(reps, || {
-                    stats = Some(g.msm_resident(&bases, &s, &cfg)?.1);
+                    stats = Some(g.msm_resident(bases, &s, &cfg)?.1);
                     Ok(())
                 })?;
                 let m = median(v.clone());
@@ -419,19 +427,19 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
             }
             if !o.windows.is_empty() {
                 let cfg = MsmConfig::default();
-                let planned = g.msm_resident(&bases, &s, &cfg)?.0;
+                let planned = g.msm_resident(bases, &s, &cfg)?.0;
                 window_sweep(o, r, "G1", lg, reps, planned, |w| {
-                    g.msm_resident_windows(&bases, &s, w, &cfg)
+                    g.msm_resident_windows(bases, &s, w, &cfg)
                 })?;
             }
             if o.variants && o.named("pre") {
-                precomputed_msm(o, g, &bases, &s, lg, r)?;
+                precomputed_msm(o, g, bases, &s, lg, r)?;
             }
             if lg == 24 {
                 let cfg = MsmConfig::default();
                 let v = time(3, || {
                     let s = g.scalars(&dense[..n])?;
-                    g.msm_resident(&bases, &s, &cfg).map(|_| ())
+                    g.msm_resident(bases, &s, &cfg).map(|_| ())
                 })?;
                 let m = median(v.clone());
                 r.row(
@@ -493,7 +501,7 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
                 let v = time(3, || {
                     stats = Some(match pairs {
                         Some(p) => g.msm_sparse_summed(p, &split, &cfg)?.1,
-                        None => g.msm_sparse_resident(&bases, &split, &cfg)?.1,
+                        None => g.msm_sparse_resident(bases, &split, &cfg)?.1,
                     });
                     Ok(())
                 })?;
@@ -514,7 +522,7 @@ fn msm_sections(o: &Opts, g: &TestGpu, r: &mut Report) -> Result<(), GpuError> {
         }
     }
     if o.has("partition") {
-        partition(o, g, &unique, &bases, r)?;
+        partition(o, g, &unique, bases, tiled.summed(), r)?;
     }
     Ok(())
 }
@@ -898,24 +906,53 @@ impl HeldTails {
     }
 }
 
+/// Bases on the device, with their ones' pair sums after them in the same allocation where the
+/// `pipeline` partition group reads them.
+enum Tiled {
+    Plain(proofline_gpu::testkit::DeviceData),
+    Summed(SummedPoints),
+}
+
+impl Tiled {
+    /// The bases alone, as every MSM over plain bases reads them.
+    fn points(&self) -> &proofline_gpu::testkit::DeviceData {
+        match self {
+            Tiled::Plain(p) => p,
+            Tiled::Summed(s) => s.points(),
+        }
+    }
+
+    /// The bases with their sums, where they were made with them.
+    fn summed(&self) -> Option<&SummedPoints> {
+        match self {
+            Tiled::Plain(_) => None,
+            Tiled::Summed(s) => Some(s),
+        }
+    }
+}
+
 /// A group's runs: each variant's name and configurations.
 type Runs = Vec<(String, MsmConfig, NttConfig)>;
 
 /// The data a [`Prepared`] group of runs holds while it runs.
-enum Extra {
+enum Extra<'a> {
     None,
     Sums(SummedPoints, SummedPoints),
     Copies(Precomputation, proofline_gpu::testkit::DeviceData),
     Tails(HeldTails),
     /// The ones' pair sums (G1, G2) and the tails held: the pipeline's resident set.
-    Pipeline(SummedPoints, SummedPoints, HeldTails),
+    Pipeline(&'a SummedPoints, &'a SummedPoints, HeldTails),
 }
 
+/// The partition's runs over `bases` (the first 2^27 the H MSM's, the first
+/// `--partition-points` the sparse queries'); `summed` is the same allocation with the bases'
+/// pair sums after them, made for the `pipeline` group.
 fn partition(
     o: &Opts,
     g: &TestGpu,
     unique: &[G1Affine],
     bases: &proofline_gpu::testkit::DeviceData,
+    summed: Option<&SummedPoints>,
     r: &mut Report,
 ) -> Result<(), GpuError> {
     let lg = 27u32;
@@ -947,7 +984,12 @@ fn partition(
     // B in G2: B's split over G2 bases
     let unique_g2 = random_g2_points(1 << 16, 8);
     let b_len = plan.b.num_bases;
-    let bases_g2 = g.tiled_g2_points(&unique_g2, b_len)?;
+    // likewise B's G2 bases with their pair sums after them for the `pipeline` group
+    let tiled_g2 = match summed {
+        Some(_) => Tiled::Summed(g.tiled_g2_points_summed(&unique_g2, b_len, OnesSums::Pairs)?),
+        None => Tiled::Plain(g.tiled_g2_points(&unique_g2, b_len)?),
+    };
+    let bases_g2 = tiled_g2.points();
     // Three groups of runs, each with what it reads beside the bases made just before it and
     // freed after it (the pool trimmed in between), so that one group's memory never squeezes
     // the next one's: the variants over the bases; with `pairs` or `triples`, the defaults over
@@ -966,7 +1008,7 @@ fn partition(
     ];
     // what a group reads beside the bases, made just before its runs; None where the group is
     // not asked for or nothing of it fits
-    let prepare = |group: Prepared| -> Result<Option<(Extra, Runs)>, GpuError> {
+    let prepare = |group: Prepared| -> Result<Option<(Extra<'_>, Runs)>, GpuError> {
         Ok(Some(match group {
             Prepared::Bases => {
                 let runs = partition_variants(o);
@@ -990,20 +1032,21 @@ fn partition(
             }
             Prepared::Tails(held) if o.variants && o.named(held.name()) => {
                 let queries = [&plan.l, &plan.a, &plan.b];
-                let tails = HeldTails::new(g, bases, &bases_g2, &queries, held)?;
+                let tails = HeldTails::new(g, bases, bases_g2, &queries, held)?;
                 let name = tails.variant(held);
                 (Extra::Tails(tails), few_sets_variants(o, &name))
             }
             Prepared::Pipeline if o.variants && o.named("pipeline") => {
-                let sums = g.tiled_points_summed(unique, o.partition_points, OnesSums::Pairs)?;
-                let sums_g2 = g.tiled_g2_points_summed(&unique_g2, b_len, OnesSums::Pairs)?;
+                let (Some(sums), Some(sums_g2)) = (summed, tiled_g2.summed()) else {
+                    return Ok(None);
+                };
                 let queries = [&plan.l, &plan.a, &plan.b];
                 let kinds = [
                     TailHeld::PrecomputedWithG2,
                     TailHeld::Precomputed,
                     TailHeld::Gathered,
                 ];
-                let (tails, held) = HeldTails::largest(g, bases, &bases_g2, &queries, &kinds)?;
+                let (tails, held) = HeldTails::largest(g, bases, bases_g2, &queries, &kinds)?;
                 // the H MSM's chunk as the H stage takes it from its lease: here what is free
                 // beside everything held (the pool trimmed of what making it freed), plus a, b
                 // and c, which the stage's bytes count
@@ -1073,9 +1116,9 @@ fn partition(
         };
         let sparse_g2 = |q: &SparseScalars, msm: &MsmConfig| match &extra {
             Extra::Sums(_, p) => g.msm_g2_sparse_summed(p, q, msm),
-            Extra::Tails(t) => t.msm_g2(g, &bases_g2, msm),
+            Extra::Tails(t) => t.msm_g2(g, bases_g2, msm),
             Extra::Pipeline(_, p, t) => t.msm_g2_summed(g, p, msm),
-            _ => g.msm_g2_sparse_resident(&bases_g2, q, msm),
+            _ => g.msm_g2_sparse_resident(bases_g2, q, msm),
         };
         let h_msm = |a: &proofline_gpu::testkit::DeviceData, msm: &MsmConfig| match &extra {
             Extra::Copies(p, copies) => g.msm_resident_precomputed(copies, p, n, a, msm),
