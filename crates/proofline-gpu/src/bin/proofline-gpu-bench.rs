@@ -990,12 +990,13 @@ fn partition(
         None => Tiled::Plain(g.tiled_g2_points(&unique_g2, b_len)?),
     };
     let bases_g2 = tiled_g2.points();
-    // Three groups of runs, each with what it reads beside the bases made just before it and
-    // freed after it (the pool trimmed in between), so that one group's memory never squeezes
-    // the next one's: the variants over the bases; with `pairs` or `triples`, the defaults over
-    // the sparse queries' ones' subset sums; with --variants, the H MSM over precomputed copies
-    // of the H bases, as many as the memory left beside the partition's data allows (at most
-    // 50 GB).
+    // Groups of runs, each with what it reads beside the bases made just before it and freed
+    // after it (the pool trimmed in between), so that one group's memory never squeezes the
+    // next one's: the variants over the bases; with `pairs` or `triples`, the defaults over the
+    // sparse queries' ones' subset sums; with `pre`, the H MSM over precomputed copies of the H
+    // bases, as many as the memory left beside the partition's data allows (at most 50 GB);
+    // with `tails`, `tails-pre` or `tails-pre-g2`, the tails held; with `pipeline`, all the
+    // pipeline holds (`Prepared::Pipeline`).
     let groups = [
         Prepared::Bases,
         Prepared::OnesSums(OnesSums::Pairs),
