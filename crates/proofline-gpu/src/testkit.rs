@@ -170,16 +170,7 @@ impl TestGpu {
         b: &[[u32; 12]],
         op: FieldOp,
     ) -> Result<Vec<[u32; 12]>, GpuError> {
-        let n = a.len().min(b.len());
-        let fa: Vec<u32> = a[..n].iter().flatten().copied().collect();
-        let fb: Vec<u32> = b[..n].iter().flatten().copied().collect();
-        self.limb_op::<12, _>("fp_op_test", &fa, &fb, |a, b, out, n| FpOpArgs {
-            a,
-            b,
-            out,
-            n,
-            op: op as u32,
-        })
+        self.base_field_op("fp_op_test", a, b, op)
     }
 
     /// Fp2 element-wise op on raw Montgomery limbs (c0 then c1, 24 x u32 LE each).
@@ -189,10 +180,21 @@ impl TestGpu {
         b: &[[u32; 24]],
         op: FieldOp,
     ) -> Result<Vec<[u32; 24]>, GpuError> {
+        self.base_field_op("fp2_op_test", a, b, op)
+    }
+
+    /// An Fp or Fp2 test kernel (both take [`FpOpArgs`]) over elements of W limbs.
+    fn base_field_op<const W: usize>(
+        &self,
+        kernel: &'static str,
+        a: &[[u32; W]],
+        b: &[[u32; W]],
+        op: FieldOp,
+    ) -> Result<Vec<[u32; W]>, GpuError> {
         let n = a.len().min(b.len());
         let fa: Vec<u32> = a[..n].iter().flatten().copied().collect();
         let fb: Vec<u32> = b[..n].iter().flatten().copied().collect();
-        self.limb_op::<24, _>("fp2_op_test", &fa, &fb, |a, b, out, n| FpOpArgs {
+        self.limb_op::<W, _>(kernel, &fa, &fb, |a, b, out, n| FpOpArgs {
             a,
             b,
             out,
