@@ -123,7 +123,7 @@ impl PipelineOptions {
         registry: AdapterRegistry,
         store: Arc<ParamsStore>,
     ) -> Self {
-        let sizes = config.pool_sizes(cpu_cores(), 0);
+        let sizes = config.pool_sizes(cpu_cores(), &[]);
         let host_budget = host_budget(config);
         let mode = match config.synthesis_mode {
             proofline_config::SynthesisMode::Precompiled => SynthesisMode::Precompiled,

@@ -209,32 +209,39 @@ pub struct PoolSizes {
     pub synthesis_workers: usize,
     /// CPU-MSM actor threads.
     pub cpu_msm_workers: usize,
-    /// Compute slots per device.
+    /// Compute slots per device (with GPUs, the most any one GPU has).
     pub compute_slots: usize,
     /// Partitions admitted at once.
     pub max_partitions_in_flight: usize,
 }
 
 impl PipelineConfig {
-    /// Resolves the "auto" counts for a machine with `cores` CPU cores and `gpus` GPUs in use.
+    /// Resolves the "auto" counts for a machine with `cores` CPU cores and, with GPUs, the
+    /// compute slots each GPU in use was opened with (`gpu_slots`; empty: the CPU backend).
     ///
-    /// With GPUs: 2 compute slots per GPU (one slot's uploads and host work overlap the other's
-    /// kernels), half the cores synthesizing (synthesis is the CPU side's longest stage; a
-    /// pre-compiled partition also spreads its witness and products over rayon's threads, so
-    /// measure with `proofline-synth` to size it), a quarter on CPU-MSM work (the split and the
-    /// G2 MSM), and as many partitions in flight as synthesis workers plus slots. On the CPU: 1
+    /// A GPU's slots are `compute_slots`, or with "auto" as many H stages of a 32 GiB partition
+    /// as its memory runs at once, one or two (proofline-gpu's `bytes::slots_that_fit`: one
+    /// slot's uploads and host work overlap the other's kernels where both fit). With GPUs: half
+    /// the cores synthesizing (synthesis is the CPU side's longest stage; a pre-compiled partition
+    /// also spreads its witness and products over rayon's threads, so measure with
+    /// `proofline-synth` to size it), a quarter on CPU-MSM work (the split and the G2 MSM), and
+    /// as many partitions in flight as synthesis workers plus every GPU's slots. On the CPU: 1
     /// of each, 2 in flight (the compute stages already use every core).
-    pub fn pool_sizes(&self, cores: usize, gpus: usize) -> PoolSizes {
+    pub fn pool_sizes(&self, cores: usize, gpu_slots: &[usize]) -> PoolSizes {
         let cores = cores.max(1);
-        let (slots, synthesis, cpu_msm) = if gpus > 0 {
-            (2, (cores / 2).max(1), (cores / 4).max(1))
+        let gpus = !gpu_slots.is_empty();
+        let (synthesis, cpu_msm) = if gpus {
+            ((cores / 2).max(1), (cores / 4).max(1))
         } else {
-            (1, 1, 1)
+            (1, 1)
         };
-        let compute_slots = self.compute_slots.or(slots);
+        let compute_slots = match gpu_slots.iter().max() {
+            Some(&most) => most,
+            None => self.compute_slots.or(1),
+        };
         let synthesis_workers = self.synthesis_workers.or(synthesis);
-        let in_flight = if gpus > 0 {
-            synthesis_workers + compute_slots * gpus
+        let in_flight = if gpus {
+            synthesis_workers + gpu_slots.iter().sum::<usize>()
         } else {
             2
         };
@@ -579,8 +586,8 @@ mod tests {
         // the effective configuration reads back the same
         let back: Config = toml::from_str(&c.to_toml()).unwrap();
         assert_eq!(back, c);
-        // auto pool sizes: the H200 box of the benchmarks (16 cores, one GPU)
-        let sizes = c.pipeline.pool_sizes(16, 1);
+        // auto pool sizes: the H200 box of the benchmarks (16 cores, one GPU of two slots)
+        let sizes = c.pipeline.pool_sizes(16, &[2]);
         assert_eq!(
             (
                 sizes.synthesis_workers,
@@ -590,8 +597,13 @@ mod tests {
             ),
             (8, 4, 2, 10)
         );
-        assert_eq!(c.pipeline.pool_sizes(2, 0).compute_slots, 1);
-        assert_eq!(c.pipeline.pool_sizes(1, 2).max_partitions_in_flight, 5);
+        assert_eq!(c.pipeline.pool_sizes(2, &[]).compute_slots, 1);
+        // two GPUs of two and one slots (an H200 and an H100 with "auto")
+        let mixed = c.pipeline.pool_sizes(1, &[2, 1]);
+        assert_eq!(
+            (mixed.compute_slots, mixed.max_partitions_in_flight),
+            (2, 4)
+        );
     }
 
     #[test]

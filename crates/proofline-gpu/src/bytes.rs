@@ -781,6 +781,42 @@ pub fn resident_lease(
         .unwrap_or(plain)
 }
 
+/// The query lengths of a 32 GiB PoRep partition (docs/filecoin.md; a 64 GiB partition has the
+/// same domain and 0.7 % more constraints): the shape a GPU's automatic compute slots are sized
+/// for ([`slots_that_fit`]).
+pub const PARTITION_32GIB: QueryLens = QueryLens {
+    h: (1 << 27) - 1,
+    l: 130_278_541,
+    a: 129_353_000,
+    b_g1: 34_290_000,
+    b_g2: 34_290_000,
+};
+
+/// Compute slots for a device of `budget` bytes, at most `most` and at least 1: as many as can
+/// run the H stage of a [`PARTITION_32GIB`] at once beside its parameter set, resident where
+/// the set and one H stage fit the budget, else streamed (the set is then its NTT tables).
+///
+/// A slot whose H stage cannot run beside the others' only waits for their leases, and its
+/// stages' hand-overs cost pool trims, while the H stages of all slots take the smaller H MSM
+/// chunk ([`h_stage_lease`]): on an 80 GB H100 at the 32 GiB shape two slots made 42.9
+/// partitions a minute against one slot's 45.2, on an H200 (room for two) 51.7 against 47.2.
+pub fn slots_that_fit(budget: u64, sm_count: u32, most: usize) -> usize {
+    let lens = PARTITION_32GIB;
+    let log_n = 27;
+    let resident = resident_bytes(log_n, &lens, Residency::Resident);
+    let stage = h_stage_bytes(log_n, Residency::Resident, sm_count);
+    let (set, stage) = if resident.saturating_add(stage) <= budget {
+        (resident, stage)
+    } else {
+        (
+            resident_bytes(log_n, &lens, Residency::Streamed),
+            h_stage_bytes(log_n, Residency::Streamed, sm_count),
+        )
+    };
+    let fit = budget.saturating_sub(set) / stage.max(1);
+    (fit.min(most as u64) as usize).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1225,20 +1261,9 @@ mod tests {
         }
     }
 
-    /// The query lengths of a 32 GiB PoRep partition (docs/filecoin.md).
-    fn lens_32gib() -> QueryLens {
-        QueryLens {
-            h: (1 << 27) - 1,
-            l: 130_278_541,
-            a: 129_353_000,
-            b_g1: 34_290_000,
-            b_g2: 34_290_000,
-        }
-    }
-
     #[test]
     fn a_32gib_partition_fits_an_h200_at_four_slots() {
-        let lens = lens_32gib();
+        let lens = PARTITION_32GIB;
         let resident = resident_bytes(27, &lens, Residency::Resident);
         let h = h_stage_bytes(27, Residency::Resident, SMS);
         let worst = QueryShape {
@@ -1265,13 +1290,32 @@ mod tests {
         assert_eq!(streamed, 3 * (1u64 << 27) * 32);
     }
 
+    /// Automatic compute slots by card: an H200 runs two 32 GiB partitions' H stages beside a
+    /// resident set, an 80 GB H100 one, a 24 GB card one streamed; the most asked for caps it.
+    #[test]
+    fn automatic_slots_are_the_h_stages_a_card_holds_at_once() {
+        // the budgets the pipeline gives them (95 % of what is free at start)
+        let (h200, h100, small) = (133_000_000_000, 80_164_136_520, 22_800_000_000);
+        assert_eq!(slots_that_fit(h200, SMS, 2), 2, "H200");
+        assert_eq!(slots_that_fit(h200, SMS, 8), 4, "H200, up to 8");
+        assert_eq!(slots_that_fit(h100, SMS, 2), 1, "H100 80GB");
+        assert_eq!(slots_that_fit(small, 60, 2), 1, "24 GB");
+        assert_eq!(slots_that_fit(0, SMS, 2), 1, "at least one");
+        // the threshold is the set and two H stages
+        let lens = PARTITION_32GIB;
+        let two = resident_bytes(27, &lens, Residency::Resident)
+            + 2 * h_stage_bytes(27, Residency::Resident, SMS);
+        assert_eq!(slots_that_fit(two, SMS, 2), 2);
+        assert_eq!(slots_that_fit(two - 1, SMS, 2), 1);
+    }
+
     /// The tails of a 32 GiB partition (docs/filecoin.md: L 3.8 M, A and B 2.7 M points) held
     /// on an H200 beside a resident set with the ones' pair sums and two slots' H stages: every
     /// G1 tail with its copies, B's in G2 gathered (its copies too beside one slot's). Beside
     /// the triple sums and two slots nothing fits.
     #[test]
     fn a_32gib_partitions_held_tails_fit_an_h200_beside_the_pair_sums_and_two_slots() {
-        let lens = lens_32gib();
+        let lens = PARTITION_32GIB;
         let budget = 133_000_000_000u64;
         let tails = Tails {
             g1: [3_800_000, 2_700_000, 2_700_000],
@@ -1310,7 +1354,7 @@ mod tests {
 
     #[test]
     fn the_ones_sums_take_only_the_room_the_h_stages_leave() {
-        let lens = lens_32gib();
+        let lens = PARTITION_32GIB;
         let r = Residency::Resident;
         let plain = resident_bytes(27, &lens, r);
         let paired = resident_bytes_summed(27, &lens, OnesSums::Pairs);
@@ -1385,7 +1429,7 @@ mod tests {
     #[test]
     fn the_h_stage_takes_the_largest_chunk_its_device_holds_for_every_slot() {
         let r = Residency::Resident;
-        let resident = resident_bytes(27, &lens_32gib(), r);
+        let resident = resident_bytes(27, &PARTITION_32GIB, r);
         let d = MsmConfig::default();
         let one_chunk = MsmConfig {
             max_chunk_log: 27,

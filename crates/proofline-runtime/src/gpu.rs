@@ -10,10 +10,10 @@ use proofline_actors::compute::{domain_size, G2Placement, HStage, SparseMsms};
 use proofline_actors::messages::{Evaluations, PoolUsage, Residency, ResidentSizes, StageError};
 use proofline_actors::resident::ResidentData;
 use proofline_actors::{ComputeEngine, DeviceSetup, DeviceSizing, G2Stage, MemoryDevice};
-use proofline_config::{HeldTails as HeldTailsMode, OnesPairSums};
+use proofline_config::{Count, HeldTails as HeldTailsMode, OnesPairSums};
 use proofline_gpu::bytes::{
     h_stage_lease, held_tails_bytes, held_tails_granted, resident_bytes, resident_lease,
-    sparse_stage_bytes, sparse_stage_bytes_held,
+    slots_that_fit, sparse_stage_bytes, sparse_stage_bytes_held,
 };
 use proofline_gpu::{
     DeviceOptions, GpuDevice, GpuError, GpuSlot, HeldTails, HostQueries, QueryLens, ResidentSet,
@@ -362,21 +362,18 @@ pub struct OpenedGpu {
     pub log: Arc<proofline_gpu::DeviceLog>,
 }
 
-/// Opens GPU `index` with `slots` compute slots, its resident sets with the ones' pair sums as
-/// `pair_sums` says and the sets' tails held as `held_tails` says; `budget` picks the
-/// allocator's budget from the device's (free, total) memory.
+/// Opens GPU `index` with `slots` compute slots (with "auto", as many H stages of a 32 GiB
+/// partition as its budget runs at once, one or two: `bytes::slots_that_fit`), its resident
+/// sets with the ones' pair sums as `pair_sums` says and the sets' tails held as `held_tails`
+/// says; `budget` picks the allocator's budget from the device's (free, total) memory.
 pub fn gpu_device(
     index: usize,
-    slots: usize,
+    slots: Count,
     options: DeviceOptions,
     (pair_sums, held_tails): (OnesPairSums, HeldTailsMode),
     budget: impl Fn(u64, u64) -> u64,
 ) -> Result<OpenedGpu, GpuError> {
     let mut device = GpuDevice::open(index, options)?;
-    let mut engines: Vec<Box<dyn ComputeEngine>> = Vec::new();
-    for _ in 0..slots.max(1) {
-        engines.push(Box::new(GpuEngine::new(device.new_slot()?, pair_sums)));
-    }
     // Memory an earlier user of this device in the process freed is still cached by the
     // device's pool (the allocator keeps a release threshold): hand it back before reading what
     // is free, or the budget would shrink with every reopening.
@@ -385,6 +382,11 @@ pub fn gpu_device(
     let (free, total) = device.memory_info()?;
     let budget = budget(free as u64, total as u64);
     let sm_count = device.info().multiprocessors.max(1) as u32;
+    let slots = slots.or(slots_that_fit(budget, sm_count, 2)).max(1);
+    let mut engines: Vec<Box<dyn ComputeEngine>> = Vec::new();
+    for _ in 0..slots {
+        engines.push(Box::new(GpuEngine::new(device.new_slot()?, pair_sums)));
+    }
     tracing::info!(
         device = %device.label(),
         name = %device.info().name,
@@ -403,7 +405,7 @@ pub fn gpu_device(
             sizing: Arc::new(GpuSizing {
                 sm_count,
                 budget,
-                slots: slots.max(1),
+                slots,
                 pair_sums,
                 held_tails,
             }),

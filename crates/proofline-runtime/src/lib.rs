@@ -165,17 +165,17 @@ pub fn gpu_devices(cfg: &Config, recording: Recording) -> Result<SelectedGpus, S
             found.len()
         ));
     }
-    let sizes = p.pool_sizes(proofline_actors::pipeline::cpu_cores(), indices.len());
     let mut devices = Vec::new();
     for i in indices {
-        let slots = sizes.compute_slots;
         let extras = (p.ones_pair_sums, p.held_tails);
-        let d = gpu::gpu_device(i, slots, options, extras, |free, _total| {
+        let d = gpu::gpu_device(i, p.compute_slots, options, extras, |free, _total| {
             p.device_memory_budget.or_else(|| free / 100 * 95)
         })
         .map_err(|e| format!("GPU {i}: {e}"))?;
         devices.push(d);
     }
+    let slots: Vec<usize> = devices.iter().map(|d| d.setup.engines.len()).collect();
+    let sizes = p.pool_sizes(proofline_actors::pipeline::cpu_cores(), &slots);
     Ok(SelectedGpus { devices, sizes })
 }
 
