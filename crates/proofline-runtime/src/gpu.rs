@@ -362,10 +362,16 @@ pub struct OpenedGpu {
     pub log: Arc<proofline_gpu::DeviceLog>,
 }
 
+/// The most compute slots "auto" gives a GPU: a second slot overlaps one slot's uploads and host
+/// work with the other's kernels; four measured no faster than two on an H200, and past two the
+/// H stages' leases fall back to the smaller H MSM chunk (docs/operations.md).
+const AUTO_SLOTS_MOST: usize = 2;
+
 /// Opens GPU `index` with `slots` compute slots (with "auto", as many H stages of a 32 GiB
-/// partition as its budget runs at once, one or two: `bytes::slots_that_fit`), its resident
-/// sets with the ones' pair sums as `pair_sums` says and the sets' tails held as `held_tails`
-/// says; `budget` picks the allocator's budget from the device's (free, total) memory.
+/// partition as its budget runs at once, up to [`AUTO_SLOTS_MOST`]: `bytes::slots_that_fit`),
+/// its resident sets with the ones' pair sums as `pair_sums` says and the sets' tails held as
+/// `held_tails` says; `budget` picks the allocator's budget from the device's (free, total)
+/// memory.
 pub fn gpu_device(
     index: usize,
     slots: Count,
@@ -382,7 +388,10 @@ pub fn gpu_device(
     let (free, total) = device.memory_info()?;
     let budget = budget(free as u64, total as u64);
     let sm_count = device.info().multiprocessors.max(1) as u32;
-    let slots = slots.or(slots_that_fit(budget, sm_count, 2)).max(1);
+    let slots = match slots {
+        Count::Fixed(n) => n.max(1),
+        Count::Auto => slots_that_fit(budget, sm_count, AUTO_SLOTS_MOST),
+    };
     let mut engines: Vec<Box<dyn ComputeEngine>> = Vec::new();
     for _ in 0..slots {
         engines.push(Box::new(GpuEngine::new(device.new_slot()?, pair_sums)));
