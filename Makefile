@@ -3,7 +3,7 @@
 CARGO ?= cargo
 SHELL := /bin/bash
 
-.PHONY: run test lint fmt bench harness crash-load build gpu-suite docs-check
+.PHONY: run test lint fmt bench harness crash-load build gpu-suite
 
 ## Build, then run the demo: daemon on a free local port, demo parameters generated if missing,
 ## one job proved over HTTP, proof verified and printed with its stage timings, daemon stopped.
