@@ -15,7 +15,9 @@
 // 6 = a (b - a) and 7 = a (a + b) through the unreduced difference and sum (mont.cuh's wide_t);
 // fp_op_test also 8 = inverse by the batched binary GCD alone (0 where its batches do not
 // finish) and 9 = inverse by the plain binary algorithm (fp_inv.cuh); 10 = a (a b) through the
-// unreduced product, 11 = the words of the unreduced product a b itself (below 2 modulus)
+// unreduced product, 11 = the words of the unreduced product a b itself (below 2 modulus);
+// with both operands unreduced (mont.cuh's TWO_SPARE): 12 = (a b) (b - a), 13 = (a b)^2,
+// 14 = a b - (a + b), 16 = (a b) a; 15 = -a
 extern "C" __global__ void fr_op_test(const fr_op_args args) {
     const u32* a = args.a;
     const u32* b = args.b;
@@ -56,6 +58,15 @@ extern "C" __global__ void fp_op_test(const fp_op_args args) {
         case 9: r = fp_inv_binary(x); break;
         case 10: r = fp_t::mul(x, fp_t::mul_unreduced(x, y)); break;
         case 11: fp_t::mul_unreduced(x, y).store(out + 12 * i); return;
+        case 12:
+            r = fp_t::reduce(fp_t::mul_unreduced(fp_t::mul_unreduced(x, y), fp_t::sub_wide(y, x)));
+            break;
+        case 13: r = fp_t::reduce(fp_t::sqr_unreduced(fp_t::mul_unreduced(x, y))); break;
+        case 14:
+            r = fp_t::reduce(fp_t::sub_unreduced(fp_t::mul_unreduced(x, y), fp_t::add_wide(x, y)));
+            break;
+        case 15: r = fp_t::neg(x); break;
+        case 16: r = fp_t::reduce(fp_t::mul_unreduced(fp_t::mul_unreduced(x, y), x)); break;
         default: r = fp_t::inv(x); break;
     }
     r.store(out + 12 * i);

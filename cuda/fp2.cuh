@@ -47,7 +47,11 @@ struct fp2_t {
     }
     // The interface of mont_t's unreduced products: an Fp2 product's coordinates come out of
     // subtractions, reduced, so the unreduced product is the product.
+    // Fp2's products do not use Fp's spare bits (TWO_SPARE): reduced and unreduced are one type.
     typedef fp2_t wide_t;
+    static constexpr bool TWO_SPARE = false;
+    static DEVI fp2_t widen(const fp2_t& a) { return a; }
+    static DEVI fp2_t reduce(const fp2_t& a) { return a; }
     static DEVI fp2_t mul_unreduced(const fp2_t& a, const fp2_t& b) { return mul(a, b); }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
     static DEVI fp2_t sqr(const fp2_t& a) {

@@ -18,6 +18,8 @@ __device__ __constant__ u32 FR_M0 = 0xffffffff;
 
 struct FrParams {
     static constexpr int n = 8;
+    // 255 bits of 256
+    static constexpr int SPARE_BITS = 1;
     static DEVI const u32* mod() { return FR_MOD; }
     static DEVI const u32* one() { return FR_ONE; }
     static DEVI u32 m0() { return FR_M0; }

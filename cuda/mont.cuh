@@ -52,6 +52,12 @@
 // tests multiply by the largest unreduced sum and difference on the GPU, and by
 // unreduced products.
 //
+// Two spare bits (Fp's modulus is below B^n / 4; Fr's is not): then both operands of a
+// multiplication may be unreduced (below 2 modulus), and so may a squaring's; the product is
+// again below 2 modulus (TWO_SPARE, mul_unreduced / sqr_unreduced on wide_t, sub_unreduced with
+// its 2 modulus correction, `reduce` where a value must be below the modulus). The batch-affine
+// rounds (msm_affine.cuh) keep their running products and each addition's intermediates so.
+//
 // Host build: without __CUDA_ARCH__ (the kernels compiled by g++ for the tests'
 // host emulation, crates/proofline-gpu/emu/) the multiply, add_wide, sub, sub_wide
 // and final_sub take a portable path (schoolbook CIOS on 64-bit products) with
@@ -72,10 +78,26 @@ struct mont_t {
         u32 v[n];
         friend struct mont_t;
       public:
-        // the words as they are (the field tests read unreduced products back)
+        // the words as they are, 16 bytes at a time as mont_t's (the batch-affine passes keep
+        // unreduced prefix products; the field tests read unreduced products back)
         DEVI void store(u32* p) const {
+            uint4* q = reinterpret_cast<uint4*>(p);
 #pragma unroll
-            for (int i = 0; i < n; i++) p[i] = v[i];
+            for (int i = 0; i < n / 4; i++)
+                q[i] = make_uint4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+        }
+        static DEVI wide_t load(const u32* p) {
+            wide_t r;
+            const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+            for (int i = 0; i < n / 4; i++) {
+                const uint4 t = q[i];
+                r.v[4 * i] = t.x;
+                r.v[4 * i + 1] = t.y;
+                r.v[4 * i + 2] = t.z;
+                r.v[4 * i + 3] = t.w;
+            }
+            return r;
         }
     };
 
@@ -143,13 +165,13 @@ struct mont_t {
 
   private:
     // a (reduced) times b (any n words) before the final subtraction: below 2 modulus
-    static DEVI wide_t mul_words_unreduced(const mont_t& a, const u32* b) {
+    static DEVI wide_t mul_words_unreduced(const u32* a, const u32* b) {
         wide_t even;
         u32 odd[n];
 #pragma unroll
         for (int i = 0; i < n; i += 2) {
-            mad_n_redc(even.v, odd, a.v, b[i], i == 0);
-            mad_n_redc(odd, even.v, a.v, b[i + 1], false);
+            mad_n_redc(even.v, odd, a, b[i], i == 0);
+            mad_n_redc(odd, even.v, a, b[i + 1], false);
         }
         // merge: result[k] = even[k] + odd[k+1]
         ASM("add.cc.u32 %0, %0, %1;" : "+r"(even.v[0]) : "r"(odd[1]));
@@ -284,14 +306,15 @@ struct mont_t {
             ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[k]) : "r"(h[k]), "r"(carry[k]));
         return r;
     }
-    // a^2 (a reduced) before the final subtraction: below 2 modulus
-    static DEVI wide_t sqr_unreduced(const mont_t& a) {
+    // a^2 (a reduced, or below 2 modulus where the modulus has two spare bits) before the final
+    // subtraction: below 2 modulus
+    static DEVI wide_t sqr_words_unreduced(const u32* a) {
         u32 t[2 * n];
-        square_words(a.v, t);
+        square_words(a, t);
         return redc_words(t);
     }
   public:
-    static DEVI mont_t sqr(const mont_t& a) { return reduce(sqr_unreduced(a)); }
+    static DEVI mont_t sqr(const mont_t& a) { return reduce(sqr_words_unreduced(a.v)); }
 
     // a b - c d (all reduced) with one Montgomery reduction: both products double-width, their
     // difference taken as a double-width value (dwide_t), then reduced once
@@ -350,13 +373,13 @@ struct mont_t {
     }
 
   private:
-    static DEVI wide_t mul_words_unreduced(const mont_t& a, const u32* b) {
+    static DEVI wide_t mul_words_unreduced(const u32* a, const u32* b) {
         u32 t[n + 2];
         for (int i = 0; i < n + 2; i++) t[i] = 0;
         for (int i = 0; i < n; i++) {
             u64 c = 0;
             for (int j = 0; j < n; j++) {
-                u64 s = (u64)a.v[j] * b[i] + t[j] + c;
+                u64 s = (u64)a[j] * b[i] + t[j] + c;
                 t[j] = (u32)s;
                 c = s >> 32;
             }
@@ -380,7 +403,7 @@ struct mont_t {
     }
   public:
 #endif
-  private:
+  public:
     // An unreduced value below 2 modulus, reduced: its final subtraction.
     static DEVI mont_t reduce(const wide_t& w) {
         mont_t r;
@@ -389,9 +412,10 @@ struct mont_t {
         r.final_sub();
         return r;
     }
+  private:
     // a (reduced) times b (any n words), reduced
     static DEVI mont_t mul_words(const mont_t& a, const u32* b) {
-        return reduce(mul_words_unreduced(a, b));
+        return reduce(mul_words_unreduced(a.v, b));
     }
   public:
     static DEVI mont_t mul(const mont_t& a, const mont_t& b) { return mul_words(a, b.v); }
@@ -401,7 +425,71 @@ struct mont_t {
     // multiplied again, as the second operand (the batch-affine backward pass's per-position
     // inverse).
     static DEVI wide_t mul_unreduced(const mont_t& a, const mont_t& b) {
-        return mul_words_unreduced(a, b.v);
+        return mul_words_unreduced(a.v, b.v);
+    }
+
+    // ---- unreduced operands on both sides (two spare bits) ----------------------------------
+    // With the modulus below B^n / 4 (Fp: 381 bits of 384; not Fr: 255 of 256), values below 2
+    // modulus may be either operand: their product is below 4 modulus^2 < modulus B^n, so the
+    // Montgomery product is below 2 modulus again, and the multiplication's accumulator stays
+    // below 3 modulus. A chain of products and differences then skips every final subtraction
+    // and correction, and a value is reduced once, where it is compared or stored (`reduce`).
+    static constexpr bool TWO_SPARE = P::SPARE_BITS >= 2;
+    // A reduced value as an unreduced one.
+    static DEVI wide_t widen(const mont_t& a) {
+        wide_t r;
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] = a.v[i];
+        return r;
+    }
+    static DEVI wide_t mul_unreduced(const wide_t& a, const mont_t& b) {
+        static_assert(TWO_SPARE, "an unreduced first operand needs two spare bits");
+        return mul_words_unreduced(a.v, b.v);
+    }
+    static DEVI wide_t mul_unreduced(const wide_t& a, const wide_t& b) {
+        static_assert(TWO_SPARE, "an unreduced first operand needs two spare bits");
+        return mul_words_unreduced(a.v, b.v);
+    }
+    static DEVI wide_t sqr_unreduced(const wide_t& a) {
+        static_assert(TWO_SPARE, "an unreduced square needs two spare bits");
+#ifdef __CUDA_ARCH__
+        return sqr_words_unreduced(a.v);
+#else
+        return mul_words_unreduced(a.v, a.v);
+#endif
+    }
+    // a - b (both below 2 modulus), plus 2 modulus where that is negative: below 2 modulus
+    static DEVI wide_t sub_unreduced(const wide_t& a, const wide_t& b) {
+        static_assert(TWO_SPARE, "2 modulus fits only with two spare bits");
+        wide_t r;
+#ifdef __CUDA_ARCH__
+        u32 borrow;
+        ASM("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+        ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+        ASM("add.cc.u32 %0, %0, %1;" : "+r"(r.v[0]) : "r"(P::mod2()[0] & borrow));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[i]) : "r"(P::mod2()[i] & borrow));
+#else
+        u64 borrow = 0;
+        for (int i = 0; i < n; i++) {
+            u64 d = (u64)a.v[i] - b.v[i] - borrow;
+            r.v[i] = (u32)d;
+            borrow = (d >> 32) & 1;
+        }
+        if (borrow) {
+            u64 c = 0;
+            for (int i = 0; i < n; i++) {
+                u64 x = (u64)r.v[i] + P::mod2()[i] + c;
+                r.v[i] = (u32)x;
+                c = x >> 32;
+            }
+        }
+#endif
+        return r;
     }
 
 #ifndef __CUDA_ARCH__
@@ -509,9 +597,23 @@ struct mont_t {
         for (int i = 1; i < n; i++) acc |= v[i];
         return acc == 0;
     }
+    // modulus - a, and 0 for 0
     static DEVI mont_t neg(const mont_t& a) {
+#ifdef __CUDA_ARCH__
+        // one subtraction chain and a mask (0 - a with its correction took three chains)
+        mont_t r;
+        ASM("sub.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(P::mod()[0]), "r"(a.v[0]));
+#pragma unroll
+        for (int i = 1; i < n; i++)
+            ASM("subc.cc.u32 %0, %1, %2;" : "=r"(r.v[i]) : "r"(P::mod()[i]), "r"(a.v[i]));
+        const u32 keep = a.is_zero() ? 0u : ~0u;
+#pragma unroll
+        for (int i = 0; i < n; i++) r.v[i] &= keep;
+        return r;
+#else
         mont_t z = zero();
         return a.is_zero() ? a : sub(z, a);
+#endif
     }
     // conditional negation
     static DEVI mont_t cneg(const mont_t& a, bool flag) { return flag ? neg(a) : a; }

@@ -137,6 +137,41 @@ DEVI typename C::F aff_denominator(const affine_round_args& a, aff_site s, aff_e
     return d;
 }
 
+// The sum of p and q (signed, neither infinity) through lambda = (q.y - p.y) dinv (AFF_ADD) or
+// 3 p.x^2 dinv (AFF_DBL, q = p), dinv the inverse of the kind's denominator (unreduced):
+// x = lambda^2 - p.x - q.x, y = lambda (p.x - x) - p.y. Over a field with two spare bits (Fp:
+// mont.cuh's TWO_SPARE) lambda, its square and the product of y stay unreduced, the differences
+// that feed products skip their corrections, and each coordinate is reduced once.
+template <class C>
+DEVI typename C::A aff_sum(AffKind kind, const typename C::A& p, const typename C::A& q,
+                           const typename C::F::wide_t& dinv) {
+    typedef typename C::F F;
+    typename C::A r;
+    if constexpr (F::TWO_SPARE) {
+        typename F::wide_t lambda;
+        if (kind == AFF_ADD) {
+            lambda = F::mul_unreduced(F::sub_wide(q.y, p.y), dinv);
+        } else {
+            const F xx = F::sqr(p.x);
+            lambda = F::mul_unreduced(F::add_wide(xx, F::dbl(xx)), dinv);
+        }
+        r.x = F::reduce(F::sub_unreduced(F::sqr_unreduced(lambda), F::add_wide(p.x, q.x)));
+        r.y = F::reduce(F::sub_unreduced(F::mul_unreduced(lambda, F::sub_wide(p.x, r.x)),
+                                         F::widen(p.y)));
+    } else {
+        F lambda;
+        if (kind == AFF_ADD) {
+            lambda = F::mul(F::sub(q.y, p.y), dinv);
+        } else {
+            const F xx = F::sqr(p.x);
+            lambda = F::mul(F::add(xx, F::dbl(xx)), dinv);
+        }
+        r.x = F::sub(F::sub(F::sqr(lambda), p.x), q.x);
+        r.y = F::sub(F::mul(lambda, F::sub(p.x, r.x)), p.y);
+    }
+    return r;
+}
+
 // half[g] = ceil(counts[g] / 2) for g < m, half[m] = 0 (its exclusive scan ends with the total)
 DEVI void affine_halve(const affine_halve_args& a) {
     u32 g = blockIdx.x * blockDim.x + threadIdx.x;
@@ -172,9 +207,11 @@ DEVI void affine_fwd(const affine_round_args& a) {
     // the prefix's words rounded up to whole 32-byte sectors (within the slot of a point)
     constexpr u32 AFF_PREFIX_WORDS = (F::WORDS + 7) / 8 * 8;
     static_assert(AFF_PREFIX_WORDS <= C::A::WORDS, "prefix larger than a point");
+    typedef typename F::wide_t W;
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= a.threads) return;
-    F acc = F::one();
+    // unreduced where the field allows it (Fp: mont.cuh's TWO_SPARE): only multiplied again
+    W acc = F::widen(F::one());
     u32 first = 0;
     const u32 cnt = aff_positions(a, t, first);
     if (cnt > 0) {
@@ -209,7 +246,7 @@ DEVI void affine_fwd(const affine_round_args& a) {
                 for (u32 w = F::WORDS; w < AFF_PREFIX_WORDS; w += 4)
                     *reinterpret_cast<uint4*>(slot + w) = make_uint4(0, 0, 0, 0);
             }
-            acc = F::mul(acc, d);
+            acc = F::mul_unreduced(acc, d);
             sc = sn;
             ec = en;
             pxc = pxn;
@@ -218,7 +255,8 @@ DEVI void affine_fwd(const affine_round_args& a) {
             en = ea;
         }
     }
-    acc.store(a.totals + F::WORDS * (size_t)t);
+    // reduced for the batched inversion, whose products take reduced first operands
+    F::reduce(acc).store(a.totals + F::WORDS * (size_t)t);
 }
 
 template <class C>
@@ -230,7 +268,8 @@ DEVI void affine_bwd(const affine_round_args& a) {
     u32 first = 0;
     const u32 cnt = aff_positions(a, t, first);
     if (cnt == 0) return;
-    F inv = F::load(a.inv + F::WORDS * (size_t)t);
+    // the running inverse, unreduced as the forward pass's product
+    typename F::wide_t inv = F::widen(F::load(a.inv + F::WORDS * (size_t)t));
     u32 g = bucket_of(a.out_ends, a.m, first + 32 * (cnt - 1));
     aff_site sc = aff_site_down(a, first + 32 * (cnt - 1), g);
     aff_entries ec = aff_entries_of(a, sc);
@@ -239,7 +278,7 @@ DEVI void affine_bwd(const affine_round_args& a) {
         A p = aff_point<C>(a, ec.p), q;
         if (sc.pair) q = aff_point<C>(a, ec.q);
         const size_t at = a.out_stride * (size_t)o;
-        const F prefix = F::load(a.out + at);
+        const typename F::wide_t prefix = F::wide_t::load(a.out + at);
         const aff_site s = sc;
         const aff_entries e = ec;
         if (k > 0) {
@@ -251,23 +290,13 @@ DEVI void affine_bwd(const affine_round_args& a) {
         // a position's inverse is only multiplied again (as the second operand, dy and 3 x^2
         // being reduced): it skips its final subtraction
         const typename F::wide_t dinv = F::mul_unreduced(inv, prefix);
-        inv = F::mul(inv, d);
+        inv = F::mul_unreduced(inv, d);
         A r;
         switch (kind) {
         case AFF_LEFT: r = p; break;
         case AFF_RIGHT: r = q; break;
         case AFF_INF: r = A::inf(); break;
-        default: {
-            F lambda;
-            if (kind == AFF_ADD) {
-                lambda = F::mul(F::sub(q.y, p.y), dinv);
-            } else {
-                F xx = F::sqr(p.x);
-                lambda = F::mul(F::add(xx, F::dbl(xx)), dinv);
-            }
-            r.x = F::sub(F::sub(F::sqr(lambda), p.x), q.x);
-            r.y = F::sub(F::mul(lambda, F::sub(p.x, r.x)), p.y);
-        }
+        default: r = aff_sum<C>(kind, p, q, dinv);
         }
         r.x.store(a.out + at);
         r.y.store(a.out_y + at);

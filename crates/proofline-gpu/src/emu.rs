@@ -363,9 +363,9 @@ mod tests {
     use crate::ntt::{self, build_tables, CInput, NttKind, TablePtrs};
     use crate::plan::{ChunkWindows, OnesRounds, Precomputation};
     use crate::testkit::{
-        cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_unreduced_is, fp_words,
-        fr_montgomery_top, mixed_scalars, random_g2_points, random_points, random_scalars,
-        scalars_around_bits, FieldOp, ScalarMix,
+        cpu_h_poly, cpu_msm, cpu_msm_g2, cpu_ntt, fp_montgomery_top, fp_op_reference,
+        fp_unreduced_is, fp_words, fr_montgomery_top, mixed_scalars, random_g2_points,
+        random_points, random_scalars, scalars_around_bits, FieldOp, ScalarMix,
     };
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
@@ -470,33 +470,15 @@ mod tests {
             FieldOp::MulWideDifference,
             FieldOp::MulWideSum,
             FieldOp::MulUnreducedProduct,
+            FieldOp::MulBothUnreduced,
+            FieldOp::SqrUnreduced,
+            FieldOp::SubUnreduced,
+            FieldOp::Neg,
+            FieldOp::MulUnreducedFirst,
         ] {
             let got = fp_op(&e, &da, &db, &out, n, op);
             for i in 0..n {
-                let mut r = blst::blst_fp::default();
-                let mut d = blst::blst_fp::default();
-                // SAFETY: plain blst field arithmetic on valid values.
-                unsafe {
-                    match op {
-                        FieldOp::Mul => blst::blst_fp_mul(&mut r, &a[i], &b[i]),
-                        FieldOp::Sqr => blst::blst_fp_sqr(&mut r, &a[i]),
-                        FieldOp::Add => blst::blst_fp_add(&mut r, &a[i], &b[i]),
-                        FieldOp::Sub => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
-                        FieldOp::MulWideDifference => {
-                            blst::blst_fp_sub(&mut d, &b[i], &a[i]);
-                            blst::blst_fp_mul(&mut r, &a[i], &d);
-                        }
-                        FieldOp::MulWideSum => {
-                            blst::blst_fp_add(&mut d, &a[i], &b[i]);
-                            blst::blst_fp_mul(&mut r, &a[i], &d);
-                        }
-                        FieldOp::MulUnreducedProduct => {
-                            blst::blst_fp_mul(&mut d, &a[i], &b[i]);
-                            blst::blst_fp_mul(&mut r, &a[i], &d);
-                        }
-                        _ => blst::blst_fp_from(&mut r, &a[i]),
-                    }
-                }
+                let r = fp_op_reference(op, &a[i], &b[i]).unwrap();
                 assert_eq!(
                     &got[12 * i..12 * i + 12],
                     &fp_words(&r)[..],

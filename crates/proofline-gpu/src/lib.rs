@@ -41,6 +41,8 @@ mod emu;
 mod error;
 mod exec;
 pub mod layout;
+#[cfg(test)]
+mod mont_model;
 mod msm;
 mod ntt;
 pub mod oplog;

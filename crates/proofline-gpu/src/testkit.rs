@@ -74,6 +74,17 @@ pub enum FieldOp {
     /// the words of the product a b without its final subtraction: below 2 p, congruent to
     /// a b (Fp only)
     UnreducedProduct = 11,
+    /// (a b) (b - a): the product and the difference both unreduced, as both operands of the
+    /// multiplication (Fp only: its two spare bits)
+    MulBothUnreduced = 12,
+    /// (a b)^2, the square of the unreduced product (Fp only)
+    SqrUnreduced = 13,
+    /// a b - (a + b) between the unreduced product and sum, corrected by 2 p (Fp only)
+    SubUnreduced = 14,
+    /// -a, 0 for 0 (Fp only)
+    Neg = 15,
+    /// (a b) a, the unreduced product as the first operand (Fp only)
+    MulUnreducedFirst = 16,
 }
 
 /// Curve operation selector for [`TestGpu::g1_op`].
@@ -1315,6 +1326,56 @@ pub fn fp_unreduced_is(raw: &[u32; 12], reduced: &[u32; 12]) -> Option<bool> {
         carry = s >> 32;
     }
     (carry == 0 && *raw == plus_p).then_some(true)
+}
+
+/// What `fp_op_test` computes for `op` on `a` and `b`, by blst: the field tests' reference. `None`
+/// for [`FieldOp::UnreducedProduct`], whose words are checked with [`fp_unreduced_is`].
+pub fn fp_op_reference(op: FieldOp, a: &blst::blst_fp, b: &blst::blst_fp) -> Option<blst::blst_fp> {
+    let mut r = blst::blst_fp::default();
+    let mut d = blst::blst_fp::default();
+    let mut e = blst::blst_fp::default();
+    // SAFETY: plain blst field arithmetic on valid values.
+    unsafe {
+        match op {
+            FieldOp::Mul => blst::blst_fp_mul(&mut r, a, b),
+            FieldOp::Sqr => blst::blst_fp_sqr(&mut r, a),
+            FieldOp::Add => blst::blst_fp_add(&mut r, a, b),
+            FieldOp::Sub => blst::blst_fp_sub(&mut r, a, b),
+            FieldOp::FromMont => blst::blst_fp_from(&mut r, a),
+            FieldOp::Inverse | FieldOp::InverseBatched | FieldOp::InverseBinary => {
+                blst::blst_fp_eucl_inverse(&mut r, a)
+            }
+            FieldOp::MulWideDifference => {
+                blst::blst_fp_sub(&mut d, b, a);
+                blst::blst_fp_mul(&mut r, a, &d);
+            }
+            FieldOp::MulWideSum => {
+                blst::blst_fp_add(&mut d, a, b);
+                blst::blst_fp_mul(&mut r, a, &d);
+            }
+            FieldOp::MulUnreducedProduct | FieldOp::MulUnreducedFirst => {
+                blst::blst_fp_mul(&mut d, a, b);
+                blst::blst_fp_mul(&mut r, &d, a);
+            }
+            FieldOp::MulBothUnreduced => {
+                blst::blst_fp_mul(&mut d, a, b);
+                blst::blst_fp_sub(&mut e, b, a);
+                blst::blst_fp_mul(&mut r, &d, &e);
+            }
+            FieldOp::SqrUnreduced => {
+                blst::blst_fp_mul(&mut d, a, b);
+                blst::blst_fp_sqr(&mut r, &d);
+            }
+            FieldOp::SubUnreduced => {
+                blst::blst_fp_mul(&mut d, a, b);
+                blst::blst_fp_add(&mut e, a, b);
+                blst::blst_fp_sub(&mut r, &d, &e);
+            }
+            FieldOp::Neg => blst::blst_fp_cneg(&mut r, a, true),
+            FieldOp::UnreducedProduct => return None,
+        }
+    }
+    Some(r)
 }
 
 /// An Fp element's twelve 32-bit words, lowest first, as the kernels hold them.

@@ -170,39 +170,15 @@ fn fp_ops_match_blst() {
         FieldOp::InverseBatched,
         FieldOp::InverseBinary,
         FieldOp::MulUnreducedProduct,
+        FieldOp::MulBothUnreduced,
+        FieldOp::SqrUnreduced,
+        FieldOp::SubUnreduced,
+        FieldOp::Neg,
+        FieldOp::MulUnreducedFirst,
     ] {
         let got = g.fp_op(&aw, &bw, op).expect("fp_op");
         for i in 0..n {
-            let mut r = blst::blst_fp::default();
-            // SAFETY: plain blst field arithmetic on valid values.
-            unsafe {
-                match op {
-                    FieldOp::Mul => blst::blst_fp_mul(&mut r, &a[i], &b[i]),
-                    FieldOp::Sqr => blst::blst_fp_sqr(&mut r, &a[i]),
-                    FieldOp::Add => blst::blst_fp_add(&mut r, &a[i], &b[i]),
-                    FieldOp::Sub => blst::blst_fp_sub(&mut r, &a[i], &b[i]),
-                    FieldOp::FromMont => blst::blst_fp_from(&mut r, &a[i]),
-                    FieldOp::Inverse | FieldOp::InverseBatched | FieldOp::InverseBinary => {
-                        blst::blst_fp_eucl_inverse(&mut r, &a[i])
-                    }
-                    FieldOp::MulWideDifference => {
-                        let mut d = blst::blst_fp::default();
-                        blst::blst_fp_sub(&mut d, &b[i], &a[i]);
-                        blst::blst_fp_mul(&mut r, &a[i], &d);
-                    }
-                    FieldOp::MulWideSum => {
-                        let mut d = blst::blst_fp::default();
-                        blst::blst_fp_add(&mut d, &a[i], &b[i]);
-                        blst::blst_fp_mul(&mut r, &a[i], &d);
-                    }
-                    FieldOp::MulUnreducedProduct => {
-                        let mut d = blst::blst_fp::default();
-                        blst::blst_fp_mul(&mut d, &a[i], &b[i]);
-                        blst::blst_fp_mul(&mut r, &a[i], &d);
-                    }
-                    FieldOp::UnreducedProduct => unreachable!("checked below"),
-                }
-            }
+            let r = fp_op_reference(op, &a[i], &b[i]).expect("a reduced result");
             assert_eq!(got[i], fp_words(&r), "{op:?} at {i}");
         }
     }
