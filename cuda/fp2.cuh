@@ -52,6 +52,8 @@ struct fp2_t {
     static constexpr bool TWO_SPARE = false;
     static DEVI fp2_t widen(const fp2_t& a) { return a; }
     static DEVI fp2_t reduce(const fp2_t& a) { return a; }
+    static DEVI fp2_t add_wide(const fp2_t& a, const fp2_t& b) { return add(a, b); }
+    static DEVI fp2_t sub_wide(const fp2_t& a, const fp2_t& b) { return sub(a, b); }
     static DEVI fp2_t mul_unreduced(const fp2_t& a, const fp2_t& b) { return mul(a, b); }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
     static DEVI fp2_t sqr(const fp2_t& a) {

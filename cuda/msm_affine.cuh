@@ -97,25 +97,26 @@ DEVI void aff_signed(typename C::A& p, u32 v) {
 }
 
 // The operands of a position, p and q (unless p is the odd one out) as aff_point loaded them;
-// applies their signs and returns the kind of the sum and its denominator (never zero).
+// applies their signs and returns the kind of the sum and its denominator (never zero), which is
+// only multiplied: unreduced where the field allows it (an addition's x difference skips its
+// correction; distinct x are told by comparing them).
 template <class C>
 DEVI AffKind aff_classify(aff_site s, aff_entries e, typename C::A& p, typename C::A& q,
-                          typename C::F& d) {
+                          typename C::F::wide_t& d) {
     typedef typename C::F F;
     aff_signed<C>(p, e.p);
-    d = F::one();
+    d = F::widen(F::one());
     if (!s.pair) return AFF_LEFT;
     aff_signed<C>(q, e.q);
     if (p.is_inf()) return AFF_RIGHT;
     if (q.is_inf()) return AFF_LEFT;
-    F dx = F::sub(q.x, p.x);
-    if (!dx.is_zero()) {
-        d = dx;
+    if (!q.x.eq(p.x)) {
+        d = F::sub_wide(q.x, p.x);
         return AFF_ADD;
     }
     // same x: p = q (tangent) or p = -q (infinity); y = 0 has no tangent (2-torsion)
     if (q.y.eq(p.y) && !p.y.is_zero()) {
-        d = F::dbl(p.y);
+        d = F::add_wide(p.y, p.y);
         return AFF_DBL;
     }
     return AFF_INF;
@@ -124,15 +125,15 @@ DEVI AffKind aff_classify(aff_site s, aff_entries e, typename C::A& p, typename 
 // The denominator of a position as aff_classify gives it, from its inputs' x when they settle it
 // (non-zero and distinct: an addition), from the whole points otherwise.
 template <class C>
-DEVI typename C::F aff_denominator(const affine_round_args& a, aff_site s, aff_entries e,
-                                   const typename C::F& px, const typename C::F& qx) {
+DEVI typename C::F::wide_t aff_denominator(const affine_round_args& a, aff_site s,
+                                           aff_entries e, const typename C::F& px,
+                                           const typename C::F& qx) {
     typedef typename C::A A;
     typedef typename C::F F;
-    if (!s.pair) return F::one();
-    F dx = F::sub(qx, px);
-    if (!px.is_zero() && !qx.is_zero() && !dx.is_zero()) return dx;
+    if (!s.pair) return F::widen(F::one());
+    if (!px.is_zero() && !qx.is_zero() && !qx.eq(px)) return F::sub_wide(qx, px);
     A p = aff_point<C>(a, e.p), q = aff_point<C>(a, e.q);
-    F d;
+    typename F::wide_t d;
     aff_classify<C>(s, e, p, q, d);
     return d;
 }
@@ -234,7 +235,7 @@ DEVI void affine_fwd(const affine_round_args& a) {
                 sa = aff_site_up(a, o + 64, g);
                 ea = aff_entries_of(a, sa);
             }
-            const F d = aff_denominator<C>(a, sc, ec, pxc, qxc);
+            const W d = aff_denominator<C>(a, sc, ec, pxc, qxc);
             // the prefix waits in the output's x, which the backward pass reads before it
             // writes the sum there; with interleaved outputs padded with zeros (into the y) to
             // whole 32-byte sectors (a partly written sector costs the memory a
@@ -285,7 +286,7 @@ DEVI void affine_bwd(const affine_round_args& a) {
             sc = aff_site_down(a, o - 32, g);
             ec = aff_entries_of(a, sc);
         }
-        F d;
+        typename F::wide_t d;
         const AffKind kind = aff_classify<C>(s, e, p, q, d);
         // a position's inverse is only multiplied again (as the second operand, dy and 3 x^2
         // being reduced): it skips its final subtraction
