@@ -57,6 +57,9 @@
 // again below 2 modulus (TWO_SPARE, mul_unreduced / sqr_unreduced on wide_t, sub_unreduced with
 // its 2 modulus correction, `reduce` where a value must be below the modulus). The batch-affine
 // rounds (msm_affine.cuh) keep their running products and each addition's intermediates so.
+// crates/proofline-gpu/src/mont_model.rs models the device multiplication and squaring below
+// instruction by instruction and checks that no carry is dropped for such operands: a change
+// to their carry chains changes the model with them.
 //
 // Host build: without __CUDA_ARCH__ (the kernels compiled by g++ for the tests'
 // host emulation, crates/proofline-gpu/emu/) the multiply, add_wide, sub, sub_wide
