@@ -477,20 +477,7 @@ struct mont_t {
         for (int i = 1; i < n; i++)
             ASM("addc.cc.u32 %0, %0, %1;" : "+r"(r.v[i]) : "r"(P::mod2()[i] & borrow));
 #else
-        u64 borrow = 0;
-        for (int i = 0; i < n; i++) {
-            u64 d = (u64)a.v[i] - b.v[i] - borrow;
-            r.v[i] = (u32)d;
-            borrow = (d >> 32) & 1;
-        }
-        if (borrow) {
-            u64 c = 0;
-            for (int i = 0; i < n; i++) {
-                u64 x = (u64)r.v[i] + P::mod2()[i] + c;
-                r.v[i] = (u32)x;
-                c = x >> 32;
-            }
-        }
+        sub_corrected(r.v, a.v, b.v, P::mod2());
 #endif
         return r;
     }
@@ -545,22 +532,28 @@ struct mont_t {
         return r;
     }
 #else
-    static DEVI mont_t sub(const mont_t& a, const mont_t& b) {
-        mont_t r;
+  private:
+    // r = a - b, plus `m` where that is negative (the portable sub and sub_unreduced)
+    static DEVI void sub_corrected(u32* r, const u32* a, const u32* b, const u32* m) {
         u64 borrow = 0;
         for (int i = 0; i < n; i++) {
-            u64 d = (u64)a.v[i] - b.v[i] - borrow;
-            r.v[i] = (u32)d;
+            u64 d = (u64)a[i] - b[i] - borrow;
+            r[i] = (u32)d;
             borrow = (d >> 32) & 1;
         }
         if (borrow) {
             u64 c = 0;
             for (int i = 0; i < n; i++) {
-                u64 x = (u64)r.v[i] + P::mod()[i] + c;
-                r.v[i] = (u32)x;
+                u64 x = (u64)r[i] + m[i] + c;
+                r[i] = (u32)x;
                 c = x >> 32;
             }
         }
+    }
+  public:
+    static DEVI mont_t sub(const mont_t& a, const mont_t& b) {
+        mont_t r;
+        sub_corrected(r.v, a.v, b.v, P::mod());
         return r;
     }
     static DEVI wide_t add_wide(const mont_t& a, const mont_t& b) {
