@@ -1,28 +1,52 @@
 #!/usr/bin/env bash
-# proofline GPU profile: every kernel of the 32 GiB-shape partition benchmark under Nsight Compute,
-# summed by section (h_poly, H MSM, L, A, B_G1, B_G2) and by kind of kernel.
+# proofline GPU profile: every kernel of a GPU benchmark under Nsight Compute, summed by kind.
+#
+#   scripts/gpu-profile.sh            the 32 GiB-shape partition benchmark, by section (h_poly,
+#                                     H MSM, L, A, B_G1, B_G2) and by kind of kernel
+#   scripts/gpu-profile.sh msm L      dense G1 MSMs of 2^L points, plain and over precomputed
+#                                     copies (`--variants --only pre`): each MSM run's kernels
+#                                     by kind
 #
 # On the GPU machine, from the archive `scripts/gpu-suite.sh` (build) packed in .gpu-bin/: runs
-# `proofline-gpu-bench --sections partition --partition-mix 8mib --reps 1` (production defaults)
-# under ncu with one metric, gpu__time_duration (application replay: one pass, no memory saved
-# and restored; caches and clocks left alone, as in the benchmark), then
-# scripts/ncu-breakdown.py over the timed run. About 60 s on an H200 (~4000 kernels).
-# Writes ncu-part.csv, ncu-bench.log and ncu-breakdown.txt as one archive, ncu.tar.xz, under $OUT.
+# `proofline-gpu-bench --sections partition --partition-mix 8mib --reps 1` (production defaults),
+# or `--variants --only pre --sections msm --msm-min L --msm-max L --reps 1`, under ncu with one
+# metric, gpu__time_duration (application replay: one pass, no memory saved and restored; caches
+# and clocks left alone, as in the benchmark), then scripts/ncu-breakdown.py over the timed runs.
+# About 60 s on an H200 for the partition (~4000 kernels), 15-30 s for dense MSMs of 2^24-2^26.
+# Writes the CSV, the benchmark's log and the breakdown as one archive, ncu.tar.xz, under $OUT.
 #
-# Device-tool call: run carry=[".gpu-bin"] command="bash scripts/gpu-profile.sh"
+# Device-tool calls: run carry=[".gpu-bin"] command="bash scripts/gpu-profile.sh"
+#                    run carry=[".gpu-bin"] command="bash scripts/gpu-profile.sh msm 24"
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-$ROOT/gpu-out}"
 WORK="$(mktemp -d)"
 mkdir -p "$OUT"
 tar -C "$WORK" -xJf "$ROOT/.gpu-bin/suite.tar.xz" bin/proofline-gpu-bench
+MODE="${1:-partition}"
+case "$MODE" in
+    partition)
+        BENCH=(--sections partition --partition-mix 8mib --reps 1)
+        BREAKDOWN=()
+        NAME=ncu-part
+        ;;
+    msm)
+        LOG="${2:?usage: gpu-profile.sh msm L, L the log2 of the MSM size}"
+        BENCH=(--variants --only pre --sections msm --msm-min "$LOG" --msm-max "$LOG" --reps 1)
+        BREAKDOWN=(--msm)
+        NAME="ncu-msm-$LOG"
+        ;;
+    *)
+        echo "gpu-profile.sh: unknown mode '$MODE' (partition, or msm L)" >&2
+        exit 2
+        ;;
+esac
 timeout "${PROFILE_TIMEOUT:-240}" ncu --clock-control none --cache-control none \
     --replay-mode application --metrics gpu__time_duration.sum --csv --page raw \
-    --print-units base --log-file "$WORK/ncu-part.csv" \
-    "$WORK/bin/proofline-gpu-bench" --sections partition --partition-mix 8mib --reps 1 \
-    > "$WORK/ncu-bench.log" 2>&1
+    --print-units base --log-file "$WORK/$NAME.csv" \
+    "$WORK/bin/proofline-gpu-bench" "${BENCH[@]}" > "$WORK/ncu-bench.log" 2>&1
 rc=$?
-echo "ncu rc=$rc, $(wc -l < "$WORK/ncu-part.csv") lines"
-python3 "$ROOT/scripts/ncu-breakdown.py" "$WORK/ncu-part.csv" | tee "$WORK/ncu-breakdown.txt"
-tar -C "$WORK" -cJf "$OUT/ncu.tar.xz" ncu-part.csv ncu-bench.log ncu-breakdown.txt
+echo "ncu rc=$rc, $(wc -l < "$WORK/$NAME.csv") lines"
+python3 "$ROOT/scripts/ncu-breakdown.py" "${BREAKDOWN[@]}" "$WORK/$NAME.csv" | tee "$WORK/ncu-breakdown.txt"
+tar -C "$WORK" -cJf "$OUT/ncu.tar.xz" "$NAME.csv" ncu-bench.log ncu-breakdown.txt
 exit $rc

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""proofline ncu breakdown: the kernels of one run of the partition benchmark by section and kind.
+"""proofline ncu breakdown: the kernels of the GPU benchmark's runs by section and kind.
 
 Reads the CSV that scripts/gpu-profile.sh has ncu write (`--csv --page raw --print-units base`,
-metric gpu__time_duration.sum; plain or .xz) and prints, for the last partition run in it (the
-benchmark's timed run; the first is its warm-up), the kernels' time summed by section (h_poly, H
-MSM, L, A, B_G1, B_G2: a section of the sparse queries starts at its ones' count kernel) and, in
-each, by kind (the rounds' backward and forward passes, the sort, the XYZZ accumulation, ...).
+metric gpu__time_duration.sum; plain or .xz). By default, for the last partition run in it (the
+benchmark's timed run; the first is its warm-up), prints the kernels' time summed by section
+(h_poly, H MSM, L, A, B_G1, B_G2: a section of the sparse queries starts at its ones' count
+kernel) and, in each, by kind (the rounds' backward and forward passes, the sort, the XYZZ
+accumulation, ...). With --msm, the file holds dense MSMs (`--sections msm`): each MSM run's
+kernels by kind, a run ending at its window combination; the kernels outside the MSMs (the
+multiply benchmarks, the points' tiling, the precomputed copies) are summed apart.
 
-Usage: scripts/ncu-breakdown.py ncu-part.csv[.xz]
+Usage: scripts/ncu-breakdown.py [--msm] ncu.csv[.xz]
 """
 import csv, sys, lzma, collections
 
-path = sys.argv[1]
+args = sys.argv[1:]
+msm_mode = '--msm' in args
+path = [a for a in args if a != '--msm'][0]
 op = lzma.open if path.endswith('.xz') else open
 with op(path, 'rt') as f:
     lines = [l for l in f if not l.startswith('==')]
@@ -31,16 +36,6 @@ for r in rows[hdr + 1:]:
 def is_ntt(n):
     return n.startswith('ntt') or n.startswith('fr_')
 
-# a run starts where an NTT kernel follows another kind; the partition runs are those with ones
-runs, cur, prev_ntt = [], [], False
-for n, t in ks:
-    if is_ntt(n) and not prev_ntt and cur:
-        runs.append(cur); cur = []
-    cur.append((n, t)); prev_ntt = is_ntt(n)
-runs.append(cur)
-runs = [r for r in runs if any('ones_count' in n for n, _ in r)]
-run = runs[-1]
-
 def kind(n):
     for key, k in [('affine_bwd', 'rounds: backward'), ('affine_fwd', 'rounds: forward'),
                    ('batch_inv', 'rounds: batched inversion'), ('affine_halve', 'rounds: halve + scans'),
@@ -52,6 +47,48 @@ def kind(n):
         if key in n:
             return k
     return 'NTT' if is_ntt(n) else n
+
+
+def msm_breakdown(ks):
+    """Dense MSM runs: a run ends with its window combination's last kernel (xyzz_reduce);
+    kernels that belong to no MSM are summed apart."""
+    outside = ('mul_bench', 'tile_points', 'precompute')
+    runs, cur, apart = [], [], collections.Counter()
+    for n, t in ks:
+        name = n.split('(')[0]
+        if any(o in name for o in outside):
+            apart[name] += t / 1e6
+            continue
+        cur.append((name, t))
+        if 'xyzz_reduce' in name:
+            runs.append(cur); cur = []
+    if cur:
+        runs.append(cur)
+    for i, run in enumerate(runs):
+        by = collections.Counter()
+        for n, t in run:
+            by[kind(n)] += t / 1e6
+        print(f"MSM run {i}: {sum(by.values()):9.2f} ms over {len(run)} kernels")
+        for k, v in sorted(by.items(), key=lambda kv: -kv[1]):
+            print(f"    {k:28} {v:9.2f}")
+    if apart:
+        print(f"outside the MSMs: {sum(apart.values()):9.2f} ms")
+        for k, v in sorted(apart.items(), key=lambda kv: -kv[1]):
+            print(f"    {k:28} {v:9.2f}")
+
+if msm_mode:
+    msm_breakdown(ks)
+    sys.exit(0)
+
+# a run starts where an NTT kernel follows another kind; the partition runs are those with ones
+runs, cur, prev_ntt = [], [], False
+for n, t in ks:
+    if is_ntt(n) and not prev_ntt and cur:
+        runs.append(cur); cur = []
+    cur.append((n, t)); prev_ntt = is_ntt(n)
+runs.append(cur)
+runs = [r for r in runs if any('ones_count' in n for n, _ in r)]
+run = runs[-1]
 
 sections = ['h_poly', 'H MSM', 'L', 'A', 'B_G1', 'B_G2']
 sec, ones_seen, out = 0, 0, collections.OrderedDict()
