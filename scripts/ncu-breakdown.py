@@ -16,7 +16,10 @@ import csv, sys, lzma, collections
 
 args = sys.argv[1:]
 msm_mode = '--msm' in args
-path = [a for a in args if a != '--msm'][0]
+paths = [a for a in args if a != '--msm']
+if len(paths) != 1:
+    sys.exit('usage: scripts/ncu-breakdown.py [--msm] ncu.csv[.xz]')
+path = paths[0]
 op = lzma.open if path.endswith('.xz') else open
 with op(path, 'rt') as f:
     lines = [l for l in f if not l.startswith('==')]
