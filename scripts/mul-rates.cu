@@ -3,7 +3,8 @@
 //  - `rate`: independent IMAD.WIDE.U32 chains (each product's operand the previous low word, so
 //    nothing is loop-invariant for the compiler to hoist), DFMA chains, and both in one thread;
 //  - `mont`: the kernels' multiply (cuda/mont.cuh: 12 x 32-bit limbs, flag-carried chains) with K
-//    independent products in flight per thread;
+//    independent products in flight per thread, at the most warps that fit and at 1..9 warps a
+//    scheduler;
 //  - `f28`: a carry-free multiply over 14 x 28-bit limbs whose columns add up in 64-bit registers
 //    (R' = 2^392);
 //  - `f48`: 8 x 48-bit limbs held as exact doubles, each product split on the FP64 pipe (R = 2^384,
@@ -17,8 +18,9 @@
 //    registers, so many blocks of each an SM;
 // and checks f28 and f48 against mont.cuh on 2^20 random inputs (reduced and unreduced operands).
 // Built on this machine with the nvcc of scripts/install-nvcc.sh (its lib/ holds the static CUDA
-// runtime) and carried to the GPU machine in .gpu-bin (ncu for the pipes: any argument runs each
-// kernel once, shorter):
+// runtime) and carried to the GPU machine in .gpu-bin (ncu for the pipes: any other argument than
+// `occupancy` runs each kernel once, shorter; `occupancy` runs the sweep over warps a scheduler
+// alone):
 //   NVCC=$(scripts/install-nvcc.sh | tail -n1)
 //   $NVCC -arch=sm_90 -O3 -I cuda -L "$(dirname "$NVCC")/../lib" -o .gpu-bin/mul-rates scripts/mul-rates.cu
 //   (on the GPU machine) .gpu-bin/mul-rates
@@ -465,6 +467,38 @@ static void bench(const char* name, F kern, int k, u32* buf, int sms) {
 }
 
 
+// `kern` at `per_sm` blocks of 128 threads an SM (per_sm * 4 warps an SM, per_sm warps a
+// scheduler): one wave, each thread four times `bench`'s iterations, so that the SM's warps are
+// all resident for the whole run: how the multiply's rate depends on the warps a scheduler
+// holds and the independent products each keeps in flight
+template <class F>
+static void bench_occupancy(const char* name, F kern, int k, int per_sm, u32* buf, int sms) {
+    cudaFuncAttributes at;
+    cudaFuncGetAttributes(&at, kern);
+    int fit = 0;
+    const int threads = 128;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kern, threads, 0);
+    if (per_sm > fit) return;
+    const int blocks = sms * per_sm;
+    const u32 iters = 4 * ITERS;
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0); cudaEventCreate(&e1);
+    if (REPS > 1) kern<<<blocks, threads>>>(buf, 16);
+    float best = 1e30f;
+    for (int rep = 0; rep < REPS; rep++) {
+        cudaEventRecord(e0);
+        kern<<<blocks, threads>>>(buf, iters);
+        cudaEventRecord(e1); cudaEventSynchronize(e1);
+        float ms; cudaEventElapsedTime(&ms, e0, e1);
+        if (ms < best) best = ms;
+    }
+    const double ops = (double)blocks * threads * iters * k;
+    int clk = 0;
+    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
+    printf("%-10s K=%d regs %3d warps/scheduler %d  %8.3f ms  %8.2f G/s  %6.2f per SM per clock\n", name, k,
+           at.numRegs, per_sm, best, ops / (best * 1e-3) / 1e9, ops / (best * 1e-3) / sms / (clk * 1e3));
+}
+
 // the split kernels: as many multiplications in all as `bench` times for K = 1
 template <class F>
 static void bench_split(const char* name, F kern, u32* buf, u32* ticket, int sms) {
@@ -526,9 +560,10 @@ static void bench_pair(const char* name, M km, int bm, F kf, int bf, u32* buf, u
            ops / (best * 1e-3) / 1e9, ops / (best * 1e-3) / sms / (clk * 1e3));
 }
 
-int main(int argc, char**) {
-    // any argument: each kernel once, shorter (for a profiler)
-    if (argc > 1) { REPS = 1; ITERS = 256; }
+int main(int argc, char** argv) {
+    // `occupancy`: the sweep over warps a scheduler alone; any other argument: each kernel once,
+    // shorter (for a profiler)
+    if (argc > 1 && argv[1][0] != 'o') { REPS = 1; ITERS = 256; }
     cudaDeviceProp p; cudaGetDeviceProperties(&p, 0);
     int clk = 0; cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
     const int sms = p.multiProcessorCount;
@@ -546,6 +581,12 @@ int main(int argc, char**) {
     bench("wide x8", rate<Pipe::Wide>, 8, buf, sms);
     bench("dfma x8", rate<Pipe::Dfma>, 8, buf, sms);
     bench("both x8", rate<Pipe::Mix>, 8, buf, sms);
+    for (int w = 1; w <= 9; w++) {
+        bench_occupancy("mont", cur_mul<1>, 1, w, buf, sms);
+        bench_occupancy("mont", cur_mul<2>, 2, w, buf, sms);
+        bench_occupancy("sqr", cur_sqr<1>, 1, w, buf, sms);
+    }
+    if (argc > 1 && argv[1][0] == 'o') return 0;
     for (int r = 0; r < (argc > 1 ? 1 : 2); r++) {
         bench("mont", cur_mul<1>, 1, buf, sms);
         bench("mont", cur_mul<2>, 2, buf, sms);
