@@ -7,7 +7,8 @@
 //! Usage: proofline-gpu-bench [--sections ntt,msm,sparse,g2,partition] [--variants]
 //!        [--ntt-min L] [--ntt-max L] [--msm-min L] [--msm-max L] [--g2-log L]
 //!        [--mix ZERO,ONE] [--partition-points N] [--partition-mix 8mib|2kib]
-//!        [--only NAME,...] [--windows C,...] [--cold-pool] [--reps R] [--json PATH]
+//!        [--only NAME,...] [--windows C,...] [--copies-gib G] [--cold-pool] [--reps R]
+//!        [--json PATH]
 //!
 //! `--variants` times every kernel variant (`MsmConfig::variants`, `NttConfig::variants`) side
 //! by side in the same process, each row naming its variant; without it, the production
@@ -30,6 +31,10 @@
 //! all: the sparse queries' ones over their pair sums, their tails held with the largest
 //! layout of copies that fits (every tail's, the G1 tails', none), and the H MSM in the chunk
 //! the H stage's lease allows beside them (`bytes::h_stage_msm_config`).
+//!
+//! `--copies-gib` sets the most the dense MSMs' precomputed copies (the `pre` runs) may take, 40
+//! GiB unless given, within what the device has free less a margin for the MSM's own buffers:
+//! an H200 holds all 11 copies of 24 bits of 2^26 bases (70.9 GB) under `--copies-gib 100`.
 //!
 //! `--windows` adds the dense MSMs of the `msm` section and the dense G2 MSM of the `g2`
 //! section through uniform windows of each of those widths (one chunk, whatever width the
@@ -89,6 +94,8 @@ struct Opts {
     only: Option<Vec<String>>,
     windows: Vec<u32>,
     cold_pool: bool,
+    /// Most GiB the dense MSMs' precomputed copies may take.
+    copies_gib: u64,
     reps: usize,
     json: Option<String>,
 }
@@ -108,6 +115,7 @@ fn parse() -> Result<Opts, String> {
         only: None,
         windows: Vec::new(),
         cold_pool: false,
+        copies_gib: 40,
         reps: 5,
         json: None,
     };
@@ -140,6 +148,7 @@ fn parse() -> Result<Opts, String> {
             "--g2-log" => o.g2_log = num(val(i)?)? as u32,
             "--partition-points" => o.partition_points = num(val(i)?)? as usize,
             "--reps" => o.reps = num(val(i)?)?.max(1) as usize,
+            "--copies-gib" => o.copies_gib = num(val(i)?)?,
             "--partition-mix" => {
                 o.partition_mix = match val(i)?.to_ascii_lowercase().as_str() {
                     "8mib" => "8mib",
@@ -535,9 +544,9 @@ fn copies_budget(g: &TestGpu, cap: u64) -> u64 {
 }
 
 /// The dense MSM over precomputed copies of the bases (`Precomputation::plan` with what the
-/// device can spare, at most 40 GB), with the defaults and the selected variants of the window
-/// combination (`few_sets_variants`); the copies are computed once (timed apart: a one-time
-/// cost per parameter set).
+/// device can spare, at most `--copies-gib` GiB, 40 unless given), with the defaults and the
+/// selected variants of the window combination (`few_sets_variants`); the copies are computed
+/// once (timed apart: a one-time cost per parameter set).
 fn precomputed_msm(
     o: &Opts,
     g: &TestGpu,
@@ -547,7 +556,9 @@ fn precomputed_msm(
     r: &mut Report,
 ) -> Result<(), GpuError> {
     let n = 1usize << lg;
-    let Some(pre) = Precomputation::plan(n, n, copies_budget(g, 40 << 30)) else {
+    let Some(pre) =
+        Precomputation::plan(n, n, copies_budget(g, o.copies_gib.saturating_mul(1 << 30)))
+    else {
         eprintln!("2^{lg}: no precomputation fits");
         return Ok(());
     };
