@@ -27,6 +27,7 @@
 // Figures and verdicts: docs/gpu-kernels.md, Results, "what bounds the Fp multiplication".
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 #include "fp.cuh"
 
 // ---- 14 x 28-bit limbs, Montgomery with R' = 2^392 ------------------------------------------
@@ -563,7 +564,8 @@ static void bench_pair(const char* name, M km, int bm, F kf, int bf, u32* buf, u
 int main(int argc, char** argv) {
     // `occupancy`: the sweep over warps a scheduler alone; any other argument: each kernel once,
     // shorter (for a profiler)
-    if (argc > 1 && argv[1][0] != 'o') { REPS = 1; ITERS = 256; }
+    const bool occupancy = argc > 1 && strcmp(argv[1], "occupancy") == 0;
+    if (argc > 1 && !occupancy) { REPS = 1; ITERS = 256; }
     cudaDeviceProp p; cudaGetDeviceProperties(&p, 0);
     int clk = 0; cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
     const int sms = p.multiProcessorCount;
@@ -578,15 +580,17 @@ int main(int argc, char** argv) {
     printf("against mont.cuh's multiply: f28 %u, f48 %u, sqr %u of %u differ (%s)\n", nbad[0], nbad[1], nbad[2], n,
            cudaGetErrorString(cudaGetLastError()));
     printf("%s, %d SMs at %d MHz; G/s = products (or chains of 12) per second\n", p.name, sms, clk / 1000);
-    bench("wide x8", rate<Pipe::Wide>, 8, buf, sms);
-    bench("dfma x8", rate<Pipe::Dfma>, 8, buf, sms);
-    bench("both x8", rate<Pipe::Mix>, 8, buf, sms);
+    if (!occupancy) {
+        bench("wide x8", rate<Pipe::Wide>, 8, buf, sms);
+        bench("dfma x8", rate<Pipe::Dfma>, 8, buf, sms);
+        bench("both x8", rate<Pipe::Mix>, 8, buf, sms);
+    }
     for (int w = 1; w <= 9; w++) {
         bench_occupancy("mont", cur_mul<1>, 1, w, buf, sms);
         bench_occupancy("mont", cur_mul<2>, 2, w, buf, sms);
         bench_occupancy("sqr", cur_sqr<1>, 1, w, buf, sms);
     }
-    if (argc > 1 && argv[1][0] == 'o') return 0;
+    if (occupancy) return 0;
     for (int r = 0; r < (argc > 1 ? 1 : 2); r++) {
         bench("mont", cur_mul<1>, 1, buf, sms);
         bench("mont", cur_mul<2>, 2, buf, sms);
