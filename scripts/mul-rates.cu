@@ -439,15 +439,14 @@ __global__ void check(u32* bad, u32 n) {
 
 static int REPS = 3;
 static u32 ITERS = 2048;
+// Best of REPS launches of `kern` over `blocks` blocks of 128 threads, `iters` iterations each
+// (one short warm-up launch first), and its rate in products a second and per SM per clock.
 template <class F>
-static void bench(const char* name, F kern, int k, u32* buf, int sms) {
+static void time_rate(const char* name, F kern, int k, int blocks, u32 iters, u32* buf, int sms,
+                      const char* occupancy) {
+    const int threads = 128;
     cudaFuncAttributes at;
     cudaFuncGetAttributes(&at, kern);
-    int per_sm = 0;
-    const int threads = 128;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, threads, 0);
-    const int blocks = sms * per_sm * 4;
-    const u32 iters = ITERS;
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0); cudaEventCreate(&e1);
     if (REPS > 1) kern<<<blocks, threads>>>(buf, 16);
@@ -462,11 +461,27 @@ static void bench(const char* name, F kern, int k, u32* buf, int sms) {
     const double ops = (double)blocks * threads * iters * k;
     int clk = 0;
     cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
-    printf("%-10s K=%d regs %3d warps/SM %2d  %8.3f ms  %8.2f G/s  %6.2f per SM per clock\n", name, k,
-           at.numRegs, per_sm * threads / 32, best, ops / (best * 1e-3) / 1e9,
+    printf("%-10s K=%d regs %3d %s  %8.3f ms  %8.2f G/s  %6.2f per SM per clock\n", name, k,
+           at.numRegs, occupancy, best, ops / (best * 1e-3) / 1e9,
            ops / (best * 1e-3) / sms / (clk * 1e3));
 }
 
+// Blocks of 128 threads of `kern` that fit an SM.
+template <class F>
+static int blocks_that_fit(F kern) {
+    int per_sm = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 128, 0);
+    return per_sm;
+}
+
+// `kern` in four waves of as many blocks as fit.
+template <class F>
+static void bench(const char* name, F kern, int k, u32* buf, int sms) {
+    const int per_sm = blocks_that_fit(kern);
+    char occ[32];
+    snprintf(occ, sizeof occ, "warps/SM %2d", per_sm * 4);
+    time_rate(name, kern, k, sms * per_sm * 4, ITERS, buf, sms, occ);
+}
 
 // `kern` at `per_sm` blocks of 128 threads an SM (per_sm * 4 warps an SM, per_sm warps a
 // scheduler): one wave, each thread four times `bench`'s iterations, so that the SM's warps are
@@ -474,30 +489,10 @@ static void bench(const char* name, F kern, int k, u32* buf, int sms) {
 // holds and the independent products each keeps in flight
 template <class F>
 static void bench_occupancy(const char* name, F kern, int k, int per_sm, u32* buf, int sms) {
-    cudaFuncAttributes at;
-    cudaFuncGetAttributes(&at, kern);
-    int fit = 0;
-    const int threads = 128;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kern, threads, 0);
-    if (per_sm > fit) return;
-    const int blocks = sms * per_sm;
-    const u32 iters = 4 * ITERS;
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0); cudaEventCreate(&e1);
-    if (REPS > 1) kern<<<blocks, threads>>>(buf, 16);
-    float best = 1e30f;
-    for (int rep = 0; rep < REPS; rep++) {
-        cudaEventRecord(e0);
-        kern<<<blocks, threads>>>(buf, iters);
-        cudaEventRecord(e1); cudaEventSynchronize(e1);
-        float ms; cudaEventElapsedTime(&ms, e0, e1);
-        if (ms < best) best = ms;
-    }
-    const double ops = (double)blocks * threads * iters * k;
-    int clk = 0;
-    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
-    printf("%-10s K=%d regs %3d warps/scheduler %d  %8.3f ms  %8.2f G/s  %6.2f per SM per clock\n", name, k,
-           at.numRegs, per_sm, best, ops / (best * 1e-3) / 1e9, ops / (best * 1e-3) / sms / (clk * 1e3));
+    if (per_sm > blocks_that_fit(kern)) return;
+    char occ[32];
+    snprintf(occ, sizeof occ, "warps/scheduler %d", per_sm);
+    time_rate(name, kern, k, sms * per_sm, 4 * ITERS, buf, sms, occ);
 }
 
 // the split kernels: as many multiplications in all as `bench` times for K = 1
