@@ -72,6 +72,69 @@ DEVI aff_entries aff_entries_of(const affine_round_args& a, aff_site s) {
     return {entry_at(a.vals, s.first), s.pair ? entry_at(a.vals, s.first + 1) : 0u};
 }
 
+// Asynchronous copies from global into shared memory (`cp.async`, completed by aff_staged_wait),
+// which hold no register while in flight; plain copies in the host build.
+DEVI void aff_copy4_async(u32* to, const u32* from) {
+#ifdef __CUDA_ARCH__
+    const u32 at = static_cast<u32>(__cvta_generic_to_shared(to));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(at), "l"(from) : "memory");
+#else
+    *to = *from;
+#endif
+}
+DEVI void aff_copy16_async(uint4* to, const uint4* from) {
+#ifdef __CUDA_ARCH__
+    const u32 at = static_cast<u32>(__cvta_generic_to_shared(to));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(from) : "memory");
+#else
+    *to = *from;
+#endif
+}
+// Waits for the thread's asynchronous copies.
+DEVI void aff_staged_wait() {
+#ifdef __CUDA_ARCH__
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+// What the backward pass stages in shared memory for a position, one position ahead: its entries
+// (two words) and its prefix product (F's words), for AFF_THREADS threads. Staged, neither holds
+// a register while its load is in flight: held in registers across the additions of the current
+// position, ptxas spilled them, and the spill's store waited on the load.
+template <class F>
+struct aff_stage {
+    u32 entries[2 * AFF_THREADS];
+    uint4 prefix[AFF_THREADS * (F::WORDS / 4)];
+
+    // A site's entries: copied where the round has entries (the first), written where a
+    // position's entry is its index.
+    DEVI void put_entries(const affine_round_args& a, aff_site s) {
+        u32* slot = entries + 2 * threadIdx.x;
+        if (a.vals == nullptr) {
+            slot[0] = s.first;
+            slot[1] = s.pair ? s.first + 1 : 0u;
+            return;
+        }
+        aff_copy4_async(slot, a.vals + s.first);
+        if (s.pair) aff_copy4_async(slot + 1, a.vals + s.first + 1);
+        else slot[1] = 0;
+    }
+    // The prefix product the forward pass left at position o's output.
+    DEVI void put_prefix(const affine_round_args& a, u32 o) {
+        const uint4* from = reinterpret_cast<const uint4*>(a.out + a.out_stride * (size_t)o);
+        uint4* to = prefix + (F::WORDS / 4) * threadIdx.x;
+#pragma unroll
+        for (u32 i = 0; i < F::WORDS / 4; i++) aff_copy16_async(to + i, from + i);
+    }
+    // After aff_staged_wait.
+    DEVI aff_entries get_entries() const {
+        return {entries[2 * threadIdx.x], entries[2 * threadIdx.x + 1]};
+    }
+    DEVI typename F::wide_t get_prefix() const {
+        return F::wide_t::load(reinterpret_cast<const u32*>(prefix + (F::WORDS / 4) * threadIdx.x));
+    }
+};
+
 // Word offset of input point v (an entry: point | sign << 31) in `src` and `src_y`.
 DEVI size_t aff_at(const affine_round_args& a, u32 v) {
     return a.src_stride * (size_t)(v & 0x7fffffffu);
@@ -199,9 +262,10 @@ DEVI u32 aff_positions(const affine_round_args& a, u32 t, u32& first) {
 // loads (its bucket's bounds, then its entries, then the points), which a pass that starts them
 // only when it reaches the position waits on in full before its arithmetic. The forward pass
 // finds position k + 2's site and issues its entries' loads, and issues k + 1's x loads, before
-// it multiplies for k; the backward pass finds k - 1's site and issues its entries' loads before
-// the additions of k, whose points' loads it issues first (a point in flight costs the registers
-// the backward pass does not have).
+// it multiplies for k; the backward pass finds k - 1's site and stages k - 1's entries and prefix
+// product in shared memory (aff_stage) before the additions of k, then issues k's gathers and
+// makes k's first product, which needs none of them, while they are in flight (a value in flight
+// in a register costs the registers the backward pass does not have: ptxas spilled them).
 template <class C>
 DEVI void affine_fwd(const affine_round_args& a) {
     typedef typename C::F F;
@@ -273,24 +337,29 @@ DEVI void affine_bwd(const affine_round_args& a) {
     typename F::wide_t inv = F::widen(F::load(a.inv + F::WORDS * (size_t)t));
     u32 g = bucket_of(a.out_ends, a.m, first + 32 * (cnt - 1));
     aff_site sc = aff_site_down(a, first + 32 * (cnt - 1), g);
-    aff_entries ec = aff_entries_of(a, sc);
+    // two stages, position k's in stage k % 2
+    __shared__ aff_stage<F> stage[2];
+    stage[(cnt - 1) & 1].put_entries(a, sc);
+    stage[(cnt - 1) & 1].put_prefix(a, first + 32 * (cnt - 1));
     for (u32 k = cnt; k-- > 0;) {
         const u32 o = first + 32 * k;
-        A p = aff_point<C>(a, ec.p), q;
-        if (sc.pair) q = aff_point<C>(a, ec.q);
-        const size_t at = a.out_stride * (size_t)o;
-        const typename F::wide_t prefix = F::wide_t::load(a.out + at);
+        aff_staged_wait();
+        const aff_entries e = stage[k & 1].get_entries();
         const aff_site s = sc;
-        const aff_entries e = ec;
+        // the next position's site, entries and prefix first, while no gather is in flight
         if (k > 0) {
             sc = aff_site_down(a, o - 32, g);
-            ec = aff_entries_of(a, sc);
+            stage[(k - 1) & 1].put_entries(a, sc);
+            stage[(k - 1) & 1].put_prefix(a, o - 32);
         }
+        A p = aff_point<C>(a, e.p), q;
+        if (s.pair) q = aff_point<C>(a, e.q);
+        const size_t at = a.out_stride * (size_t)o;
+        // a position's inverse is only multiplied again (as the second operand, dy and 3 x^2
+        // being reduced): it skips its final subtraction. Made while the gathers are in flight.
+        const typename F::wide_t dinv = F::mul_unreduced(inv, stage[k & 1].get_prefix());
         typename F::wide_t d;
         const AffKind kind = aff_classify<C>(s, e, p, q, d);
-        // a position's inverse is only multiplied again (as the second operand, dy and 3 x^2
-        // being reduced): it skips its final subtraction
-        const typename F::wide_t dinv = F::mul_unreduced(inv, prefix);
         inv = F::mul_unreduced(inv, d);
         A r;
         switch (kind) {
