@@ -72,20 +72,18 @@ DEVI aff_entries aff_entries_of(const affine_round_args& a, aff_site s) {
     return {entry_at(a.vals, s.first), s.pair ? entry_at(a.vals, s.first + 1) : 0u};
 }
 
-// Asynchronous copies from global into shared memory (`cp.async`, completed by aff_staged_wait),
-// which hold no register while in flight; plain copies in the host build.
-DEVI void aff_copy4_async(u32* to, const u32* from) {
+// An asynchronous copy of one T (u32 or uint4) from global into shared memory (`cp.async`,
+// completed by aff_staged_wait), which holds no register while in flight: cached in L1 for 4
+// bytes, in L2 only for 16 (what `cp.async` allows); a plain copy in the host build.
+template <class T>
+DEVI void aff_copy_async(T* to, const T* from) {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 16, "cp.async here copies 4 or 16 bytes");
 #ifdef __CUDA_ARCH__
     const u32 at = static_cast<u32>(__cvta_generic_to_shared(to));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(at), "l"(from) : "memory");
-#else
-    *to = *from;
-#endif
-}
-DEVI void aff_copy16_async(uint4* to, const uint4* from) {
-#ifdef __CUDA_ARCH__
-    const u32 at = static_cast<u32>(__cvta_generic_to_shared(to));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(from) : "memory");
+    if constexpr (sizeof(T) == 4)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(at), "l"(from) : "memory");
+    else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(from) : "memory");
 #else
     *to = *from;
 #endif
@@ -115,8 +113,8 @@ struct aff_stage {
             slot[1] = s.pair ? s.first + 1 : 0u;
             return;
         }
-        aff_copy4_async(slot, a.vals + s.first);
-        if (s.pair) aff_copy4_async(slot + 1, a.vals + s.first + 1);
+        aff_copy_async(slot, a.vals + s.first);
+        if (s.pair) aff_copy_async(slot + 1, a.vals + s.first + 1);
         else slot[1] = 0;
     }
     // The prefix product the forward pass left at position o's output.
@@ -124,7 +122,7 @@ struct aff_stage {
         const uint4* from = reinterpret_cast<const uint4*>(a.out + a.out_stride * (size_t)o);
         uint4* to = prefix + (F::WORDS / 4) * threadIdx.x;
 #pragma unroll
-        for (u32 i = 0; i < F::WORDS / 4; i++) aff_copy16_async(to + i, from + i);
+        for (u32 i = 0; i < F::WORDS / 4; i++) aff_copy_async(to + i, from + i);
     }
     // After aff_staged_wait.
     DEVI aff_entries get_entries() const {
