@@ -31,36 +31,25 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.gpu-bin"
+# shellcheck source=scripts/gpu-build-env.sh
+source "$ROOT/scripts/gpu-build-env.sh"
 
 build() {
     local name=${1:-}
     [[ $name =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "usage: $0 build NAME (letters, digits, . _ -)" >&2; exit 2; }
     set -e
     cd "$ROOT"
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-    if [[ -z "${PROOFLINE_NVCC:-}" ]]; then
-        PROOFLINE_NVCC="$("$ROOT/scripts/install-nvcc.sh" | tail -n1)"
-        export PROOFLINE_NVCC
-    fi
-    export PROOFLINE_REQUIRE_KERNELS=1 PROOFLINE_CUDA_ARCHS=90 PROOFLINE_CUDA_PTX=0
+    gpu_build_env "$ROOT"
     local stage
     stage="$(mktemp -d)"
     mkdir -p "$stage/ab-$name"
     cargo build --release -p proofline-gpu --features testkit --bin proofline-gpu-bench
     cp "$CARGO_TARGET_DIR/release/proofline-gpu-bench" "$stage/ab-$name/"
-    cargo test -p proofline-gpu --features testkit --release --no-run --message-format=json \
-        | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except Exception: continue
-    t = m.get("target", {})
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test") \
-            and t.get("name") in ("proofline_gpu", "gpu"):
-        print(t["name"], m["executable"])
-' | while read -r target exe; do
-        cp "$exe" "$stage/ab-$name/test-$target"
-    done
+    # proofline-gpu's unit tests and tests/gpu.rs (the GPU-equals-CPU tests)
+    cargo test -p proofline-gpu --features testkit --release --no-run --message-format=json | list_tests \
+        | while read -r _ target exe; do
+            case "$target" in proofline_gpu | gpu) cp "$exe" "$stage/ab-$name/test-$target" ;; esac
+        done
     [[ -x "$stage/ab-$name/test-proofline_gpu" && -x "$stage/ab-$name/test-gpu" ]] \
         || { echo "error: the GPU test binaries were not found" >&2; exit 1; }
     strip "$stage/ab-$name"/*

@@ -63,33 +63,16 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/.gpu-bin"
+# shellcheck source=scripts/gpu-build-env.sh
+source "$ROOT/scripts/gpu-build-env.sh"
 
 build() {
     set -e
     cd "$ROOT"
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-    if [[ -z "${PROOFLINE_NVCC:-}" ]]; then
-        PROOFLINE_NVCC="$("$ROOT/scripts/install-nvcc.sh" | tail -n1)"
-        export PROOFLINE_NVCC
-    fi
-    export PROOFLINE_REQUIRE_KERNELS=1
-    # the device is an H200 (sm_90): build only its cubin and no PTX, so the carried binaries
-    # stay small (the shipped default is sm_80/86/89/90 + PTX)
-    export PROOFLINE_CUDA_ARCHS="${PROOFLINE_CUDA_ARCHS:-90}" PROOFLINE_CUDA_PTX="${PROOFLINE_CUDA_PTX:-0}"
+    gpu_build_env "$ROOT"
     local stage
     stage="$(mktemp -d)"
     mkdir -p "$stage/bin" "$stage/cubins"
-    list_tests() {
-        python3 -c '
-import json, sys
-for line in sys.stdin:
-    try: m = json.loads(line)
-    except Exception: continue
-    kind = m.get("target", {}).get("kind", [""])[0]
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test") and kind != "bin":
-        print(kind, m["target"]["name"], m["executable"])
-'
-    }
     {
         cargo test -p proofline-gpu --features testkit --release --no-run --message-format=json | list_tests
         cargo test -p proofline-integration --release --no-run --test stages --message-format=json | list_tests
